@@ -1,0 +1,30 @@
+"""dlbench: benchmark deep-learning frameworks (training speed, GPU memory, GPU power).
+
+    snakemake --cores all                      # the default config
+    snakemake --cores all --configfile config/thesis.yaml
+    snakemake --report results/report.html
+"""
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+report: "report/workflow.rst"
+
+
+include: "rules/common.smk"
+include: "rules/datasets.smk"
+include: "rules/train.smk"
+include: "rules/aggregate.smk"
+
+
+rule all:
+    input:
+        RUNS,
+        "results/tables/runs.csv",
+        "results/tables/appendix.csv",
+        FIGURES,
+    default_target: True

@@ -1,0 +1,98 @@
+"""Config validation, the benchmark matrix, and the input functions the rules share."""
+import os
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
+from snakemake.utils import validate
+
+sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
+from dlbench import config as bench_config  # noqa: E402
+from dlbench.aggregate import METRICS  # noqa: E402
+from dlbench.backends import FRAMEWORKS, IMPLEMENTED  # noqa: E402
+from dlbench.datasets import FAMILIES  # noqa: E402
+from dlbench.spec import RunSpec, dataset_label, gpu_count  # noqa: E402
+
+validate(config, "../config/schema.yaml")
+try:
+    CASES = {(c.framework, c.dataset, c.network, c.device): c for c in bench_config.cases(config)}
+except bench_config.ConfigError as error:
+    raise WorkflowError(f"invalid config: {error}")
+
+USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+REPETITIONS = range(1, config["repetitions"] + 1)
+RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{device}/rep{repetition}.json"
+RUNS = [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, repetition=r)
+        for (f, d, n, v) in CASES for r in REPETITIONS]
+CELLS = sorted({(c.dataset, c.network) for c in CASES.values()})
+FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metric in METRICS
+           for ext in ("png", "svg")]
+# Datasets read from files: (label, family, mode) for every non-synthetic case with files to read.
+FILE_DATASETS = sorted({(c.dataset, c.family, c.data_mode) for c in CASES.values()
+                        if c.data_mode != "synthetic" and FAMILIES[c.family].unpacked})
+
+wildcard_constraints:
+    framework="|".join(FRAMEWORKS),
+    device=r"cpu|gpu\d+",
+    repetition=r"\d+",
+
+
+def case(wildcards):
+    return CASES[(wildcards.framework, wildcards.dataset, wildcards.network, wildcards.device)]
+
+
+def unpacked_files(label):
+    family = label.split("-")[0]
+    return [f"data/{label}/{name}" for name in FAMILIES[family].unpacked]
+
+
+def needs_venv(framework):
+    return framework in IMPLEMENTED and config["environment"] == "venv" and not USE_CONDA
+
+
+def requirements(wildcards):
+    # Beside the Snakefile, so that --directory elsewhere still finds it.
+    return Path(workflow.basedir) / "envs" / f"{wildcards.framework}.requirements.txt"
+
+
+def train_inputs(wildcards):
+    run = case(wildcards)
+    inputs = {}
+    if run.data_mode != "synthetic" and FAMILIES[run.family].unpacked:
+        inputs["data"] = unpacked_files(run.dataset)
+    if needs_venv(run.framework):
+        inputs["environment"] = f".venvs/{run.framework}/environment.json"
+    return inputs
+
+
+def train_conda(wildcards):
+    return f"../envs/{wildcards.framework}.yaml" if wildcards.framework in IMPLEMENTED else None
+
+
+def train_threads(wildcards):
+    if wildcards.device != "cpu":
+        return config["threads"]["gpu"]
+    if config["threads"]["cpu"]:
+        return config["threads"]["cpu"]
+    try:
+        return workflow.cores  # "all cores": what Snakemake was given
+    except WorkflowError:
+        return os.cpu_count()
+
+
+def run_spec(wildcards, threads):
+    run = case(wildcards)
+    return RunSpec(
+        framework=run.framework, dataset=run.dataset, network=run.network, device=run.device,
+        repetition=int(wildcards.repetition), batch_size_global=run.batch_size, iterations=run.iterations,
+        warmup_iterations=run.warmup_iterations, learning_rate=run.learning_rate, threads=threads,
+        data_dir=f"data/{run.dataset}" if "data" in train_inputs(wildcards) else None,
+        seed=int(wildcards.repetition),
+    )
+
+
+def cell_records(wildcards):
+    return [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, repetition=r)
+            for (f, d, n, v) in CASES if (d, n) == (wildcards.dataset, wildcards.network)
+            for r in REPETITIONS]

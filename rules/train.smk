@@ -1,0 +1,35 @@
+"""Framework environments and the training runs: one job and one immutable record per run."""
+
+
+rule framework_venv:
+    input:
+        requirements,
+    output:
+        ".venvs/{framework}/environment.json",
+    log:
+        "logs/envs/{framework}.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/build_env.py"
+
+
+rule train:
+    input:
+        unpack(train_inputs),
+    output:
+        "results/runs/{framework}/{dataset}/{network}/{device}/rep{repetition}.json",
+    log:
+        "results/runs/{framework}/{dataset}/{network}/{device}/rep{repetition}.log",
+    params:
+        spec=run_spec,
+        sample_hz=config["measurement"]["sample_hz"],
+        timeout_s=config["measurement"]["timeout_minutes"] * 60,
+    threads: train_threads
+    resources:
+        gpu=lambda wildcards: gpu_count(wildcards.device),
+        runtime=config["measurement"]["timeout_minutes"] + 5,
+    conda:
+        train_conda
+    script:
+        "../workflow/scripts/train.py"

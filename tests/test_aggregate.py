@@ -1,0 +1,86 @@
+"""Records -> runs.csv -> appendix (mean ± sd, n) and figures; missing cells say why."""
+import copy
+
+import pandas as pd
+import pytest
+from dlbench import aggregate, retry
+from dlbench.monitor import write_record
+from dlbench.plots import figure
+
+
+def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status="ok", reason=""):
+    return {
+        "schema": 1, "status": status, "reason": reason,
+        "run": {"framework": framework, "framework_version": "1", "dataset": "mnist-generated",
+                "data_mode": "generated", "network": "lenet", "device": device, "repetition": repetition,
+                "batch_size_global": 64, "iterations": 20, "warmup_iterations": 10, "learning_rate": 0.01,
+                "precision": "fp32", "threads": 2},
+        "timing": {"iteration_seconds": [0.1] * 20, "images_per_second_mean": speed if status == "ok" else None,
+                   "images_per_second_median": speed, "wall_seconds": 3.0, "cpu_per_wall": 1.9,
+                   "reasons": {} if status == "ok" else {"images_per_second_mean": reason}},
+        "memory": {"host_peak_rss_mib": 300.0, "gpu_process_peak_mib": None, "gpu_device_peak_mib": None,
+                   "framework_allocator_peak_mib": None,
+                   "reasons": {"gpu_process_peak_mib": "unavailable: CPU run (no GPU used)"}},
+        "power": {"gpu_mean_w": None, "gpu_peak_w": None, "gpu_energy_j": None, "energy_per_image_j": None, "cpu_energy_j": None,
+                  "samples": 10, "sample_hz": 20.0, "reasons": {"gpu_mean_w": "unavailable: CPU run (no GPU used)"}},
+        "quality": {"final_loss": 2.3, "accuracy": None},
+        "provenance": {"started_at": "2026-11-22T00:00:00+00:00", "finished_at": f"2026-11-22T00:0{repetition}:00+00:00"},
+    }
+
+
+@pytest.fixture
+def records(tmp_path):
+    items = [record(repetition=r, speed=s) for r, s in ((1, 100.0), (2, 110.0), (3, 120.0))]
+    items += [record(framework="cntk", repetition=r, status="unavailable", reason="unavailable: not implemented")
+              for r in (1, 2, 3)]
+    paths = []
+    for item in items:
+        path = tmp_path / "runs" / item["run"]["framework"] / f"rep{item['run']['repetition']}.json"
+        write_record(item, path)
+        paths.append(path)
+    return aggregate.load_records(paths)
+
+
+def test_appendix_reports_mean_sd_and_n_or_the_reason(records, tmp_path):
+    runs = aggregate.runs_table(records)
+    assert len(runs) == 6 and list(runs.columns[:6]) == aggregate.RUN_KEYS
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    aggregate.write_appendix(tmp_path / "runs.csv", tmp_path / "a.csv", tmp_path / "a.md", tmp_path / "a.tex")
+    table = pd.read_csv(tmp_path / "a.csv")
+    speed = table.query("metric == 'train_speed' and framework == 'pytorch'").iloc[0]
+    assert (speed["mean"], speed["sd"], speed["n"]) == (110.0, 10.0, 3)
+    assert speed["cell"] == "110 ± 10 (n=3)"
+    cntk = table.query("metric == 'train_speed' and framework == 'cntk'").iloc[0]
+    assert cntk["cell"] == "unavailable: not implemented" and cntk["n"] == 0
+    memory = table.query("metric == 'gpu_memory' and framework == 'pytorch'").iloc[0]
+    assert memory["cell"] == "unavailable: CPU run (no GPU used)"
+    markdown = (tmp_path / "a.md").read_text()
+    assert "| 110 ± 10 (n=3)" in markdown and "unavailable: not implemented" in markdown
+    assert r"\begin{longtable}" in (tmp_path / "a.tex").read_text()
+
+
+def test_a_partly_failed_cell_says_how_many_runs_counted(records):
+    failed = copy.deepcopy(records[0])
+    failed.update(status="failed", reason="RuntimeError: out of memory")
+    failed["timing"]["images_per_second_mean"] = None
+    table = aggregate.appendix(aggregate.runs_table([failed, *records[1:3]]))
+    assert table.query("metric == 'train_speed'").iloc[0]["cell"] == "115 ± 7 (n=2 of 3)"
+
+
+def test_figure_is_written_for_values_and_for_missing_metrics(records, tmp_path):
+    for metric in ("train_speed", "gpu_power"):
+        outputs = [tmp_path / f"{metric}.png", tmp_path / f"{metric}.svg"]
+        figure(records, metric, outputs)
+        assert all(path.stat().st_size > 1000 for path in outputs)
+    assert "unavailable: CPU run" in (tmp_path / "gpu_power.svg").read_text()
+
+
+def test_retry_sets_failed_records_aside_and_keeps_them(tmp_path):
+    runs = tmp_path / "runs"
+    write_record(record(repetition=1), runs / "a" / "rep1.json")
+    write_record(record(repetition=2, status="failed", reason="failed: x"), runs / "a" / "rep2.json")
+    (runs / "a" / "rep2.log").write_text("log")
+    moved = retry.set_aside(runs, tmp_path / "runs-failed")
+    assert [p.name for p in moved] == ["rep2.2026-11-22T000200+0000.json"]
+    assert (runs / "a" / "rep1.json").exists() and not (runs / "a" / "rep2.json").exists()
+    assert moved[0].with_suffix(".log").read_text() == "log"

@@ -1,0 +1,67 @@
+"""A bad config fails before any job runs, naming the key and what is allowed."""
+import copy
+import subprocess
+import sys
+
+import pytest
+import yaml
+from dlbench.config import FIGURE_4_5, ConfigError, cases
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from .conftest import ROOT
+
+GOOD = {"frameworks": ["pytorch"], "benchmarks": [{"dataset": "mnist", "data": "synthetic", "networks": ["lenet"]}]}
+
+
+def validated(config):
+    config = copy.deepcopy(config)
+    validate(config, str(ROOT / "config" / "schema.yaml"))
+    return config
+
+
+def test_defaults_are_filled_in_and_figure_4_5_applies():
+    config = validated(GOOD)
+    assert config["repetitions"] == 3 and config["devices"] == ["cpu"] and config["environment"] == "venv"
+    (case,) = cases(config)
+    assert (case.batch_size, case.iterations, case.learning_rate) == FIGURE_4_5[("mnist", "lenet")]
+    assert case.warmup_iterations == 94  # 10 % of 938, above the floor of 10
+    assert case.dataset == "mnist-synthetic"
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"frameworks": ["tensorflw"]}, r"'tensorflw' is not one of \['caffe', 'tensorflow', 'pytorch', 'mxnet', 'cntk'\]"),
+    ({"repetitons": 3}, r"'repetitons' was unexpected"),
+    ({"devices": ["gpu0"]}, r"'gpu0' does not match"),
+])
+def test_schema_names_the_key_and_the_allowed_values(change, message):
+    with pytest.raises(WorkflowError, match=message):
+        validated({**GOOD, **change})
+
+
+def test_negative_iterations_are_rejected():
+    bad = copy.deepcopy(GOOD)
+    bad["benchmarks"][0]["iterations"] = -5
+    with pytest.raises(WorkflowError, match=r"-5 is less than the minimum of 1"):
+        validated(bad)
+
+
+def test_semantic_errors_name_the_key():
+    bad = validated({**GOOD, "benchmarks": [{"dataset": "cifar10", "networks": ["lenet"]}]})
+    with pytest.raises(ConfigError, match=r"benchmarks\[0\].networks: lenet has no cifar10 variant; allowed for "
+                                          r"cifar10: alexnet, resnet50, googlenet, vgg16"):
+        cases(bad)
+    bad = validated({**GOOD, "benchmarks": [{"dataset": "mnist", "networks": ["lenet"], "iterations": 10}]})
+    with pytest.raises(ConfigError, match=r"benchmarks\[0\].warmup_iterations: 10 warm-up iterations leave no timed"):
+        cases(bad)
+
+
+def test_bad_config_stops_snakemake_before_any_job(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**GOOD, "frameworks": ["pytorch", "theano"]}))
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", str(bad), "--directory",
+                             str(tmp_path), "--snakefile", str(ROOT / "Snakefile")],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode != 0
+    assert "'theano' is not one of" in result.stdout + result.stderr
+    assert not (tmp_path / "results").exists()

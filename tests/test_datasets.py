@@ -1,0 +1,102 @@
+"""Stand-ins in the real on-disk formats; downloads verified by checksum; corrupt files never used."""
+import gzip
+import pickle
+import struct
+import tarfile
+
+import numpy as np
+import pytest
+from dlbench import datasets
+
+
+def test_generated_mnist_is_idx_gz_with_mnist_shapes(tmp_path):
+    datasets.generate("mnist", tmp_path / "raw", train_images=300, test_images=50, seed=1)
+    assert sorted(p.name for p in (tmp_path / "raw").glob("*.gz")) == sorted(datasets.MNIST_IDX)
+    with gzip.open(tmp_path / "raw" / "train-images-idx3-ubyte.gz", "rb") as f:
+        magic, count, rows, cols = struct.unpack(">IIII", f.read(16))  # the IDX header as MNIST documents it
+    assert (magic, count, rows, cols) == (0x803, 300, 28, 28)
+    datasets.unpack("mnist", tmp_path / "raw", tmp_path / "mnist", None)
+    images, labels = datasets.load_split("mnist", tmp_path / "mnist", "train")
+    assert images.shape == (300, 1, 28, 28) and images.dtype == np.uint8
+    assert labels.shape == (300,) and set(labels) <= set(range(10))
+    assert "not MNIST" in (tmp_path / "raw" / "GENERATED").read_text()
+
+
+def test_generated_cifar10_is_the_python_pickle_tarball(tmp_path):
+    datasets.generate("cifar10", tmp_path / "raw", train_images=500, test_images=100, seed=1)
+    with tarfile.open(tmp_path / "raw" / "cifar-10-python.tar.gz") as tar:
+        names = sorted(m.name for m in tar.getmembers())
+        batch = pickle.load(tar.extractfile("cifar-10-batches-py/data_batch_1"), encoding="bytes")
+    assert names == sorted(datasets.FAMILIES["cifar10"].unpacked)
+    assert batch[b"data"].shape == (100, 3072) and batch[b"data"].dtype == np.uint8
+    assert len(batch[b"labels"]) == 100
+    datasets.unpack("cifar10", tmp_path / "raw", tmp_path / "cifar10", None)
+    images, _ = datasets.load_split("cifar10", tmp_path / "cifar10", "train")
+    assert images.shape == (500, 3, 32, 32)
+    test_images, _ = datasets.load_split("cifar10", tmp_path / "cifar10", "test")
+    assert test_images.shape == (100, 3, 32, 32)
+
+
+def test_generated_images_carry_a_learnable_class_signal(tmp_path):
+    datasets.generate("mnist", tmp_path / "raw", train_images=2000, test_images=10, seed=0)
+    datasets.unpack("mnist", tmp_path / "raw", tmp_path / "mnist", None)
+    images, labels = datasets.load_split("mnist", tmp_path / "mnist", "train")
+    flat = images.reshape(len(images), -1).astype(float)
+    centroids = np.stack([flat[labels == c].mean(0) for c in range(10)])
+    nearest = ((flat[:, None] - centroids[None]) ** 2).sum(-1).argmin(1)
+    assert (nearest == labels).mean() > 0.9
+
+
+@pytest.fixture
+def mirrored_archive(tmp_path, monkeypatch):
+    """A real-format archive on a file:// mirror, registered with its checksum."""
+    mirror = tmp_path / "mirror"
+    datasets.generate("mnist", mirror, train_images=20, test_images=5, seed=3)
+    name = "t10k-labels-idx1-ubyte.gz"
+    family = datasets.FAMILIES["mnist"]
+    archives = {**family.archives, name: datasets.md5sum(mirror / name)}
+    monkeypatch.setitem(datasets.FAMILIES, "mnist", datasets.Family(
+        family.name, archives, family.mirrors, family.unpacked, family.image_shape, family.classes))
+    return mirror, name
+
+
+def test_download_from_a_file_mirror_verifies_the_checksum(tmp_path, mirrored_archive):
+    mirror, name = mirrored_archive
+    lines = []
+    datasets.download("mnist", name, tmp_path / "got" / name, [mirror.as_uri()], log=lines.append)
+    assert (tmp_path / "got" / name).read_bytes() == (mirror / name).read_bytes()
+    assert any("verified" in line for line in lines) and any("MiB" in line for line in lines)
+
+
+def test_a_corrupt_download_is_deleted_and_the_next_mirror_is_tried(tmp_path, mirrored_archive):
+    mirror, name = mirrored_archive
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / name).write_bytes((mirror / name).read_bytes()[:-7])  # truncated
+    lines = []
+    datasets.download("mnist", name, tmp_path / "got" / name, [corrupt.as_uri(), mirror.as_uri()],
+                      log=lines.append)
+    assert any("checksum mismatch" in line for line in lines)
+    assert datasets.md5sum(tmp_path / "got" / name) == datasets.FAMILIES["mnist"].archives[name]
+
+
+def test_no_intact_copy_anywhere_fails_and_leaves_nothing(tmp_path, mirrored_archive):
+    _, name = mirrored_archive
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / name).write_bytes(b"not an archive")
+    target = tmp_path / "got" / name
+    with pytest.raises(RuntimeError, match="could not fetch") as error:
+        datasets.download("mnist", name, target, [corrupt.as_uri(), (tmp_path / "nowhere").as_uri()])
+    expected = datasets.FAMILIES["mnist"].archives[name]
+    assert f"expected {expected}, actual {datasets.md5sum(corrupt / name)}" in str(error.value)
+    assert name in str(error.value)
+    assert not target.exists()
+
+
+def test_unpack_refuses_a_real_archive_that_fails_its_checksum(tmp_path):
+    raw = tmp_path / "raw"
+    datasets.generate("mnist", raw, train_images=20, test_images=5, seed=0)  # not the real MNIST bytes
+    with pytest.raises(datasets.ChecksumError, match="train-images-idx3-ubyte.gz: checksum mismatch"):
+        datasets.unpack("mnist", raw, tmp_path / "mnist", datasets.MNIST_IDX)
+    assert not (tmp_path / "mnist" / "train-images-idx3-ubyte").exists()

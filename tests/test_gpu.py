@@ -1,0 +1,106 @@
+"""NVML sampling code paths, with a fake NVML (this machine has no GPU)."""
+import pytest
+from dlbench import gpu
+
+
+class FakeNVMLError(Exception):
+    pass
+
+
+class FakeNVML:
+    """Two GPUs; power and energy follow a clock the test advances; PID 42 uses 1 GiB on GPU 0."""
+
+    def __init__(self, watts=(200.0, 100.0), energy_counter=True, fail_init=False):
+        self.watts, self.energy_counter, self.fail_init, self.now = watts, energy_counter, fail_init, 0.0
+        self.shut = False
+
+    def nvmlInit(self):
+        if self.fail_init:
+            raise FakeNVMLError("Driver Not Loaded")
+
+    def nvmlShutdown(self):
+        self.shut = True
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return index
+
+    def nvmlDeviceGetIndex(self, handle):
+        return handle
+
+    def nvmlDeviceGetUUID(self, handle):
+        return f"GPU-fake-{handle}"
+
+    def nvmlDeviceGetName(self, handle):
+        return b"Fake P100"
+
+    def nvmlSystemGetDriverVersion(self):
+        return "550.1"
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        return self.watts[handle] * 1000  # mW
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        if not self.energy_counter:
+            raise FakeNVMLError("Not Supported")
+        return self.watts[handle] * self.now * 1000  # mJ since "boot"
+
+    def nvmlDeviceGetMemoryInfo(self, handle):
+        return type("Memory", (), {"used": (3 + handle) * 2**30})()
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle):
+        proc = lambda pid, mib: type("Process", (), {"pid": pid, "usedGpuMemory": mib * 2**20})()
+        return [proc(42, 1024), proc(7, 512)] if handle == 0 else [proc(7, 256)]
+
+
+def sample_run(nvml, seconds=10, hz=10):
+    probe = gpu.GpuProbe(2, nvml)
+    ticks = []
+    for step in range(seconds * hz + 1):
+        nvml.now = step / hz
+        ticks.append(probe.sample(nvml.now, pids={42}))
+    return probe, ticks
+
+
+@pytest.mark.parametrize("energy_counter,method", [(True, "energy counter"), (False, "integrated power samples")])
+def test_power_and_energy_over_the_timed_window(monkeypatch, energy_counter, method):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    probe, ticks = sample_run(FakeNVML(energy_counter=energy_counter))
+    memory, power = gpu.summarise(ticks, window=(2.0, 8.0), images=600, error=probe.error)
+    assert power["method"] == method
+    assert power["gpu_mean_w"] == pytest.approx(300.0)  # both GPUs of the job together
+    assert power["gpu_peak_w"] == pytest.approx(300.0)
+    assert power["gpu_energy_j"] == pytest.approx(300.0 * 6)
+    assert power["energy_per_image_j"] == pytest.approx(3.0)
+    assert memory["gpu_process_peak_mib"] == pytest.approx(1024)  # only the runner's PID counts
+    assert memory["gpu_device_peak_mib"] == pytest.approx(7 * 1024)
+    assert probe.describe()[1] == {"index": 1, "uuid": "GPU-fake-1", "name": "Fake P100", "driver": "550.1"}
+
+
+def test_without_nvml_every_gpu_field_is_null_with_a_reason(monkeypatch):
+    probe = gpu.GpuProbe(1, FakeNVML(fail_init=True))
+    assert probe.error == "unavailable: NVML: Driver Not Loaded"
+    memory, power = gpu.summarise([], window=(0, 1), images=10, error=probe.error)
+    assert memory["gpu_process_peak_mib"] is None and power["gpu_mean_w"] is None
+    assert memory["reasons"]["gpu_device_peak_mib"] == probe.error
+    assert power["reasons"]["energy_per_image_j"] == probe.error
+
+
+def test_cpu_runs_do_not_touch_nvml():
+    probe = gpu.GpuProbe(0, FakeNVML(fail_init=True))
+    assert probe.error == "unavailable: CPU run (no GPU used)" and probe.handles == []
+
+
+def test_a_window_shorter_than_two_samples_says_so(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    _, ticks = sample_run(FakeNVML(), seconds=1, hz=10)
+    memory, power = gpu.summarise(ticks, window=(0.51, 0.55), images=8, error=None)
+    assert memory["gpu_process_peak_mib"] == pytest.approx(1024)
+    assert power["gpu_mean_w"] is None and "fewer than 2 GPU samples" in power["reasons"]["gpu_mean_w"]
+
+
+def test_the_job_samples_the_gpus_the_scheduler_gave_it(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
+    assert gpu.visible_gpus(1) == ["1"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    with pytest.raises(RuntimeError, match="2 GPU"):
+        gpu.visible_gpus(2)

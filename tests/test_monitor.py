@@ -1,0 +1,104 @@
+"""A real tiny run under the monitor, and every way a run can fail still writing its record."""
+import json
+import sys
+
+import jsonschema
+import pytest
+from dlbench import monitor
+from dlbench.aggregate import load_records
+from dlbench.spec import RunSpec
+
+
+def spec(**changes):
+    fields = {"framework": "pytorch", "dataset": "mnist-synthetic", "network": "lenet", "device": "cpu",
+              "repetition": 1, "batch_size_global": 32, "iterations": 30, "warmup_iterations": 10,
+              "learning_rate": 0.01, "threads": 2}
+    return RunSpec(**{**fields, **changes})
+
+
+def run(tmp_path, run_spec, python=sys.executable, **kwargs):
+    record = monitor.run(run_spec, python, tmp_path / "run.log", kwargs.pop("timeout_s", 300), 20, "sha", **kwargs)
+    monitor.write_record(record, tmp_path / "rep1.json")
+    return load_records([tmp_path / "rep1.json"])[0]
+
+
+def test_a_real_run_records_timing_memory_and_provenance(tmp_path, record_schema):
+    record = run(tmp_path, spec())
+    jsonschema.validate({k: v for k, v in record.items() if k != "path"}, record_schema)
+    assert record["status"] == "ok" and record["reason"] == ""
+    timing = record["timing"]
+    assert len(timing["iteration_seconds"]) == 30
+    timed = timing["iteration_seconds"][10:]
+    assert timing["images_per_second_mean"] == pytest.approx(32 * 20 / sum(timed), rel=1e-3)
+    assert timing["wall_seconds"] > sum(timing["iteration_seconds"])
+    # Both allotted threads are busy: CPU time over wall time well above one core.
+    assert timing["cpu_per_wall"] > 1.3
+    assert record["memory"]["host_peak_rss_mib"] > 50
+    assert record["memory"]["gpu_process_peak_mib"] is None
+    assert record["memory"]["reasons"]["gpu_process_peak_mib"] == "unavailable: CPU run (no GPU used)"
+    assert record["power"]["samples"] >= 10 and record["power"]["sample_hz"] > 10
+    assert record["quality"]["final_loss"] > 0
+    provenance = record["provenance"]
+    assert provenance["packages"]["torch"] and provenance["python"] and provenance["cores"] >= 1
+    assert provenance["started_at"] <= provenance["finished_at"]
+    log = (tmp_path / "run.log").read_text()
+    assert "iteration 30/30 (timed)" in log
+
+
+def test_one_thread_uses_one_core(tmp_path):
+    record = run(tmp_path, spec(threads=1, network="lenet", batch_size_global=64))
+    assert record["timing"]["cpu_per_wall"] < 1.2
+
+
+def test_an_exception_in_training_is_a_failed_record_with_the_log_tail(tmp_path, record_schema):
+    record = run(tmp_path, spec(dataset="mnist-generated", data_dir=str(tmp_path / "missing")))
+    jsonschema.validate({k: v for k, v in record.items() if k != "path"}, record_schema)
+    assert record["status"] == "failed"
+    assert record["reason"].startswith("FileNotFoundError")
+    assert "last lines of the log" in record["reason"] and "in load_split" in record["reason"]
+    assert record["timing"]["images_per_second_mean"] is None
+    assert record["timing"]["reasons"]["images_per_second_mean"].startswith("FileNotFoundError")
+
+
+def test_an_unimplemented_framework_is_unavailable(tmp_path):
+    record = run(tmp_path, spec(framework="cntk"))
+    assert record["status"] == "unavailable" and record["reason"] == "unavailable: not implemented"
+
+
+def test_a_gpu_run_without_a_gpu_is_unavailable(tmp_path):
+    record = run(tmp_path, spec(device="gpu1"))
+    assert record["status"] == "unavailable"
+    assert "needs 1 CUDA GPU" in record["reason"]
+    assert record["memory"]["reasons"]["gpu_device_peak_mib"].startswith("unavailable: NVML")
+
+
+def test_an_environment_that_could_not_be_built_is_unavailable(tmp_path):
+    record = run(tmp_path, spec(), unavailable_reason="unavailable: environment from envs/x.txt could not be built")
+    assert record["status"] == "unavailable" and "could not be built" in record["reason"]
+
+
+def test_an_interpreter_that_cannot_start_is_a_failed_record(tmp_path):
+    record = run(tmp_path, spec(), python=str(tmp_path / "no-such-python"))
+    assert record["status"] == "failed" and record["reason"].startswith("cannot start the runner")
+
+
+def test_a_runner_killed_by_a_signal_is_a_failed_record(tmp_path):
+    fake_python = tmp_path / "python"
+    fake_python.write_text("#!/bin/sh\necho 'Killed (out of memory)'\nkill -9 $$\n")
+    fake_python.chmod(0o755)
+    record = run(tmp_path, spec(), python=str(fake_python))
+    assert record["status"] == "failed"
+    assert record["reason"].startswith("runner exited with code -9")
+    assert "Killed (out of memory)" in record["reason"]
+
+
+def test_a_run_past_its_timeout_is_killed_and_failed(tmp_path):
+    record = run(tmp_path, spec(iterations=100000, warmup_iterations=10), timeout_s=8)
+    assert record["status"] == "failed" and record["reason"].startswith("timeout: no result after 8 s")
+    assert record["timing"]["wall_seconds"] < 30
+
+
+def test_records_are_written_whole(tmp_path):
+    monitor.write_record({"schema": 1}, tmp_path / "a" / "rep1.json")
+    assert json.loads((tmp_path / "a" / "rep1.json").read_text()) == {"schema": 1}
+    assert not list((tmp_path / "a").glob("*.part"))

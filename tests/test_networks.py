@@ -1,0 +1,50 @@
+"""One description per network: published parameter counts, and the PyTorch build matches it."""
+import pytest
+import torch
+from dlbench import networks
+from dlbench.backends.pytorch import build
+
+CASES = [(name, variant) for name, variants in networks.VARIANTS.items() for variant in variants]
+
+# Published trainable-parameter counts of the ImageNet models (torchvision; GoogLeNet without aux heads).
+PUBLISHED = {"alexnet": 61_100_840, "vgg16": 138_357_544, "resnet50": 25_557_032, "googlenet": 6_624_904}
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_imagenet_variants_have_the_published_parameter_counts(name):
+    assert networks.trainable_parameters(networks.network(name, "imagenet")) == PUBLISHED[name]
+
+
+def test_lenet_is_caffes_lenet():
+    assert networks.trainable_parameters(networks.network("lenet", "mnist")) == 431_080
+
+
+@pytest.mark.parametrize("name,variant", CASES)
+def test_pytorch_build_has_the_described_parameters_and_trains_one_step(name, variant):
+    description = networks.network(name, variant)
+    model = build(description)
+    counted = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert counted == networks.trainable_parameters(description)
+
+    images = torch.randn(2, *description.input_shape)
+    labels = torch.randint(0, description.num_classes, (2,))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    before = [p.detach().clone() for p in model.parameters()]
+    loss = torch.nn.functional.cross_entropy(model(images), labels)
+    loss.backward()
+    optimizer.step()
+    assert torch.isfinite(loss)
+    assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters()))
+
+
+def test_unknown_network_and_variant_are_named():
+    with pytest.raises(KeyError, match="unknown network 'lenet5'.*known: lenet"):
+        networks.network("lenet5", "mnist")
+    with pytest.raises(KeyError, match="lenet has no 'cifar10' variant"):
+        networks.network("lenet", "cifar10")
+
+
+def test_mismatched_residual_is_rejected():
+    body = networks.Sequential((networks.Conv(8, 3, 2, 1),))
+    with pytest.raises(ValueError, match="Residual body"):
+        networks.walk(networks.Residual(body), (4, 8, 8))

@@ -1,0 +1,98 @@
+"""The workflow end to end, as a user runs it: data -> runs x repetitions -> tables -> figures -> report."""
+import json
+import subprocess
+import sys
+
+import jsonschema
+import pandas as pd
+import pytest
+import yaml
+
+from .conftest import ROOT
+
+TINY = {
+    "frameworks": ["pytorch", "cntk"],
+    "devices": ["cpu"],
+    "repetitions": 2,
+    "generated": {"train_images": 256, "test_images": 64},
+    "benchmarks": [
+        {"dataset": "mnist", "data": "generated", "networks": ["lenet"], "batch_size": 32, "iterations": 15,
+         "warmup_iterations": 5},
+        {"dataset": "cifar10", "data": "synthetic", "networks": ["vgg16"], "batch_size": 4, "iterations": 6,
+         "warmup_iterations": 2},
+    ],
+}
+
+
+def snakemake(workdir, *args, check=True):
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory",
+               str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if check and result.returncode:
+        raise AssertionError(f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """One real run of the tiny config in a pip virtualenv the workflow builds itself."""
+    workdir = tmp_path_factory.mktemp("workflow")
+    (workdir / "config.yaml").write_text(yaml.safe_dump(TINY))
+    snakemake(workdir)
+    snakemake(workdir, "--report", "results/report.html")
+    return workdir
+
+
+@pytest.mark.slow
+def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
+    records = sorted((finished / "results" / "runs").rglob("rep*.json"))
+    assert len(records) == 2 * 2 * 2  # frameworks x cells x repetitions
+    for path in records:
+        record = json.loads(path.read_text())
+        jsonschema.validate(record, record_schema)
+        assert path.with_suffix(".log").exists()
+        if record["run"]["framework"] == "pytorch":
+            assert record["status"] == "ok", record["reason"]
+            assert record["provenance"]["python"] and record["provenance"]["packages"]["torch"]
+            assert ".venvs/pytorch" in path.with_suffix(".log").read_text()
+        else:
+            assert record["status"] == "unavailable" and record["reason"] == "unavailable: not implemented"
+
+
+@pytest.mark.slow
+def test_generated_data_is_labelled_as_generated(finished):
+    assert (finished / "data" / "raw" / "mnist-generated" / "GENERATED").exists()
+    runs = pd.read_csv(finished / "results" / "tables" / "runs.csv")
+    assert set(runs["dataset"]) == {"mnist-generated", "cifar10-synthetic"}
+    assert not (finished / "data" / "mnist").exists()
+
+
+@pytest.mark.slow
+def test_tables_figures_and_report(finished):
+    tables = finished / "results" / "tables"
+    appendix = pd.read_csv(tables / "appendix.csv")
+    speed = appendix.query("metric == 'train_speed' and framework == 'pytorch'")
+    assert len(speed) == 2 and (speed["n"] == 2).all() and (speed["mean"] > 0).all()
+    assert "unavailable: not implemented" in (tables / "appendix.md").read_text()
+    assert (tables / "appendix.tex").stat().st_size > 0
+    figures = sorted((finished / "results" / "figures").rglob("*.png"))
+    assert len(figures) == 2 * 6
+    report = (finished / "results" / "report.html").read_text()
+    assert "train_speed" in report
+
+
+@pytest.mark.slow
+def test_a_single_figure_is_rebuilt_alone(finished):
+    target = "results/figures/mnist-generated/lenet/train_speed.png"
+    (finished / target).unlink()
+    result = snakemake(finished, target)
+    assert (finished / target).exists()
+    assert "rule train:" not in result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_the_thesis_config_schedules_one_job_per_run(tmp_path):
+    (tmp_path / "config.yaml").write_text((ROOT / "config" / "thesis.yaml").read_text())
+    result = snakemake(tmp_path, "-n", "--quiet", "rules")
+    jobs = dict(line.split() for line in result.stdout.splitlines() if line.split()[:1] in (["train"],))
+    assert jobs["train"] == str(5 * 9 * 3 * 3)  # frameworks x cases x devices x repetitions

@@ -1,0 +1,9 @@
+"""Snakemake entry point: the Appendix-A-style table as CSV, Markdown and LaTeX."""
+from pathlib import Path
+
+from dlbench.aggregate import write_appendix
+from dlbench.jobs import logged
+
+with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
+    out = snakemake.output  # noqa: F821
+    write_appendix(Path(snakemake.input[0]), Path(out.csv), Path(out.md), Path(out.tex))  # noqa: F821

@@ -1,0 +1,111 @@
+"""Run records -> tidy table -> Appendix-A-style table (mean ± sd over repetitions).
+
+Aggregation only reads records; it never writes beside them.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+# metric name -> (record section, field, unit); the thesis's three metrics first.
+METRICS = {
+    "train_speed": ("timing", "images_per_second_mean", "images/s"),
+    "gpu_memory": ("memory", "gpu_process_peak_mib", "MiB"),
+    "gpu_power": ("power", "gpu_mean_w", "W"),
+    "gpu_energy_per_image": ("power", "energy_per_image_j", "J/image"),
+    "host_memory": ("memory", "host_peak_rss_mib", "MiB"),
+    "cpu_per_wall": ("timing", "cpu_per_wall", "CPU s / wall s"),
+}
+RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "repetition"]
+CELL_KEYS = ["dataset", "network", "framework", "device"]
+
+
+def load_records(paths) -> list[dict]:
+    records = []
+    for path in paths:
+        record = json.loads(Path(path).read_text())
+        record["path"] = str(path)
+        records.append(record)
+    return records
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0] if text and text.strip() else ""
+
+
+def runs_table(records: list[dict]) -> pd.DataFrame:
+    """One row per run: its identity, status, every metric, and why a metric is missing."""
+    rows = []
+    for record in records:
+        run = record["run"]
+        row = {key: run[key] for key in RUN_KEYS}
+        row.update(status=record["status"], reason=_first_line(record["reason"]),
+                   framework_version=run.get("framework_version"), batch_size_global=run["batch_size_global"],
+                   iterations=run["iterations"], warmup_iterations=run["warmup_iterations"],
+                   threads=run["threads"], final_loss=record["quality"]["final_loss"],
+                   started_at=record["provenance"].get("started_at"), record=record["path"])
+        for metric, (section, field, _) in METRICS.items():
+            block = record[section]
+            row[metric] = block.get(field)
+            reason = block.get("reasons", {}).get(field, "")
+            row[f"{metric}_reason"] = _first_line(reason) if row[metric] is None else ""
+        rows.append(row)
+    columns = RUN_KEYS + ["status", "reason"]
+    return pd.DataFrame(rows, columns=columns + [c for r in rows[:1] for c in r if c not in columns])
+
+
+def appendix(runs: pd.DataFrame) -> pd.DataFrame:
+    """Long table: metric × dataset × network × framework × device, mean, sd, n, and the cell text."""
+    out = []
+    for metric, (_, _, unit) in METRICS.items():
+        for cell, group in runs.groupby(CELL_KEYS, sort=True):
+            values = group[metric].dropna().astype(float)
+            row = dict(zip(CELL_KEYS, cell), metric=metric, unit=unit, n=len(values), runs=len(group))
+            if len(values):
+                row["mean"], row["sd"] = values.mean(), values.std(ddof=1) if len(values) > 1 else float("nan")
+                row["cell"] = _format(row["mean"], row["sd"], len(values), len(group))
+            else:
+                row["mean"] = row["sd"] = float("nan")
+                row["cell"] = _why_missing(group, metric)
+            out.append(row)
+    return pd.DataFrame(out, columns=["metric", "unit", *CELL_KEYS, "n", "runs", "mean", "sd", "cell"])
+
+
+def _format(mean: float, sd: float, n: int, runs: int) -> str:
+    digits = 0 if abs(mean) >= 100 else 2 if abs(mean) >= 1 else 3
+    spread = "" if pd.isna(sd) else f" ± {sd:,.{digits}f}"
+    missing = "" if n == runs else f" of {runs}"
+    return f"{mean:,.{digits}f}{spread} (n={n}{missing})"
+
+
+def _why_missing(group: pd.DataFrame, metric: str) -> str:
+    not_ok = group[group["status"] != "ok"]
+    if len(not_ok):
+        first = not_ok.iloc[0]
+        return first["reason"] if first["reason"].startswith(first["status"]) else f"{first['status']}: {first['reason']}"
+    reasons = group[f"{metric}_reason"].replace("", pd.NA).dropna()
+    return reasons.iloc[0] if len(reasons) else "unavailable: not recorded"
+
+
+def appendix_wide(table: pd.DataFrame) -> pd.DataFrame:
+    """The thesis's layout: one row per metric/dataset/network/framework, one column per device."""
+    wide = table.pivot_table(index=["metric", "unit", "dataset", "network", "framework"], columns="device",
+                             values="cell", aggfunc="first", sort=False)
+    wide.columns.name = None
+    return wide.reset_index()
+
+
+def write_appendix(runs_csv: Path, csv_out: Path, md_out: Path, tex_out: Path) -> None:
+    columns = pd.read_csv(runs_csv, nrows=0).columns
+    reasons = {c: str for c in columns if c == "reason" or c.endswith("_reason")}  # empty = no reason
+    table = appendix(pd.read_csv(runs_csv, dtype=reasons, keep_default_na=False, na_values={
+        c: [""] for c in columns if c not in reasons}))
+    table.to_csv(csv_out, index=False)
+    wide = appendix_wide(table)
+    md_out.write_text("# Benchmark results (mean ± sd over repetitions)\n\n" + wide.to_markdown(index=False) + "\n")
+    tex_out.write_text(wide.to_latex(index=False, longtable=True, escape=True,
+                                     caption="Benchmark results: mean ± sd over repetitions (n = repetitions).",
+                                     label="tab:appendix"))
+

@@ -1,0 +1,187 @@
+"""PyTorch backend: a builder for the network descriptions and an eager training step."""
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+import torch
+from torch import nn
+from torch.utils.data import BatchSampler, DataLoader, RandomSampler, TensorDataset
+
+from .. import networks
+from ..datasets import load_split
+from ..spec import RunSpec
+from . import Unavailable
+
+# Per-channel statistics used to normalise uint8 input on the device.
+NORMALISATION = {"mnist": ((0.1307,), (0.3081,)),
+                 "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
+                 "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))}
+
+
+def framework_version() -> str:
+    return torch.__version__
+
+
+def packages() -> dict:
+    found = {}
+    for name in ("torch", "numpy"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+class _Concat(nn.Module):
+    def __init__(self, branches: list[nn.Module]):
+        super().__init__()
+        self.branches = nn.ModuleList(branches)
+
+    def forward(self, x):
+        return torch.cat([branch(x) for branch in self.branches], dim=1)
+
+
+class _Residual(nn.Module):
+    def __init__(self, body: nn.Module, shortcut: nn.Module | None):
+        super().__init__()
+        self.body, self.shortcut = body, shortcut
+
+    def forward(self, x):
+        return self.body(x) + (x if self.shortcut is None else self.shortcut(x))
+
+
+class TorchBuilder:
+    """Turns a :mod:`dlbench.networks` description into an ``nn.Module``."""
+
+    def conv(self, layer, shape):
+        return nn.Conv2d(shape[0], layer.out_channels, layer.kernel, layer.stride, layer.padding, bias=layer.bias)
+
+    def batchnorm(self, layer, shape):
+        return nn.BatchNorm2d(shape[0], eps=layer.eps)
+
+    def relu(self, layer, shape):
+        return nn.ReLU(inplace=True)
+
+    def maxpool(self, layer, shape):
+        return nn.MaxPool2d(layer.kernel, layer.stride, layer.padding, ceil_mode=layer.ceil_mode)
+
+    def globalavgpool(self, layer, shape):
+        return nn.AdaptiveAvgPool2d(1)
+
+    def flatten(self, layer, shape):
+        return nn.Flatten()
+
+    def dense(self, layer, shape):
+        return nn.Linear(shape[0], layer.out_features, bias=layer.bias)
+
+    def dropout(self, layer, shape):
+        return nn.Dropout(layer.rate)
+
+    def sequential(self, children):
+        return nn.Sequential(*children)
+
+    def concat(self, branches):
+        return _Concat(branches)
+
+    def residual(self, body, shortcut):
+        return _Residual(body, shortcut)
+
+
+def build(description: networks.Network) -> nn.Module:
+    return networks.build(description, TorchBuilder())
+
+
+def _devices(spec: RunSpec) -> list[torch.device]:
+    if spec.gpus == 0:
+        return [torch.device("cpu")]
+    visible = torch.cuda.device_count()
+    if visible < spec.gpus:
+        raise Unavailable(f"{spec.device} needs {spec.gpus} CUDA GPU(s); torch {torch.__version__} sees {visible}")
+    return [torch.device("cuda", index) for index in range(spec.gpus)]
+
+
+class _Batches:
+    """Endless batches: synthetic (one resident batch) or shuffled epochs of a dataset."""
+
+    def __init__(self, spec: RunSpec, description: networks.Network, device: torch.device):
+        mean, std = NORMALISATION[spec.family]
+        self.mean = torch.tensor(mean, device=device).view(1, -1, 1, 1) * 255
+        self.std = torch.tensor(std, device=device).view(1, -1, 1, 1) * 255
+        self.device, self.batch = device, spec.batch_size_global
+        generator = torch.Generator().manual_seed(spec.seed)
+        if spec.data_mode == "synthetic":
+            # One resident, already normalised batch (as tf_cnn_benchmarks): compute only, no input work.
+            images = torch.randint(0, 256, (self.batch, *description.input_shape), generator=generator,
+                                   dtype=torch.uint8)
+            labels = torch.randint(0, description.num_classes, (self.batch,), generator=generator)
+            self.synthetic = (self._normalise(images.to(device)), labels.to(device))
+            return
+        self.synthetic = None
+        if spec.family == "imagenet":
+            raise Unavailable("ILSVRC12 input is not converted yet (formats issue); use data: synthetic")
+        images, labels = load_split(spec.family, spec.data_dir, "train")
+        if len(images) < self.batch:
+            raise ValueError(f"{spec.dataset} has {len(images)} training images, fewer than one batch of {self.batch}")
+        dataset = TensorDataset(torch.from_numpy(images.copy()), torch.from_numpy(labels))
+        # One indexing per batch (BatchSampler) instead of per-sample collation.
+        sampler = BatchSampler(RandomSampler(dataset, generator=generator), self.batch, drop_last=True)
+        self.loader = DataLoader(dataset, sampler=sampler, batch_size=None,
+                                 pin_memory=device.type == "cuda")
+        self.iterator = iter(self.loader)
+
+    def _normalise(self, images: torch.Tensor) -> torch.Tensor:
+        return (images.float() - self.mean) / self.std
+
+    def next(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.synthetic is not None:
+            return self.synthetic
+        try:
+            images, labels = next(self.iterator)
+        except StopIteration:  # a new shuffled epoch
+            self.iterator = iter(self.loader)
+            images, labels = next(self.iterator)
+        images = images.to(self.device, non_blocking=True)
+        return self._normalise(images), labels.to(self.device, non_blocking=True)
+
+
+class Trainer:
+    def __init__(self, spec: RunSpec, description: networks.Network):
+        torch.set_num_threads(spec.threads)
+        torch.manual_seed(spec.seed)
+        self.devices = _devices(spec)
+        if self.devices[0].type == "cuda":
+            torch.backends.cudnn.benchmark = True  # as the reference training scripts do
+        model = build(description).to(self.devices[0])
+        if len(self.devices) > 1:
+            # Single-process data parallelism: the global batch is split over the GPUs.
+            model = nn.DataParallel(model, device_ids=[d.index for d in self.devices])
+        self.model = model.train()
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=spec.learning_rate, momentum=0.9)
+        self.criterion = nn.CrossEntropyLoss()
+        self.batches = _Batches(spec, description, self.devices[0])
+        self.loss = None
+
+    def step(self) -> None:
+        images, labels = self.batches.next()
+        loss = self.criterion(self.model(images), labels)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        self.loss = loss.detach()
+
+    def synchronize(self) -> None:
+        for device in self.devices:
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+
+    def final_loss(self) -> float | None:
+        return None if self.loss is None else float(self.loss)
+
+    def allocator_peak_mib(self) -> float | None:
+        if self.devices[0].type != "cuda":
+            return None
+        return sum(torch.cuda.max_memory_allocated(d) for d in self.devices) / 2**20
+
+
+def trainer(spec: RunSpec, description: networks.Network) -> Trainer:
+    return Trainer(spec, description)

@@ -1,0 +1,93 @@
+"""The benchmark matrix from a validated config, with the thesis's Figure 4.5 as defaults.
+
+The JSON schema (config/schema.yaml) checks types, names and ranges; this module checks what
+a schema cannot (a network that has no variant for a dataset, warm-up longer than the run)
+and names the offending key and what is allowed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+
+from .datasets import FAMILIES
+from .networks import VARIANTS
+from .spec import dataset_label, gpu_count
+
+# Figure 4.5: effective (global) batch size, iterations, learning rate per dataset and network.
+FIGURE_4_5 = {
+    ("mnist", "lenet"): (64, 938, 0.01),
+    ("cifar10", "alexnet"): (128, 390, 0.01),
+    ("cifar10", "resnet50"): (128, 390, 0.1),
+    ("cifar10", "googlenet"): (128, 390, 0.1),
+    ("cifar10", "vgg16"): (128, 390, 0.01),
+    ("imagenet", "alexnet"): (128, 300, 0.01),
+    ("imagenet", "resnet50"): (8, 300, 0.1),
+    ("imagenet", "googlenet"): (8, 300, 0.1),
+    ("imagenet", "vgg16"): (8, 300, 0.01),
+}
+
+class ConfigError(ValueError):
+    pass
+
+
+def default_warmup(iterations: int) -> int:
+    return max(10, math.ceil(0.1 * iterations))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One (framework, dataset, network, device) cell; it runs ``repetitions`` times."""
+
+    framework: str
+    dataset: str  # label: mnist, mnist-generated, imagenet-synthetic, ...
+    family: str
+    data_mode: str
+    network: str
+    device: str
+    batch_size: int
+    iterations: int
+    warmup_iterations: int
+    learning_rate: float
+
+
+def cases(config: dict) -> list[Case]:
+    found: dict[tuple, Case] = {}
+    for index, bench in enumerate(config["benchmarks"]):
+        where = f"benchmarks[{index}]"
+        family, mode = bench["dataset"], bench.get("data", "real")
+        for network in bench["networks"]:
+            if family not in VARIANTS[network]:
+                allowed = ", ".join(n for n, v in VARIANTS.items() if family in v)
+                raise ConfigError(f"{where}.networks: {network} has no {family} variant; "
+                                  f"allowed for {family}: {allowed}")
+            batch, iterations, rate = FIGURE_4_5[(family, network)]
+            batch = bench.get("batch_size", batch)
+            iterations = bench.get("iterations", iterations)
+            rate = bench.get("learning_rate", rate)
+            warmup = bench.get("warmup_iterations", default_warmup(iterations))
+            if warmup >= iterations:
+                raise ConfigError(f"{where}.warmup_iterations: {warmup} warm-up iterations leave no timed "
+                                  f"iteration of {iterations} ({network}); allowed: 0 to {iterations - 1}")
+            for device in config["devices"]:
+                gpus = gpu_count(device)
+                if gpus and batch % gpus:
+                    raise ConfigError(f"{where}.batch_size: {batch} cannot be split over {gpus} GPUs "
+                                      f"({network} on {device}); allowed: a multiple of {gpus}")
+                for framework in config["frameworks"]:
+                    label = dataset_label(family, mode)
+                    key = (framework, label, network, device)
+                    if key in found:
+                        raise ConfigError(f"{where}: {network} on {label} is listed twice")
+                    found[key] = Case(framework, label, family, mode, network, device,
+                                      batch, iterations, warmup, rate)
+    return list(found.values())
+
+
+def config_sha256(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+
+
+def mirrors(config: dict, family: str) -> list[str]:
+    return config.get("mirrors", {}).get(family) or list(FAMILIES[family].mirrors)

@@ -1,0 +1,220 @@
+"""Datasets: download and verify, generate offline stand-ins, unpack, and read back.
+
+Real MNIST and CIFAR10 come from their publishers (or a mirror the config names, ``file://``
+included) and are checked against the publishers' MD5 sums before anything uses them.
+Generated stand-ins have the same file names, on-disk formats (IDX gz; CIFAR python pickles
+in a tar.gz), shapes and class counts; they live under ``<family>-generated`` so that nothing
+derived from them can be taken for the real data.
+
+Only numpy and the standard library: the runner reads data with :func:`load_split`.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import pickle
+import shutil
+import struct
+import tarfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    archives: dict  # file name -> MD5 published for it
+    mirrors: tuple  # base URLs tried in order
+    unpacked: tuple  # files the unpack step produces, relative to data/<dataset>/
+    image_shape: tuple  # (channels, height, width)
+    classes: int
+
+
+MNIST_IDX = {
+    "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
+    "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
+    "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
+    "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
+}
+CIFAR10_DIR = "cifar-10-batches-py"
+CIFAR10_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch", "batches.meta")
+
+FAMILIES = {
+    "mnist": Family(
+        "mnist", MNIST_IDX,
+        ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"),
+        tuple(name.removesuffix(".gz") for name in MNIST_IDX), (1, 28, 28), 10),
+    "cifar10": Family(
+        "cifar10", {"cifar-10-python.tar.gz": "c58f30108f718f92721af3b95e74349a"},
+        ("https://www.cs.toronto.edu/~kriz/",),
+        tuple(f"{CIFAR10_DIR}/{name}" for name in CIFAR10_BATCHES), (3, 32, 32), 10),
+    # ILSVRC12 cannot be downloaded without an account; its conversion comes with the formats issue.
+    "imagenet": Family("imagenet", {}, (), (), (3, 224, 224), 1000),
+}
+
+
+class ChecksumError(RuntimeError):
+    pass
+
+
+def md5sum(path: Path) -> str:
+    digest = hashlib.md5()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify(path: Path, expected_md5: str) -> None:
+    """Raise (and delete the file) unless ``path`` has the expected MD5."""
+    actual = md5sum(path)
+    if actual != expected_md5:
+        Path(path).unlink()
+        raise ChecksumError(f"{path}: checksum mismatch (md5 expected {expected_md5}, actual {actual}); "
+                            "the file was deleted")
+
+
+def fetch(url: str, destination: Path, log=print) -> None:
+    """Stream ``url`` to ``destination`` with progress lines; ``file://`` URLs work too."""
+    partial = destination.with_name(destination.name + ".part")
+    with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as out:
+        total = int(response.headers.get("Content-Length") or 0)
+        done, last_report, started = 0, 0.0, time.monotonic()
+        for block in iter(lambda: response.read(1 << 20), b""):
+            out.write(block)
+            done += len(block)
+            now = time.monotonic()
+            if now - last_report >= 2 or (total and done == total):
+                share = f" of {total / 2**20:.1f} MiB ({100 * done / total:.0f} %)" if total else ""
+                log(f"  {destination.name}: {done / 2**20:.1f} MiB{share}, "
+                    f"{done / 2**20 / max(now - started, 1e-9):.1f} MiB/s")
+                last_report = now
+    partial.replace(destination)
+
+
+def download(family: str, file_name: str, destination: Path, mirrors: list[str], log=print) -> None:
+    """Try each mirror in turn; the first file that passes its checksum wins."""
+    expected = FAMILIES[family].archives[file_name]
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    errors = []
+    for base in mirrors:
+        url = base.rstrip("/") + "/" + file_name
+        log(f"fetching {url}")
+        try:
+            fetch(url, destination, log)
+            verify(destination, expected)
+            log(f"  {file_name}: md5 {expected} verified")
+            return
+        except (OSError, ChecksumError) as error:  # URLError is an OSError
+            errors.append(f"{url}: {error}")
+            log(f"  failed: {error}")
+    raise RuntimeError(f"could not fetch {file_name} from any mirror:\n  " + "\n  ".join(errors))
+
+
+# ------------------------------------------------------------------ generated stand-ins
+
+
+def _generated_images(shape: tuple, classes: int, count: int, rng: np.random.Generator) -> tuple:
+    """Images with a learnable class signal: a per-class template plus per-image noise."""
+    templates = rng.integers(0, 256, size=(classes, *shape)).astype(np.int16)
+    labels = rng.integers(0, classes, size=count).astype(np.uint8)
+    images = np.empty((count, *shape), dtype=np.uint8)
+    for start in range(0, count, 1000):  # chunks keep the int16 working set small
+        chunk = slice(start, min(start + 1000, count))
+        noise = rng.integers(-96, 97, size=(chunk.stop - chunk.start, *shape), dtype=np.int16)
+        images[chunk] = np.clip(templates[labels[chunk]] + noise, 0, 255).astype(np.uint8)
+    return images, labels
+
+
+def _idx_bytes(array: np.ndarray) -> bytes:
+    """IDX as MNIST ships it: big-endian magic (0, 0, 0x08 = ubyte, ndim), then dimensions."""
+    header = struct.pack(">BBBB", 0, 0, 0x08, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
+    return header + array.astype(np.uint8).tobytes()
+
+
+def generate(family: str, raw_dir: Path, train_images: int, test_images: int, seed: int) -> None:
+    """Write stand-in archives with the real file names and formats into ``raw_dir``."""
+    spec = FAMILIES[family]
+    rng = np.random.default_rng(seed)
+    train, test = (_generated_images(spec.image_shape, spec.classes, n, rng) for n in (train_images, test_images))
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    if family == "mnist":
+        parts = {"train-images-idx3-ubyte.gz": train[0][:, 0], "train-labels-idx1-ubyte.gz": train[1],
+                 "t10k-images-idx3-ubyte.gz": test[0][:, 0], "t10k-labels-idx1-ubyte.gz": test[1]}
+        for name, array in parts.items():
+            with gzip.open(raw_dir / name, "wb", compresslevel=1) as out:
+                out.write(_idx_bytes(array))
+    elif family == "cifar10":
+        batches = {f"data_batch_{i + 1}": chunk for i, chunk in
+                   enumerate(zip(np.array_split(train[0], 5), np.array_split(train[1], 5)))}
+        batches["test_batch"] = test
+        with tarfile.open(raw_dir / "cifar-10-python.tar.gz", "w:gz", compresslevel=1) as tar:
+            for name, (images, labels) in batches.items():
+                _add_pickle(tar, name, {b"batch_label": f"generated {name}".encode(),
+                                        b"labels": labels.tolist(), b"data": images.reshape(len(images), -1),
+                                        b"filenames": [f"{i}.png".encode() for i in range(len(images))]})
+            _add_pickle(tar, "batches.meta", {b"label_names": [f"class_{i}".encode() for i in range(10)],
+                                              b"num_cases_per_batch": len(batches["data_batch_1"][1]),
+                                              b"num_vis": 3072})
+    else:
+        raise ValueError(f"no generated stand-in for {family!r}")
+    (raw_dir / "GENERATED").write_text(
+        f"Generated stand-in for {family} (seed {seed}); not {family.upper()}. Random class templates plus noise.\n")
+
+
+def _add_pickle(tar: tarfile.TarFile, name: str, content: dict) -> None:
+    payload = pickle.dumps(content, protocol=2)
+    info = tarfile.TarInfo(f"{CIFAR10_DIR}/{name}")
+    info.size = len(payload)
+    tar.addfile(info, io.BytesIO(payload))
+
+
+# ------------------------------------------------------------------ unpack and read
+
+
+def unpack(family: str, raw_dir: Path, out_dir: Path, verified_md5: dict | None) -> None:
+    """Unpack the archives; re-verify them first when their checksums are known (real data)."""
+    for name, expected in (verified_md5 or {}).items():
+        verify(raw_dir / name, expected)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if family == "mnist":
+        for name in FAMILIES["mnist"].archives:
+            with gzip.open(raw_dir / name, "rb") as source, open(out_dir / name.removesuffix(".gz"), "wb") as out:
+                shutil.copyfileobj(source, out)
+    elif family == "cifar10":
+        with tarfile.open(raw_dir / "cifar-10-python.tar.gz", "r:gz") as tar:
+            members = [m for m in tar.getmembers() if m.name in FAMILIES["cifar10"].unpacked]
+            tar.extractall(out_dir, members=members, filter="data")
+    else:
+        raise ValueError(f"nothing to unpack for {family!r}")
+
+
+def read_idx(path: Path) -> np.ndarray:
+    data = Path(path).read_bytes()
+    zero, kind, ndim = struct.unpack(">HBB", data[:4])
+    if zero != 0 or kind != 0x08:
+        raise ValueError(f"{path}: not an unsigned-byte IDX file")
+    shape = struct.unpack(f">{ndim}I", data[4:4 + 4 * ndim])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
+
+
+def load_split(family: str, data_dir: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """Images as uint8 (N, C, H, W) and labels as int64 from an unpacked dataset."""
+    data_dir = Path(data_dir)
+    if family == "mnist":
+        prefix = "train" if split == "train" else "t10k"
+        images = read_idx(data_dir / f"{prefix}-images-idx3-ubyte")[:, None]
+        labels = read_idx(data_dir / f"{prefix}-labels-idx1-ubyte")
+    elif family == "cifar10":
+        names = [n for n in CIFAR10_BATCHES if n.startswith("data_batch")] if split == "train" else ["test_batch"]
+        batches = [pickle.loads((data_dir / CIFAR10_DIR / n).read_bytes(), encoding="bytes") for n in names]
+        images = np.concatenate([b[b"data"] for b in batches]).reshape(-1, 3, 32, 32)
+        labels = np.concatenate([np.asarray(b[b"labels"]) for b in batches])
+    else:
+        raise ValueError(f"no reader for {family!r} yet")
+    return images, labels.astype(np.int64)

@@ -1,0 +1,115 @@
+"""GPU memory and power from NVML (``nvidia-ml-py``), sampled beside the training process.
+
+Power: where the GPU has an energy counter (``nvmlDeviceGetTotalEnergyConsumption``, Volta
+and newer) the energy over the timed window is the counter's difference and the mean power is
+energy / time; ``nvmlDeviceGetPowerUsage`` is itself a ~1 s average on recent GPUs, so it is
+only the fallback (trapezoidal integration of the samples). Memory: per-process (the runner's
+process tree, from ``nvmlDeviceGetComputeRunningProcesses``) and whole-device, both peaks.
+
+``nvml`` is injectable so the code paths are tested with a fake on machines without a GPU.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _load_nvml():
+    import pynvml  # nvidia-ml-py
+
+    return pynvml
+
+
+class GpuProbe:
+    """NVML handles for the GPUs a job uses; ``error`` says why there are none."""
+
+    def __init__(self, gpus: int, nvml=None):
+        self.nvml, self.handles, self.error = None, [], None
+        if gpus == 0:
+            self.error = "unavailable: CPU run (no GPU used)"
+            return
+        try:
+            self.nvml = nvml or _load_nvml()
+            self.nvml.nvmlInit()
+            self.handles = [self._handle(ident) for ident in visible_gpus(gpus)]
+        except Exception as error:  # noqa: BLE001 - missing library, driver or device
+            self.error = f"unavailable: NVML: {_text(error) or type(error).__name__}"
+            self.handles = []
+
+    def _handle(self, ident: str):
+        if ident.startswith("GPU-"):
+            return self.nvml.nvmlDeviceGetHandleByUUID(ident)
+        return self.nvml.nvmlDeviceGetHandleByIndex(int(ident))
+
+    def describe(self) -> list[dict]:
+        driver = _text(self.nvml.nvmlSystemGetDriverVersion()) if self.handles else None
+        return [{"index": self.nvml.nvmlDeviceGetIndex(h), "uuid": _text(self.nvml.nvmlDeviceGetUUID(h)),
+                 "name": _text(self.nvml.nvmlDeviceGetName(h)), "driver": driver} for h in self.handles]
+
+    def sample(self, now: float, pids: set[int]) -> list[dict]:
+        """One reading per GPU: time, power (W), device and process memory (MiB), energy (J)."""
+        readings = []
+        for handle in self.handles:
+            try:
+                energy = self.nvml.nvmlDeviceGetTotalEnergyConsumption(handle) / 1000
+            except Exception:  # noqa: BLE001 - counter absent before Volta
+                energy = None
+            processes = self.nvml.nvmlDeviceGetComputeRunningProcesses(handle)
+            readings.append({
+                "time": now,
+                "power_w": self.nvml.nvmlDeviceGetPowerUsage(handle) / 1000,
+                "device_mib": self.nvml.nvmlDeviceGetMemoryInfo(handle).used / 2**20,
+                "process_mib": sum((p.usedGpuMemory or 0) for p in processes if p.pid in pids) / 2**20,
+                "energy_j": energy,
+            })
+        return readings
+
+    def close(self) -> None:
+        if self.handles:
+            self.nvml.nvmlShutdown()
+
+
+def visible_gpus(gpus: int) -> list[str]:
+    """The job's GPUs: CUDA_VISIBLE_DEVICES when the scheduler set it, else the first ``gpus``."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    idents = [v.strip() for v in visible.split(",") if v.strip()] if visible else [str(i) for i in range(gpus)]
+    if len(idents) < gpus:
+        raise RuntimeError(f"{gpus} GPU(s) requested, CUDA_VISIBLE_DEVICES={visible!r}")
+    return idents[:gpus]
+
+
+def summarise(samples: list[list[dict]], window: tuple[float, float] | None, images: int | None,
+              error: str | None) -> tuple[dict, dict]:
+    """Memory and power blocks of the record from per-tick readings (one list per tick)."""
+    memory = {"gpu_process_peak_mib": None, "gpu_device_peak_mib": None}
+    power = {"gpu_mean_w": None, "gpu_peak_w": None, "gpu_energy_j": None, "energy_per_image_j": None,
+             "method": None}
+    if error or not samples:
+        reason = error or "unavailable: no GPU samples were taken"
+        return ({**memory, "reasons": {k: reason for k in memory}},
+                {**power, "reasons": {k: reason for k in power if k != "method"}})
+    memory["gpu_process_peak_mib"] = max(sum(r["process_mib"] for r in tick) for tick in samples)
+    memory["gpu_device_peak_mib"] = max(sum(r["device_mib"] for r in tick) for tick in samples)
+    inside = [tick for tick in samples if window and window[0] <= tick[0]["time"] <= window[1]]
+    if len(inside) < 2:
+        reason = "unavailable: fewer than 2 GPU samples inside the timed window"
+        return memory, {**power, "reasons": {k: reason for k in power if k != "method"}}
+    power["gpu_peak_w"] = max(sum(r["power_w"] for r in tick) for tick in inside)
+    span = inside[-1][0]["time"] - inside[0][0]["time"]
+    if all(r["energy_j"] is not None for tick in (inside[0], inside[-1]) for r in tick):
+        energy = sum(inside[-1][i]["energy_j"] - inside[0][i]["energy_j"] for i in range(len(inside[0])))
+        power["method"] = "energy counter"
+    else:
+        energy = sum((b[i]["time"] - a[i]["time"]) * (a[i]["power_w"] + b[i]["power_w"]) / 2
+                     for a, b in itertools.pairwise(inside) for i in range(len(a)))
+        power["method"] = "integrated power samples"
+    power["gpu_mean_w"] = energy / span if span > 0 else None
+    if power["gpu_mean_w"] is not None:
+        window_seconds = window[1] - window[0]
+        power["gpu_energy_j"] = power["gpu_mean_w"] * window_seconds
+        power["energy_per_image_j"] = power["gpu_energy_j"] / images if images else None
+    return memory, power

@@ -1,0 +1,232 @@
+"""The parent process of a run: start the runner, sample it, enforce a timeout, write the record.
+
+The record is written in every case: ``ok``, ``failed`` (exception, crash, timeout; the reason
+ends with the last lines of the log) or ``unavailable`` (framework not installed or not
+implemented, environment not built, too few GPUs). Unknown values are ``null`` with a reason
+under the section's ``reasons``, never 0.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psutil
+
+from .gpu import GpuProbe, summarise
+from .spec import RunSpec
+
+SCHEMA_VERSION = 1
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts, put on the runner's path
+LOG_TAIL_LINES = 15
+
+
+class Sampler(threading.Thread):
+    """Samples the runner's process tree (RSS) and its GPUs at ``hz`` until stopped.
+
+    Finding the tree's children scans all of /proc (about 1 ms here), so it is refreshed once a
+    second; reading RSS of known processes costs microseconds and happens every tick. The
+    sampler shares the machine with the run it measures and must stay out of its way.
+    """
+
+    TREE_REFRESH_S = 1.0
+
+    def __init__(self, pid: int, probe: GpuProbe, hz: float):
+        super().__init__(daemon=True)
+        self.process, self.probe, self.interval = psutil.Process(pid), probe, 1 / hz
+        self.rss_peak_mib, self.gpu_samples, self.ticks = 0.0, [], 0
+        self.first, self.last = None, None
+        self._tree_cache, self._tree_time = [self.process], float("-inf")
+        self._stop_event = threading.Event()
+
+    def _tree(self, now: float) -> list[psutil.Process]:
+        if now - self._tree_time >= self.TREE_REFRESH_S:
+            try:
+                self._tree_cache = [self.process, *self.process.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                self._tree_cache = []
+            self._tree_time = now
+        return self._tree_cache
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            now = time.time()
+            tree, rss = self._tree(now), 0
+            for proc in tree:
+                try:
+                    rss += proc.memory_info().rss
+                except psutil.Error:
+                    pass
+            self.rss_peak_mib = max(self.rss_peak_mib, rss / 2**20)
+            if self.probe.handles:
+                self.gpu_samples.append(self.probe.sample(now, {p.pid for p in tree}))
+            self.first, self.last, self.ticks = self.first or now, now, self.ticks + 1
+            self._stop_event.wait(self.interval)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join()
+
+    @property
+    def achieved_hz(self) -> float | None:
+        span = (self.last or 0) - (self.first or 0)
+        return (self.ticks - 1) / span if span > 0 else None
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=PACKAGE_ROOT, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _log_tail(log_path: Path) -> str:
+    try:
+        lines = log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-LOG_TAIL_LINES:])
+
+
+def runner_environment(threads: int, gpus: int) -> dict:
+    """Thread counts for every library the frameworks use, and the job's GPUs only."""
+    env = dict(os.environ)
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[name] = str(threads)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    if gpus == 0:
+        env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU run must not touch a GPU
+    return env
+
+
+def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz: float,
+        config_sha256: str, unavailable_reason: str | None = None, nvml=None) -> dict:
+    """Run one training job under measurement and return its record."""
+    started_at, started = _now(), time.monotonic()
+    probe = GpuProbe(spec.gpus, nvml)
+    result, sampler, returncode = {}, None, None
+    with tempfile.TemporaryDirectory(prefix="dlbench-") as scratch, open(log_path, "a") as log:
+        if unavailable_reason:
+            result = {"status": "unavailable", "reason": unavailable_reason}
+            log.write(f"{unavailable_reason}\n")
+        else:
+            spec_path, result_path = Path(scratch, "spec.json"), Path(scratch, "result.json")
+            spec.dump(spec_path)
+            log.write(f"runner: {python} -m dlbench.runner (threads {spec.threads}, timeout {timeout_s:.0f} s)\n")
+            log.flush()
+            try:
+                process = subprocess.Popen([python, "-m", "dlbench.runner", str(spec_path), str(result_path)],
+                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                           env=runner_environment(spec.threads, spec.gpus))
+            except OSError as error:
+                result = {"status": "failed", "reason": f"cannot start the runner with {python}: {error}"}
+            else:
+                sampler = Sampler(process.pid, probe, sample_hz)
+                sampler.start()
+                try:
+                    returncode = process.wait(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    returncode = process.wait()
+                    result = {"status": "failed", "reason": f"timeout: no result after {timeout_s:.0f} s"}
+                finally:
+                    sampler.stop()
+            if not result:
+                if result_path.exists():
+                    result = json.loads(result_path.read_text())
+                else:
+                    result = {"status": "failed", "reason": f"runner exited with code {returncode} and no result"}
+    if result["status"] == "failed":
+        result["reason"] += "\nlast lines of the log:\n" + _log_tail(log_path)
+    record = build_record(spec, result, sampler, probe, config_sha256)
+    record["timing"]["wall_seconds"] = time.monotonic() - started
+    record["provenance"].update(started_at=started_at, finished_at=_now())
+    probe.close()
+    return record
+
+
+def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: GpuProbe,
+                 config_sha256: str) -> dict:
+    ok = result["status"] == "ok"
+    not_ok = result["reason"] if not ok else None
+    times = result.get("iteration_seconds") or []
+    window = result.get("timed_window") or {}
+    timed = times[spec.warmup_iterations:]
+    images = spec.batch_size_global * len(timed)
+    timing = {
+        "iteration_seconds": times,
+        "images_per_second_mean": images / window["seconds"] if ok else None,
+        "images_per_second_median": spec.batch_size_global / statistics.median(timed) if ok else None,
+        "timed_seconds": window.get("seconds"),
+        "wall_seconds": None,
+        "cpu_per_wall": window["cpu_seconds"] / window["seconds"] if ok else None,
+    }
+    gpu_window = (window["start_epoch"], window["end_epoch"]) if ok else None
+    gpu_memory, power = summarise(sampler.gpu_samples if sampler else [], gpu_window, images, probe.error)
+    allocator = result.get("framework_allocator_peak_mib")
+    memory = {"host_peak_rss_mib": sampler.rss_peak_mib if sampler and sampler.ticks else None,
+              **{k: v for k, v in gpu_memory.items() if k != "reasons"},
+              "framework_allocator_peak_mib": allocator}
+    memory["reasons"] = dict(gpu_memory.get("reasons", {}))
+    if memory["host_peak_rss_mib"] is None:
+        memory["reasons"]["host_peak_rss_mib"] = not_ok or "unavailable: no host samples"
+    if allocator is None:
+        memory["reasons"]["framework_allocator_peak_mib"] = not_ok or (
+            probe.error if spec.gpus == 0 else "unavailable: the framework reports no allocator peak")
+    power.update(samples=sampler.ticks if sampler else 0, sample_hz=sampler.achieved_hz if sampler else None,
+                 cpu_energy_j=None)
+    power.setdefault("reasons", {})["cpu_energy_j"] = "unavailable: RAPL is not read yet"
+    if not ok:
+        timing["reasons"] = {k: not_ok for k, v in timing.items() if v is None and k != "wall_seconds"}
+    return {
+        "schema": SCHEMA_VERSION,
+        "run": spec.record_block(result.get("framework_version")),
+        "status": result["status"],
+        "reason": result["reason"],
+        "timing": timing,
+        "memory": memory,
+        "power": power,
+        "quality": {"final_loss": result.get("final_loss"), "accuracy": None,
+                    "reasons": {"accuracy": "unavailable: not measured (speed benchmark)"}},
+        "provenance": {
+            "hostname": socket.gethostname(), "cpu_model": cpu_model(), "cores": os.cpu_count(),
+            "gpus": probe.describe() if probe.handles else [],
+            "python": result.get("python"), "packages": result.get("packages", {}),
+            "monitor_python": platform.python_version(),
+            "config_sha256": config_sha256, "git_commit": git_commit(),
+        },
+    }
+
+
+def write_record(record: dict, path: Path) -> None:
+    """Write atomically, so a killed job never leaves half a record behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".part")
+    partial.write_text(json.dumps(record, indent=1) + "\n")
+    partial.replace(path)
+

@@ -1,0 +1,336 @@
+"""Framework-neutral network descriptions.
+
+A network is data: a tree of a few layer kinds (leaves) and three combinators
+(``Sequential``, ``Concat`` of parallel branches, ``Residual`` addition). Shapes and
+trainable-parameter counts are computed here, without any framework, so that every
+backend's builder can be checked against the same numbers.
+
+A backend builds a model by implementing one method per layer kind plus the three
+combinators and calling :func:`build`; the walk hands each method its input shape.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+Shape = tuple[int, ...]  # (channels, height, width) for images, (features,) after Flatten
+
+
+@dataclass(frozen=True)
+class Conv:
+    out_channels: int
+    kernel: int
+    stride: int = 1
+    padding: int = 0
+    bias: bool = True
+
+
+@dataclass(frozen=True)
+class BatchNorm:
+    eps: float = 1e-5
+
+
+@dataclass(frozen=True)
+class ReLU:
+    pass
+
+
+@dataclass(frozen=True)
+class MaxPool:
+    kernel: int
+    stride: int
+    padding: int = 0
+    ceil_mode: bool = False
+
+
+@dataclass(frozen=True)
+class GlobalAvgPool:
+    pass
+
+
+@dataclass(frozen=True)
+class Flatten:
+    pass
+
+
+@dataclass(frozen=True)
+class Dense:
+    out_features: int
+    bias: bool = True
+
+
+@dataclass(frozen=True)
+class Dropout:
+    rate: float
+
+
+@dataclass(frozen=True)
+class Sequential:
+    layers: tuple
+
+
+@dataclass(frozen=True)
+class Concat:
+    """Parallel branches on the same input, concatenated along channels."""
+
+    branches: tuple
+
+
+@dataclass(frozen=True)
+class Residual:
+    """``body(x) + shortcut(x)``; a ``None`` shortcut is the identity."""
+
+    body: Sequential
+    shortcut: Sequential | None = None
+
+
+@dataclass(frozen=True)
+class Network:
+    name: str
+    variant: str  # the dataset family the network is sized for: mnist | cifar10 | imagenet
+    input_shape: Shape
+    num_classes: int
+    body: Sequential
+
+
+# ---------------------------------------------------------------- shapes and parameters
+
+
+def _pooled(size: int, kernel: int, stride: int, padding: int, ceil_mode: bool) -> int:
+    span = size + 2 * padding - kernel
+    out = (math.ceil(span / stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1  # the last window must start inside the input (Caffe/PyTorch rule)
+    return out
+
+
+def _leaf_shape_and_params(layer: Any, shape: Shape) -> tuple[Shape, int]:
+    if isinstance(layer, Conv):
+        c, h, w = shape
+        size = lambda n: _pooled(n, layer.kernel, layer.stride, layer.padding, False)
+        params = layer.out_channels * c * layer.kernel**2 + (layer.out_channels if layer.bias else 0)
+        return (layer.out_channels, size(h), size(w)), params
+    if isinstance(layer, BatchNorm):
+        return shape, 2 * shape[0]  # scale and shift; running statistics are not trainable
+    if isinstance(layer, MaxPool):
+        c, h, w = shape
+        size = lambda n: _pooled(n, layer.kernel, layer.stride, layer.padding, layer.ceil_mode)
+        return (c, size(h), size(w)), 0
+    if isinstance(layer, GlobalAvgPool):
+        return (shape[0], 1, 1), 0
+    if isinstance(layer, Flatten):
+        return (math.prod(shape),), 0
+    if isinstance(layer, Dense):
+        (features,) = shape
+        return (layer.out_features,), layer.out_features * features + (layer.out_features if layer.bias else 0)
+    if isinstance(layer, (ReLU, Dropout)):
+        return shape, 0
+    raise TypeError(f"unknown layer kind {type(layer).__name__}")
+
+
+class Builder(Protocol):
+    """What a backend implements to turn a description into a model.
+
+    Leaf methods are named after the layer class in lower case (``conv``, ``batchnorm``,
+    ``relu``, ``maxpool``, ``globalavgpool``, ``flatten``, ``dense``, ``dropout``) and take
+    ``(layer, input_shape)``. Combinators take already-built children.
+    """
+
+    def sequential(self, children: list) -> Any: ...
+
+    def concat(self, branches: list) -> Any: ...
+
+    def residual(self, body: Any, shortcut: Any | None) -> Any: ...
+
+
+def walk(node: Any, shape: Shape, builder: Any | None = None) -> tuple[Any, Shape, int]:
+    """Walk a description from ``shape``; return (built model or None, output shape, params)."""
+    if isinstance(node, Sequential):
+        children, total = [], 0
+        for layer in node.layers:
+            child, shape, params = walk(layer, shape, builder)
+            children.append(child)
+            total += params
+        return (builder.sequential(children) if builder else None), shape, total
+    if isinstance(node, Concat):
+        outs = [walk(branch, shape, builder) for branch in node.branches]
+        spatial = {out_shape[1:] for _, out_shape, _ in outs}
+        if len(spatial) != 1:
+            raise ValueError(f"Concat branches disagree on spatial size: {sorted(spatial)}")
+        channels = sum(out_shape[0] for _, out_shape, _ in outs)
+        built = builder.concat([child for child, _, _ in outs]) if builder else None
+        return built, (channels, *spatial.pop()), sum(params for _, _, params in outs)
+    if isinstance(node, Residual):
+        body, body_shape, body_params = walk(node.body, shape, builder)
+        if node.shortcut is None:
+            shortcut, short_shape, short_params = None, shape, 0
+        else:
+            shortcut, short_shape, short_params = walk(node.shortcut, shape, builder)
+        if body_shape != short_shape:
+            raise ValueError(f"Residual body {body_shape} and shortcut {short_shape} differ")
+        built = builder.residual(body, shortcut) if builder else None
+        return built, body_shape, body_params + short_params
+    out_shape, params = _leaf_shape_and_params(node, shape)
+    built = getattr(builder, type(node).__name__.lower())(node, shape) if builder else None
+    return built, out_shape, params
+
+
+def build(network: Network, builder: Any) -> Any:
+    model, shape, _ = walk(network.body, network.input_shape, builder)
+    if shape != (network.num_classes,):
+        raise ValueError(f"{network.name}: output shape {shape}, expected ({network.num_classes},)")
+    return model
+
+
+def trainable_parameters(network: Network) -> int:
+    return walk(network.body, network.input_shape)[2]
+
+
+# ---------------------------------------------------------------- the five networks
+
+
+def _seq(*layers: Any) -> Sequential:
+    return Sequential(tuple(layers))
+
+
+def _conv_relu(out: int, kernel: int, stride: int = 1, padding: int = 0) -> tuple:
+    return Conv(out, kernel, stride, padding), ReLU()
+
+
+def _conv_bn(out: int, kernel: int, stride: int = 1, padding: int = 0, eps: float = 1e-5) -> tuple:
+    return Conv(out, kernel, stride, padding, bias=False), BatchNorm(eps)
+
+
+def _classifier(hidden: int, classes: int, dropout: float = 0.5) -> tuple:
+    return (Dropout(dropout), Dense(hidden), ReLU(), Dropout(dropout), Dense(hidden), ReLU(), Dense(classes))
+
+
+def lenet(variant: str = "mnist") -> Network:
+    """Caffe's LeNet (examples/mnist/lenet_train_test.prototxt), as the thesis trained it."""
+    body = _seq(
+        Conv(20, 5), MaxPool(2, 2), Conv(50, 5), MaxPool(2, 2),
+        Flatten(), Dense(500), ReLU(), Dense(10),
+    )
+    return Network("lenet", variant, (1, 28, 28), 10, body)
+
+
+def alexnet(variant: str) -> Network:
+    """ImageNet: the single-tower AlexNet of torchvision (61,100,840 parameters).
+    CIFAR10: the same five convolutions and classifier, with 5x5/3x3 kernels for 32x32 input."""
+    if variant == "imagenet":
+        features = (
+            *_conv_relu(64, 11, 4, 2), MaxPool(3, 2), *_conv_relu(192, 5, 1, 2), MaxPool(3, 2),
+            *_conv_relu(384, 3, 1, 1), *_conv_relu(256, 3, 1, 1), *_conv_relu(256, 3, 1, 1), MaxPool(3, 2),
+        )
+    else:
+        features = (
+            *_conv_relu(64, 5, 1, 2), MaxPool(3, 2), *_conv_relu(192, 5, 1, 2), MaxPool(3, 2),
+            *_conv_relu(384, 3, 1, 1), *_conv_relu(256, 3, 1, 1), *_conv_relu(256, 3, 1, 1), MaxPool(3, 2),
+        )
+    classes = _classes(variant)
+    return Network("alexnet", variant, _input(variant), classes,
+                   _seq(*features, Flatten(), *_classifier(4096, classes)))
+
+
+VGG16_CONVS = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
+
+
+def vgg16(variant: str) -> Network:
+    """VGG16 (configuration D) without batch norm. ImageNet: 138,357,544 parameters.
+    CIFAR10: the same 13 convolutions, a 512-wide classifier on the 1x1x512 map."""
+    features = tuple(
+        layer for width in VGG16_CONVS
+        for layer in ((MaxPool(2, 2),) if width == "M" else _conv_relu(width, 3, 1, 1))
+    )
+    classes = _classes(variant)
+    hidden = 4096 if variant == "imagenet" else 512
+    return Network("vgg16", variant, _input(variant), classes,
+                   _seq(*features, Flatten(), *_classifier(hidden, classes)))
+
+
+def _bottleneck(width: int, stride: int, projection: bool) -> tuple:
+    """ResNet v1.5 bottleneck (stride on the 3x3 convolution, as torchvision)."""
+    body = _seq(*_conv_bn(width, 1), ReLU(), *_conv_bn(width, 3, stride, 1), ReLU(), *_conv_bn(4 * width, 1))
+    shortcut = _seq(*_conv_bn(4 * width, 1, stride)) if projection else None
+    return Residual(body, shortcut), ReLU()
+
+
+def resnet50(variant: str) -> Network:
+    """ResNet-50. ImageNet: 7x7/2 stem and max-pool (25,557,032 parameters).
+    CIFAR10: a 3x3/1 stem without max-pool, as in the usual CIFAR adaptations."""
+    if variant == "imagenet":
+        stem = (*_conv_bn(64, 7, 2, 3), ReLU(), MaxPool(3, 2, 1))
+    else:
+        stem = (*_conv_bn(64, 3, 1, 1), ReLU())
+    blocks = []
+    for stage, (width, depth) in enumerate(((64, 3), (128, 4), (256, 6), (512, 3))):
+        for index in range(depth):
+            stride = 2 if stage > 0 and index == 0 else 1
+            blocks.extend(_bottleneck(width, stride, projection=index == 0))
+    classes = _classes(variant)
+    return Network("resnet50", variant, _input(variant), classes,
+                   _seq(*stem, *blocks, GlobalAvgPool(), Flatten(), Dense(classes)))
+
+
+def _basic_conv(out: int, kernel: int, stride: int = 1, padding: int = 0) -> Sequential:
+    return _seq(*_conv_bn(out, kernel, stride, padding, eps=1e-3), ReLU())
+
+
+def _inception(c1: int, c3r: int, c3: int, c5r: int, c5: int, pool: int) -> Concat:
+    """GoogLeNet inception module as torchvision builds it (its "5x5" branch uses a 3x3 kernel)."""
+    return Concat((
+        _basic_conv(c1, 1),
+        _seq(_basic_conv(c3r, 1), _basic_conv(c3, 3, 1, 1)),
+        _seq(_basic_conv(c5r, 1), _basic_conv(c5, 3, 1, 1)),
+        _seq(MaxPool(3, 1, 1, ceil_mode=True), _basic_conv(pool, 1)),
+    ))
+
+
+def googlenet(variant: str) -> Network:
+    """GoogLeNet (Inception v1) with batch norm and without the auxiliary heads.
+    ImageNet: 6,624,904 parameters. CIFAR10: a single 3x3 stem, two stride-2 pools."""
+    if variant == "imagenet":
+        stem = (_basic_conv(64, 7, 2, 3), MaxPool(3, 2, ceil_mode=True), _basic_conv(64, 1),
+                _basic_conv(192, 3, 1, 1), MaxPool(3, 2, ceil_mode=True))
+        reduce3, reduce4 = MaxPool(3, 2, ceil_mode=True), MaxPool(2, 2, ceil_mode=True)
+    else:
+        stem = (_basic_conv(192, 3, 1, 1),)
+        reduce3, reduce4 = MaxPool(3, 2, 1), MaxPool(3, 2, 1)
+    classes = _classes(variant)
+    body = _seq(
+        *stem,
+        _inception(64, 96, 128, 16, 32, 32), _inception(128, 128, 192, 32, 96, 64), reduce3,
+        _inception(192, 96, 208, 16, 48, 64), _inception(160, 112, 224, 24, 64, 64),
+        _inception(128, 128, 256, 24, 64, 64), _inception(112, 144, 288, 32, 64, 64),
+        _inception(256, 160, 320, 32, 128, 128), reduce4,
+        _inception(256, 160, 320, 32, 128, 128), _inception(384, 192, 384, 48, 128, 128),
+        GlobalAvgPool(), Flatten(), Dropout(0.2), Dense(classes),
+    )
+    return Network("googlenet", variant, _input(variant), classes, body)
+
+
+_INPUTS = {"mnist": (1, 28, 28), "cifar10": (3, 32, 32), "imagenet": (3, 224, 224)}
+_CLASSES = {"mnist": 10, "cifar10": 10, "imagenet": 1000}
+
+
+def _input(variant: str) -> Shape:
+    return _INPUTS[variant]
+
+
+def _classes(variant: str) -> int:
+    return _CLASSES[variant]
+
+
+NETWORKS = {"lenet": lenet, "alexnet": alexnet, "resnet50": resnet50, "googlenet": googlenet, "vgg16": vgg16}
+
+# Figure 5.1 of the thesis: LeNet on MNIST only, the other four on CIFAR10 and ImageNet.
+VARIANTS = {"lenet": ("mnist",), **{name: ("cifar10", "imagenet") for name in NETWORKS if name != "lenet"}}
+
+
+def network(name: str, variant: str) -> Network:
+    if name not in NETWORKS:
+        raise KeyError(f"unknown network {name!r}; known: {', '.join(NETWORKS)}")
+    if variant not in VARIANTS[name]:
+        raise KeyError(f"{name} has no {variant!r} variant; it has: {', '.join(VARIANTS[name])}")
+    return NETWORKS[name](variant)

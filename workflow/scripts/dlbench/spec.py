@@ -1,0 +1,79 @@
+"""What one training run is: the ``run`` block of the record, shared by monitor and runner.
+
+Standard library only: the runner imports it inside framework environments.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+DATA_MODES = ("real", "generated", "synthetic")
+DATASET_FAMILIES = ("mnist", "cifar10", "imagenet")
+
+
+def dataset_label(family: str, mode: str) -> str:
+    """The dataset's name in paths and tables: ``mnist`` is real MNIST, never a stand-in."""
+    return family if mode == "real" else f"{family}-{mode}"
+
+
+def parse_dataset_label(label: str) -> tuple[str, str]:
+    family, _, mode = label.partition("-")
+    mode = mode or "real"
+    if family not in DATASET_FAMILIES or mode not in DATA_MODES:
+        raise ValueError(f"bad dataset label {label!r}: expected <{'|'.join(DATASET_FAMILIES)}>"
+                         f"[-{'|-'.join(m for m in DATA_MODES if m != 'real')}]")
+    return family, mode
+
+
+def gpu_count(device: str) -> int:
+    """``cpu`` -> 0, ``gpu1`` -> 1, ``gpu2`` -> 2, ..."""
+    if device == "cpu":
+        return 0
+    if device.startswith("gpu") and device[3:].isdigit() and int(device[3:]) > 0:
+        return int(device[3:])
+    raise ValueError(f"bad device {device!r}: expected cpu or gpu<N> with N >= 1")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    framework: str
+    dataset: str  # label, e.g. mnist-generated
+    network: str
+    device: str
+    repetition: int
+    batch_size_global: int
+    iterations: int
+    warmup_iterations: int
+    learning_rate: float
+    threads: int
+    data_dir: str | None = None  # unpacked dataset; None in synthetic mode
+    precision: str = "fp32"
+    seed: int = 0
+
+    @property
+    def family(self) -> str:
+        return parse_dataset_label(self.dataset)[0]
+
+    @property
+    def data_mode(self) -> str:
+        return parse_dataset_label(self.dataset)[1]
+
+    @property
+    def gpus(self) -> int:
+        return gpu_count(self.device)
+
+    def record_block(self, framework_version: str | None) -> dict:
+        block = asdict(self)
+        block.pop("data_dir")
+        block.pop("seed")
+        return {"framework": self.framework, "framework_version": framework_version,
+                "data_mode": self.data_mode, **block}
+
+    def dump(self, path: Path) -> None:
+        Path(path).write_text(json.dumps(asdict(self), indent=1))
+
+    @classmethod
+    def load(cls, path: Path) -> RunSpec:
+        data = json.loads(Path(path).read_text())
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})

@@ -1,0 +1,8 @@
+"""Snakemake entry point: every run record as one row of results/tables/runs.csv."""
+from dlbench.aggregate import load_records, runs_table
+from dlbench.jobs import logged
+
+with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
+    table = runs_table(load_records(snakemake.input))  # noqa: F821
+    table.to_csv(snakemake.output[0], index=False)  # noqa: F821
+    print(table["status"].value_counts().to_string())
