@@ -41,6 +41,7 @@ def test_a_real_run_records_timing_memory_and_provenance(tmp_path, record_schema
     provenance = record["provenance"]
     assert provenance["packages"]["torch"] and provenance["python"] and provenance["cores"] >= 1
     assert provenance["started_at"] <= provenance["finished_at"]
+    assert provenance["git_commit"]  # the checkout is a git repository
     log = (tmp_path / "run.log").read_text()
     assert "iteration 30/30 (timed)" in log
 

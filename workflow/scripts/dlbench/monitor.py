@@ -93,9 +93,10 @@ def cpu_model() -> str:
 
 
 def git_commit() -> str | None:
+    """The code's commit, with "-dirty" when the working tree has uncommitted changes."""
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=PACKAGE_ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=40"], cwd=PACKAGE_ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None
 
