@@ -12,6 +12,7 @@ from dlbench import config as bench_config  # noqa: E402
 from dlbench.aggregate import METRICS  # noqa: E402
 from dlbench.backends import FRAMEWORKS, IMPLEMENTED  # noqa: E402
 from dlbench.datasets import FAMILIES  # noqa: E402
+from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS  # noqa: E402
 from dlbench.spec import RunSpec, dataset_label, gpu_count  # noqa: E402
 
 validate(config, "../config/schema.yaml")
@@ -56,11 +57,20 @@ def requirements(wildcards):
     return Path(workflow.basedir) / "envs" / f"{wildcards.framework}.requirements.txt"
 
 
+def data_input(run):
+    """The dataset in the run's framework's own format, or None (synthetic data, no converter yet)."""
+    if run.data_mode == "synthetic" or not FAMILIES[run.family].unpacked:
+        return None
+    if run.framework not in FRAMEWORK_FORMATS:
+        return None
+    return f"data/{run.dataset}/{FRAMEWORK_FORMATS[run.framework]}"
+
+
 def train_inputs(wildcards):
     run = case(wildcards)
     inputs = {}
-    if run.data_mode != "synthetic" and FAMILIES[run.family].unpacked:
-        inputs["data"] = unpacked_files(run.dataset)
+    if data_input(run):
+        inputs["data"] = data_input(run)
     if needs_venv(run.framework):
         inputs["environment"] = f".venvs/{run.framework}/environment.json"
     return inputs
@@ -81,13 +91,21 @@ def train_threads(wildcards):
         return os.cpu_count()
 
 
+def loader_workers(device, threads):
+    if config["loader_workers"] is not None:
+        return config["loader_workers"]
+    # A GPU run's cores feed its input pipeline; a CPU run's cores train, and one worker prefetches.
+    return threads if device != "cpu" else 1
+
+
 def run_spec(wildcards, threads):
     run = case(wildcards)
     return RunSpec(
         framework=run.framework, dataset=run.dataset, network=run.network, device=run.device,
         repetition=int(wildcards.repetition), batch_size_global=run.batch_size, iterations=run.iterations,
         warmup_iterations=run.warmup_iterations, learning_rate=run.learning_rate, threads=threads,
-        data_dir=f"data/{run.dataset}" if "data" in train_inputs(wildcards) else None,
+        data_dir=data_input(run),
+        loader_workers=loader_workers(run.device, threads),
         seed=int(wildcards.repetition),
     )
 

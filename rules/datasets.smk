@@ -53,3 +53,21 @@ for _label, _family, _mode in FILE_DATASETS:
             "../envs/workflow.yaml"
         script:
             "../workflow/scripts/unpack.py"
+
+
+rule convert:
+    input:
+        lambda wildcards: unpacked_files(wildcards.dataset),
+    output:
+        directory("data/{dataset}/{format}"),
+    wildcard_constraints:
+        dataset=r"[a-z0-9]+(-generated)?",
+        format="|".join(FORMATS),
+    params:
+        unpacked="data/{dataset}",
+    log:
+        "logs/datasets/convert-{dataset}-{format}.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/convert.py"

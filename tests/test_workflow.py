@@ -62,6 +62,10 @@ def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
 @pytest.mark.slow
 def test_generated_data_is_labelled_as_generated(finished):
     assert (finished / "data" / "raw" / "mnist-generated" / "GENERATED").exists()
+    # Each framework's own format is built: PyTorch's LMDB and CNTK's map files (CNTK still gets
+    # its data although its backend is not there yet), nothing for synthetic data.
+    assert sorted(p.name for p in (finished / "data" / "mnist-generated").iterdir() if p.is_dir()) == ["cntk", "lmdb"]
+    assert not (finished / "data" / "cifar10-synthetic").exists()
     runs = pd.read_csv(finished / "results" / "tables" / "runs.csv")
     assert set(runs["dataset"]) == {"mnist-generated", "cifar10-synthetic"}
     assert not (finished / "data" / "mnist").exists()
@@ -94,5 +98,6 @@ def test_a_single_figure_is_rebuilt_alone(finished):
 def test_the_thesis_config_schedules_one_job_per_run(tmp_path):
     (tmp_path / "config.yaml").write_text((ROOT / "config" / "thesis.yaml").read_text())
     result = snakemake(tmp_path, "-n", "--quiet", "rules")
-    jobs = dict(line.split() for line in result.stdout.splitlines() if line.split()[:1] in (["train"],))
+    jobs = dict(line.split() for line in result.stdout.splitlines() if line.split()[:1] in (["train"], ["convert"]))
     assert jobs["train"] == str(5 * 9 * 3 * 3)  # frameworks x cases x devices x repetitions
+    assert jobs["convert"] == str(2 * 3)  # MNIST and CIFAR10 into lmdb, tfrecord and cntk

@@ -67,6 +67,11 @@ def run(spec: RunSpec) -> dict:
     return result
 
 
+def _error_name(error: BaseException) -> str:
+    kind = type(error)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
 def main(argv: list[str]) -> int:
     spec_path, result_path = map(Path, argv)
     spec = RunSpec.load(spec_path)
@@ -77,7 +82,7 @@ def main(argv: list[str]) -> int:
         result, code = {"status": "unavailable", "reason": f"unavailable: {error}"}, 0
     except Exception as error:  # noqa: BLE001 - any failure becomes the record's reason
         traceback.print_exc()
-        result, code = {"status": "failed", "reason": f"{type(error).__name__}: {error}"}, 1
+        result, code = {"status": "failed", "reason": f"{_error_name(error)}: {error}"}, 1
     result_path.write_text(json.dumps(result))
     return code
 

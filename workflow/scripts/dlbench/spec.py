@@ -47,7 +47,8 @@ class RunSpec:
     warmup_iterations: int
     learning_rate: float
     threads: int
-    data_dir: str | None = None  # unpacked dataset; None in synthetic mode
+    data_dir: str | None = None  # the dataset in the framework's format; None in synthetic mode
+    loader_workers: int = 0  # input-pipeline worker processes
     precision: str = "fp32"
     seed: int = 0
 

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
+import lmdb
+import numpy as np
 import torch
 from torch import nn
-from torch.utils.data import BatchSampler, DataLoader, RandomSampler, TensorDataset
+from torch.utils.data import DataLoader
 
 from .. import networks
-from ..datasets import load_split
+from ..formats import lmdb_datum
 from ..spec import RunSpec
 from . import Unavailable
 
@@ -24,7 +27,7 @@ def framework_version() -> str:
 
 def packages() -> dict:
     found = {}
-    for name in ("torch", "numpy"):
+    for name in ("torch", "numpy", "lmdb", "protobuf"):
         try:
             found[name] = version(name)
         except PackageNotFoundError:
@@ -100,6 +103,37 @@ def _devices(spec: RunSpec) -> list[torch.device]:
     return [torch.device("cuda", index) for index in range(spec.gpus)]
 
 
+class LmdbDataset(torch.utils.data.Dataset):
+    """Caffe's LMDB of Datum records; each DataLoader worker opens its own read-only handle."""
+
+    def __init__(self, path: Path):
+        self.path, self.env = path, None
+        env = lmdb.open(str(path), readonly=True, lock=False, readahead=False)
+        with env.begin() as transaction:
+            self.keys = list(transaction.cursor().iternext(keys=True, values=False))
+        env.close()  # an open environment must not be inherited across fork()
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitems__(self, indices: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """A whole batch in one call: the sampler's indices -> stacked uint8 images and labels."""
+        if self.env is None:
+            self.env = lmdb.open(str(self.path), readonly=True, lock=False, readahead=False, meminit=False)
+        with self.env.begin() as transaction:
+            decoded = [lmdb_datum.decode(transaction.get(self.keys[i])) for i in indices]
+        return np.stack([image for image, _ in decoded]), np.array([label for _, label in decoded])
+
+    def __getitem__(self, index: int):
+        images, labels = self.__getitems__([index])
+        return images[0], labels[0]
+
+
+def _as_tensors(batch: tuple[np.ndarray, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+    images, labels = batch
+    return torch.from_numpy(images), torch.from_numpy(labels.astype(np.int64))
+
+
 class _Batches:
     """Endless batches: synthetic (one resident batch) or shuffled epochs of a dataset."""
 
@@ -119,14 +153,14 @@ class _Batches:
         self.synthetic = None
         if spec.family == "imagenet":
             raise Unavailable("ILSVRC12 input is not converted yet (formats issue); use data: synthetic")
-        images, labels = load_split(spec.family, spec.data_dir, "train")
-        if len(images) < self.batch:
-            raise ValueError(f"{spec.dataset} has {len(images)} training images, fewer than one batch of {self.batch}")
-        dataset = TensorDataset(torch.from_numpy(images.copy()), torch.from_numpy(labels))
-        # One indexing per batch (BatchSampler) instead of per-sample collation.
-        sampler = BatchSampler(RandomSampler(dataset, generator=generator), self.batch, drop_last=True)
-        self.loader = DataLoader(dataset, sampler=sampler, batch_size=None,
-                                 pin_memory=device.type == "cuda")
+        dataset = LmdbDataset(Path(spec.data_dir) / "train")
+        if len(dataset) < self.batch:
+            raise ValueError(f"{spec.dataset} has {len(dataset)} training images, fewer than one batch of {self.batch}")
+        workers = spec.loader_workers
+        self.loader = DataLoader(dataset, batch_size=self.batch, shuffle=True, drop_last=True, generator=generator,
+                                 num_workers=workers, persistent_workers=workers > 0,
+                                 prefetch_factor=4 if workers else None, pin_memory=device.type == "cuda",
+                                 collate_fn=_as_tensors)
         self.iterator = iter(self.loader)
 
     def _normalise(self, images: torch.Tensor) -> torch.Tensor:

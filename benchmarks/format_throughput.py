@@ -1,0 +1,68 @@
+"""Conversion throughput per format on one core, at the real datasets' sizes (generated stand-ins).
+
+Goals (formats issue): CIFAR10 >= 5,000 images/s per format per core; MNIST into every format
+in under 60 s in total.
+
+    .venv/bin/python benchmarks/format_throughput.py [--family cifar10] [--formats lmdb tfrecord cntk]
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+
+from dlbench import datasets, formats
+
+SIZES = {"mnist": (60_000, 10_000), "cifar10": (50_000, 10_000)}
+
+
+def file_creates_per_second(directory: Path, count: int = 2000) -> float:
+    """How fast this filesystem creates small files right now: a mount with `discard` slows to a
+    crawl for a while after large deletions, which would otherwise be blamed on a converter."""
+    probe = directory / "probe"
+    probe.mkdir()
+    start = time.perf_counter()
+    for index in range(count):
+        (probe / f"{index}.bin").write_bytes(b"x" * 3072)
+    rate = count / (time.perf_counter() - start)
+    shutil.rmtree(probe)
+    os.sync()
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--family", choices=SIZES, action="append")
+    parser.add_argument("--formats", nargs="+", default=sorted(formats.MODULES))
+    parser.add_argument("--dir", type=Path, default=ROOT / "data", help="where to write (the workflow writes data/)")
+    args = parser.parse_args()
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as one conversion job gets
+    for family in args.family or list(SIZES):
+        args.dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=args.dir, prefix=".benchmark-") as scratch:
+            root = Path(scratch)
+            datasets.generate(family, root / "raw", *SIZES[family], seed=0)
+            datasets.unpack(family, root / "raw", root / "data", None)
+            total_seconds = 0.0
+            for format_name in args.formats:
+                os.sync()
+                creates = file_creates_per_second(root)
+                stats = formats.convert(format_name, family, root / "data", root / format_name, log=lambda _: None)
+                images = sum(s["images"] for s in stats.values())
+                seconds = sum(s["seconds"] for s in stats.values())
+                total_seconds += seconds
+                print(json.dumps({"family": family, "format": format_name, "images": images,
+                                  "seconds": round(seconds, 2), "images_per_second_one_core": round(images / seconds),
+                                  "file_creates_per_second_before": round(creates)}),
+                      flush=True)
+            print(json.dumps({"family": family, "all_formats_seconds": round(total_seconds, 1)}))
+
+
+if __name__ == "__main__":
+    main()

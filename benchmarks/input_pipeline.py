@@ -1,0 +1,64 @@
+"""Input-pipeline cost: PyTorch images/s reading the LMDB (generated data) ÷ synthetic images/s.
+
+Same network, batch and threads through the workflow's runner, default loader workers; runs in
+A-B-B-A order so the machine's drift hits both; prints the median of the pairwise ratios and
+their interquartile range (goal >= 0.95).
+
+    .venv/bin/python benchmarks/input_pipeline.py --family cifar10 --network resnet50 --batch 16
+    .venv/bin/python benchmarks/input_pipeline.py --family mnist --network lenet --batch 64 --timed 300
+"""
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+
+from dlbench import datasets, formats, monitor
+from dlbench.spec import RunSpec
+
+
+def rate(args, mode: str, scratch: Path) -> float:
+    spec = RunSpec("pytorch", f"{args.family}-{mode}", args.network, "cpu", 1, args.batch, args.warmup + args.timed,
+                   args.warmup, 0.01, args.threads, data_dir=str(scratch / "lmdb") if mode == "generated" else None,
+                   loader_workers=args.workers)
+    record = monitor.run(spec, sys.executable, scratch / "run.log", 3600, 20, "benchmark")
+    if record["status"] != "ok":
+        raise SystemExit(record["reason"])
+    return record["timing"]["images_per_second_mean"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--family", default="cifar10", choices=["mnist", "cifar10"])
+    parser.add_argument("--network", default="resnet50")
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=1, help="the workflow's default for CPU runs")
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--timed", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=3, help="ABBA rounds; each gives two pairs")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        datasets.generate(args.family, root / "raw", 10_000, 100, seed=0)
+        datasets.unpack(args.family, root / "raw", root / "data", None)
+        formats.convert("lmdb", args.family, root / "data", root / "lmdb", log=lambda _: None)
+        ratios = []
+        for round_ in range(args.rounds):
+            real_first, synthetic_first = rate(args, "generated", root), rate(args, "synthetic", root)
+            synthetic_second, real_second = rate(args, "synthetic", root), rate(args, "generated", root)
+            ratios += [real_first / synthetic_first, real_second / synthetic_second]
+            print(f"round {round_ + 1}: LMDB {real_first:.1f}, {real_second:.1f} img/s; "
+                  f"synthetic {synthetic_first:.1f}, {synthetic_second:.1f} img/s", flush=True)
+    quartiles = statistics.quantiles(ratios, n=4)
+    print(json.dumps({"network": f"{args.network}/{args.family}", "batch": args.batch, "threads": args.threads,
+                      "workers": args.workers, "pairs": len(ratios), "ratio_median": round(statistics.median(ratios), 3),
+                      "ratio_iqr": [round(quartiles[0], 3), round(quartiles[2], 3)]}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Every format round-trips: what was written is read back and equals the source, in stored order."""
+import struct
+
+import crc32c
+import numpy as np
+import pytest
+from dlbench import datasets, formats
+from dlbench.formats import cntk_map, lmdb_datum, tfrecord_example
+
+
+@pytest.fixture(scope="module", params=["mnist", "cifar10"])
+def unpacked(request, tmp_path_factory):
+    root = tmp_path_factory.mktemp(request.param)
+    datasets.generate(request.param, root / "raw", train_images=120, test_images=30, seed=5)
+    datasets.unpack(request.param, root / "raw", root / "data", None)
+    return request.param, root
+
+
+@pytest.mark.parametrize("format_name", sorted(formats.MODULES))
+def test_round_trip_equals_the_source(unpacked, format_name):
+    family, root = unpacked
+    output = root / format_name
+    stats = formats.convert(format_name, family, root / "data", output, seed=7, log=lambda line: None)
+    assert stats["train"]["images"] == 120 and (output / "CONVERTED.json").exists()
+    for split in formats.SPLITS:
+        images, labels = datasets.load_split(family, root / "data", split)
+        order = formats.shuffled_order(len(images), 7)
+        read = list(formats.module(format_name).read_split(output, split))
+        assert len(read) == len(images)
+        for (image, label), index in zip(read, order):
+            assert image.dtype == np.uint8 and image.shape == images[index].shape
+            assert np.array_equal(image, images[index]) and label == labels[index]
+
+
+def test_lmdb_holds_caffe_datum_records(unpacked):
+    family, root = unpacked
+    formats.convert("lmdb", family, root / "data", root / "lmdb-check", log=lambda line: None)
+    import lmdb
+
+    env = lmdb.open(str(root / "lmdb-check" / "test"), readonly=True, lock=False)
+    with env.begin() as transaction:
+        key, value = next(iter(transaction.cursor()))
+        stats = env.stat()
+    datum = lmdb_datum.Datum.FromString(value)
+    shape = datasets.FAMILIES[family].image_shape
+    assert (datum.channels, datum.height, datum.width) == shape and not datum.encoded
+    assert len(datum.data) == int(np.prod(shape)) and stats["entries"] == 30
+    assert key.decode().startswith("00000000_")
+
+
+def _masked_crc(data: bytes) -> int:
+    crc = crc32c.crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def test_tfrecord_framing_has_the_crcs_tensorflow_checks(unpacked):
+    family, root = unpacked
+    formats.convert("tfrecord", family, root / "data", root / "tfr", log=lambda line: None)
+    data = (root / "tfr" / tfrecord_example.shard_names("test")[0]).read_bytes()
+    records, offset = 0, 0
+    while offset < len(data):
+        length_bytes = data[offset:offset + 8]
+        (length,), (length_crc,) = struct.unpack("<Q", length_bytes), struct.unpack("<I", data[offset + 8:offset + 12])
+        payload = data[offset + 12:offset + 12 + length]
+        (payload_crc,) = struct.unpack("<I", data[offset + 12 + length:offset + 16 + length])
+        assert length_crc == _masked_crc(length_bytes) and payload_crc == _masked_crc(payload)
+        offset += 16 + length
+        records += 1
+    assert records == 30
+
+
+def test_cntk_mean_file_is_the_training_mean_in_opencv_layout(unpacked):
+    family, root = unpacked
+    formats.convert("cntk", family, root / "data", root / "cntk-check", log=lambda line: None)
+    images, _ = datasets.load_split(family, root / "data", "train")
+    mean = cntk_map.read_mean(root / "cntk-check" / cntk_map.MEAN_FILE)
+    np.testing.assert_allclose(mean, images.mean(axis=0), rtol=1e-5)
+    text = (root / "cntk-check" / cntk_map.MEAN_FILE).read_text()
+    assert "<opencv_storage>" in text and 'type_id="opencv-matrix"' in text and "<dt>f</dt>" in text
+    first_line = (root / "cntk-check" / "train_map.txt").read_text().splitlines()[0]
+    assert first_line.split("\t")[0] == "train/00000.png"
+
+
+def test_a_failed_conversion_leaves_nothing_behind(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        formats.convert("lmdb", "mnist", tmp_path / "missing", tmp_path / "out", log=lambda line: None)
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))

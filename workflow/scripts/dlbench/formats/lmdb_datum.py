@@ -1,0 +1,77 @@
+"""Caffe's LMDB: one ``caffe.Datum`` per image under keys in a stable shuffled order.
+
+The ``Datum`` message is built from its definition in caffe.proto (fields 1-7) at import time,
+so neither protoc nor Caffe is needed to write or read it. Like Caffe's convert_mnist_data and
+convert_cifar_data, ``data`` holds the raw uint8 pixels in channel-height-width order.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import lmdb
+import numpy as np
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from . import Progress, shuffled_order
+
+MAP_SIZE = 1 << 40  # a sparse upper bound; LMDB only uses what it writes
+
+
+def _datum_class():
+    field = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(name="dlbench/caffe_datum.proto", package="caffe", syntax="proto2")
+    message = proto.message_type.add(name="Datum")
+    for name, number, kind, label in (
+        ("channels", 1, field.TYPE_INT32, field.LABEL_OPTIONAL),
+        ("height", 2, field.TYPE_INT32, field.LABEL_OPTIONAL),
+        ("width", 3, field.TYPE_INT32, field.LABEL_OPTIONAL),
+        ("data", 4, field.TYPE_BYTES, field.LABEL_OPTIONAL),
+        ("label", 5, field.TYPE_INT32, field.LABEL_OPTIONAL),
+        ("float_data", 6, field.TYPE_FLOAT, field.LABEL_REPEATED),
+        ("encoded", 7, field.TYPE_BOOL, field.LABEL_OPTIONAL),
+    ):
+        message.field.add(name=name, number=number, type=kind, label=label)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("caffe.Datum"))
+
+
+Datum = _datum_class()
+
+
+def write_split(images: np.ndarray, labels: np.ndarray, directory: Path, split: str, seed: int,
+                progress: Progress) -> None:
+    """Write uint8 (N, C, H, W) images as the LMDB environment ``directory/split``."""
+    count, channels, height, width = images.shape
+    env = lmdb.open(str(directory / split), map_size=MAP_SIZE, subdir=True, meminit=False, map_async=True)
+    transaction = env.begin(write=True)
+    datum = Datum(channels=channels, height=height, width=width)
+    for position, index in enumerate(shuffled_order(count, seed)):
+        datum.data, datum.label = images[index].tobytes(), int(labels[index])
+        transaction.put(f"{position:08d}_{index}".encode(), datum.SerializeToString())
+        if (position + 1) % 10_000 == 0:  # bounded transactions keep memory flat
+            transaction.commit()
+            transaction = env.begin(write=True)
+            progress.update(position + 1)
+    transaction.commit()
+    env.sync()
+    env.close()
+
+
+def read_split(directory: Path, split: str):
+    """Yield (image as uint8 (C, H, W), label) in stored order."""
+    env = lmdb.open(str(directory / split), readonly=True, lock=False, subdir=True)
+    try:
+        with env.begin() as transaction:
+            for _, value in transaction.cursor():
+                yield decode(value)
+    finally:
+        env.close()
+
+
+def decode(value: bytes) -> tuple[np.ndarray, int]:
+    datum = Datum.FromString(value)
+    if datum.encoded:
+        raise ValueError("encoded (JPEG/PNG) Datum records are not read here")
+    image = np.frombuffer(datum.data, dtype=np.uint8).reshape(datum.channels, datum.height, datum.width)
+    return image, datum.label
