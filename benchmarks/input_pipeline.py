@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--network", default="resnet50")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=1, help="the workflow's default for CPU runs")
+    parser.add_argument("--workers", type=int, default=0, help="the workflow's default for CPU runs")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--timed", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3, help="ABBA rounds; each gives two pairs")

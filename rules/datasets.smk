@@ -5,7 +5,7 @@ rule download:
     output:
         "data/raw/{family}/{archive}",
     wildcard_constraints:
-        family="mnist|cifar10",
+        family="|".join(DOWNLOADABLE),
     params:
         mirrors=lambda wildcards: bench_config.mirrors(config, wildcards.family),
     log:
@@ -16,7 +16,7 @@ rule download:
         "../workflow/scripts/download.py"
 
 
-for _family in ("mnist", "cifar10"):
+for _family in DOWNLOADABLE:
 
     rule:
         name:

@@ -65,3 +65,12 @@ def test_bad_config_stops_snakemake_before_any_job(tmp_path):
     assert result.returncode != 0
     assert "'theano' is not one of" in result.stdout + result.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_kmnist_runs_lenet_with_mnist_parameters():
+    config = validated({**GOOD, "benchmarks": [{"dataset": "kmnist", "data": "generated", "networks": ["lenet"]}]})
+    (case,) = cases(config)
+    assert case.dataset == "kmnist-generated" and (case.batch_size, case.iterations) == (64, 938)
+    bad = validated({**GOOD, "benchmarks": [{"dataset": "kmnist", "networks": ["vgg16"]}]})
+    with pytest.raises(ConfigError, match="vgg16 has no kmnist variant; allowed for kmnist: lenet"):
+        cases(bad)

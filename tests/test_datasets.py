@@ -1,4 +1,5 @@
 """Stand-ins in the real on-disk formats; downloads verified by checksum; corrupt files never used."""
+import dataclasses
 import gzip
 import pickle
 import struct
@@ -55,8 +56,7 @@ def mirrored_archive(tmp_path, monkeypatch):
     name = "t10k-labels-idx1-ubyte.gz"
     family = datasets.FAMILIES["mnist"]
     archives = {**family.archives, name: datasets.md5sum(mirror / name)}
-    monkeypatch.setitem(datasets.FAMILIES, "mnist", datasets.Family(
-        family.name, archives, family.mirrors, family.unpacked, family.image_shape, family.classes))
+    monkeypatch.setitem(datasets.FAMILIES, "mnist", dataclasses.replace(family, archives=archives))
     return mirror, name
 
 
@@ -100,3 +100,13 @@ def test_unpack_refuses_a_real_archive_that_fails_its_checksum(tmp_path):
     with pytest.raises(datasets.ChecksumError, match="train-images-idx3-ubyte.gz: checksum mismatch"):
         datasets.unpack("mnist", raw, tmp_path / "mnist", datasets.MNIST_IDX)
     assert not (tmp_path / "mnist" / "train-images-idx3-ubyte").exists()
+
+
+def test_kmnist_is_an_mnist_format_dataset_with_its_own_checksums(tmp_path):
+    kmnist = datasets.FAMILIES["kmnist"]
+    assert kmnist.archives.keys() == datasets.MNIST_IDX.keys() and kmnist.archives != datasets.MNIST_IDX
+    assert kmnist.variant == "mnist" and kmnist.mirrors[0].startswith("http://codh.rois.ac.jp/")
+    datasets.generate("kmnist", tmp_path / "raw", train_images=64, test_images=8, seed=0)
+    datasets.unpack("kmnist", tmp_path / "raw", tmp_path / "kmnist", None)
+    images, _ = datasets.load_split("kmnist", tmp_path / "kmnist", "test")
+    assert images.shape == (8, 1, 28, 28)

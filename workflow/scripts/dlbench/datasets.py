@@ -33,6 +33,8 @@ class Family:
     unpacked: tuple  # files the unpack step produces, relative to data/<dataset>/
     image_shape: tuple  # (channels, height, width)
     classes: int
+    layout: str  # on-disk layout: idx (MNIST's) | cifar-python | none (not downloadable)
+    variant: str  # the network variant sized for it (see networks.VARIANTS)
 
 
 MNIST_IDX = {
@@ -41,6 +43,13 @@ MNIST_IDX = {
     "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
     "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
 }
+KMNIST_IDX = {  # Kuzushiji-MNIST (ROIS-CODH), seed 003: the same IDX files, other glyphs
+    "train-images-idx3-ubyte.gz": "bdb82020997e1d708af4cf47b453dcf7",
+    "train-labels-idx1-ubyte.gz": "e144d726b3acfaa3e44228e80efcd344",
+    "t10k-images-idx3-ubyte.gz": "5c965bf0a639b31b8f53240b1b52f4d7",
+    "t10k-labels-idx1-ubyte.gz": "7320c461ea6c1c855c0b718fb2a4b134",
+}
+IDX_UNPACKED = tuple(name.removesuffix(".gz") for name in MNIST_IDX)
 CIFAR10_DIR = "cifar-10-batches-py"
 CIFAR10_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch", "batches.meta")
 
@@ -48,13 +57,16 @@ FAMILIES = {
     "mnist": Family(
         "mnist", MNIST_IDX,
         ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"),
-        tuple(name.removesuffix(".gz") for name in MNIST_IDX), (1, 28, 28), 10),
+        IDX_UNPACKED, (1, 28, 28), 10, "idx", "mnist"),
+    "kmnist": Family(
+        "kmnist", KMNIST_IDX, ("http://codh.rois.ac.jp/kmnist/dataset/kmnist/",),
+        IDX_UNPACKED, (1, 28, 28), 10, "idx", "mnist"),
     "cifar10": Family(
         "cifar10", {"cifar-10-python.tar.gz": "c58f30108f718f92721af3b95e74349a"},
         ("https://www.cs.toronto.edu/~kriz/",),
-        tuple(f"{CIFAR10_DIR}/{name}" for name in CIFAR10_BATCHES), (3, 32, 32), 10),
+        tuple(f"{CIFAR10_DIR}/{name}" for name in CIFAR10_BATCHES), (3, 32, 32), 10, "cifar-python", "cifar10"),
     # ILSVRC12 cannot be downloaded without an account; its conversion comes with the formats issue.
-    "imagenet": Family("imagenet", {}, (), (), (3, 224, 224), 1000),
+    "imagenet": Family("imagenet", {}, (), (), (3, 224, 224), 1000, "none", "imagenet"),
 }
 
 
@@ -143,13 +155,13 @@ def generate(family: str, raw_dir: Path, train_images: int, test_images: int, se
     rng = np.random.default_rng(seed)
     train, test = (_generated_images(spec.image_shape, spec.classes, n, rng) for n in (train_images, test_images))
     raw_dir.mkdir(parents=True, exist_ok=True)
-    if family == "mnist":
+    if spec.layout == "idx":
         parts = {"train-images-idx3-ubyte.gz": train[0][:, 0], "train-labels-idx1-ubyte.gz": train[1],
                  "t10k-images-idx3-ubyte.gz": test[0][:, 0], "t10k-labels-idx1-ubyte.gz": test[1]}
         for name, array in parts.items():
             with gzip.open(raw_dir / name, "wb", compresslevel=1) as out:
                 out.write(_idx_bytes(array))
-    elif family == "cifar10":
+    elif spec.layout == "cifar-python":
         batches = {f"data_batch_{i + 1}": chunk for i, chunk in
                    enumerate(zip(np.array_split(train[0], 5), np.array_split(train[1], 5)))}
         batches["test_batch"] = test
@@ -182,13 +194,14 @@ def unpack(family: str, raw_dir: Path, out_dir: Path, verified_md5: dict | None)
     for name, expected in (verified_md5 or {}).items():
         verify(raw_dir / name, expected)
     out_dir.mkdir(parents=True, exist_ok=True)
-    if family == "mnist":
-        for name in FAMILIES["mnist"].archives:
+    layout = FAMILIES[family].layout
+    if layout == "idx":
+        for name in FAMILIES[family].archives:
             with gzip.open(raw_dir / name, "rb") as source, open(out_dir / name.removesuffix(".gz"), "wb") as out:
                 shutil.copyfileobj(source, out)
-    elif family == "cifar10":
+    elif layout == "cifar-python":
         with tarfile.open(raw_dir / "cifar-10-python.tar.gz", "r:gz") as tar:
-            members = [m for m in tar.getmembers() if m.name in FAMILIES["cifar10"].unpacked]
+            members = [m for m in tar.getmembers() if m.name in FAMILIES[family].unpacked]
             tar.extractall(out_dir, members=members, filter="data")
     else:
         raise ValueError(f"nothing to unpack for {family!r}")
@@ -205,12 +218,12 @@ def read_idx(path: Path) -> np.ndarray:
 
 def load_split(family: str, data_dir: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     """Images as uint8 (N, C, H, W) and labels as int64 from an unpacked dataset."""
-    data_dir = Path(data_dir)
-    if family == "mnist":
+    data_dir, layout = Path(data_dir), FAMILIES[family].layout
+    if layout == "idx":
         prefix = "train" if split == "train" else "t10k"
         images = read_idx(data_dir / f"{prefix}-images-idx3-ubyte")[:, None]
         labels = read_idx(data_dir / f"{prefix}-labels-idx1-ubyte")
-    elif family == "cifar10":
+    elif layout == "cifar-python":
         names = [n for n in CIFAR10_BATCHES if n.startswith("data_batch")] if split == "train" else ["test_batch"]
         batches = [pickle.loads((data_dir / CIFAR10_DIR / n).read_bytes(), encoding="bytes") for n in names]
         images = np.concatenate([b[b"data"] for b in batches]).reshape(-1, 3, 32, 32)

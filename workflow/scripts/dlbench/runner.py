@@ -19,6 +19,7 @@ import traceback
 from pathlib import Path
 
 from . import backends
+from .datasets import FAMILIES
 from .networks import network as describe_network
 from .spec import RunSpec
 
@@ -57,7 +58,7 @@ def run(spec: RunSpec) -> dict:
     backend = backends.load(spec.framework)
     result = {"framework_version": backend.framework_version(),
               "python": platform.python_version(), "packages": backend.packages()}
-    trainer = backend.trainer(spec, describe_network(spec.network, spec.family))
+    trainer = backend.trainer(spec, describe_network(spec.network, FAMILIES[spec.family].variant))
     print(f"{spec.framework} {result['framework_version']}: {spec.network} on {spec.dataset}, "
           f"{spec.device}, batch {spec.batch_size_global}, {spec.iterations} iterations "
           f"({spec.warmup_iterations} warm-up), {spec.threads} threads", flush=True)

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 DATA_MODES = ("real", "generated", "synthetic")
-DATASET_FAMILIES = ("mnist", "cifar10", "imagenet")
+DATASET_FAMILIES = ("mnist", "kmnist", "cifar10", "imagenet")
 
 
 def dataset_label(family: str, mode: str) -> str:

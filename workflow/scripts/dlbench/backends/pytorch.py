@@ -16,7 +16,7 @@ from ..spec import RunSpec
 from . import Unavailable
 
 # Per-channel statistics used to normalise uint8 input on the device.
-NORMALISATION = {"mnist": ((0.1307,), (0.3081,)),
+NORMALISATION = {"mnist": ((0.1307,), (0.3081,)), "kmnist": ((0.1918,), (0.3483,)),
                  "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
                  "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))}
 
