@@ -13,7 +13,7 @@ from dlbench.aggregate import METRICS  # noqa: E402
 from dlbench.backends import FRAMEWORKS, IMPLEMENTED  # noqa: E402
 from dlbench.datasets import FAMILIES  # noqa: E402
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS  # noqa: E402
-from dlbench.spec import RunSpec, dataset_label, gpu_count  # noqa: E402
+from dlbench.spec import RunSpec, gpu_count, parse_dataset_label  # noqa: E402
 
 validate(config, "../config/schema.yaml")
 try:
@@ -45,7 +45,7 @@ def case(wildcards):
 
 
 def unpacked_files(label):
-    family = label.split("-")[0]
+    family, _ = parse_dataset_label(label)
     return [f"data/{label}/{name}" for name in FAMILIES[family].unpacked]
 
 

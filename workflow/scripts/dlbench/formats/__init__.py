@@ -53,10 +53,12 @@ class Progress:
     def __init__(self, total: int, label: str, log=print, every_s: float = 5.0):
         self.total, self.label, self.log, self.every_s = total, label, log, every_s
         self.started = self.last = time.monotonic()
+        self.reported = 0
 
     def update(self, done: int) -> None:
         now = time.monotonic()
-        if now - self.last >= self.every_s or done == self.total:
+        if done > self.reported and (now - self.last >= self.every_s or done == self.total):
+            self.reported = done
             rate = done / max(now - self.started, 1e-9)
             eta = (self.total - done) / rate if rate else float("inf")
             self.log(f"{self.label}: {done}/{self.total} images, {rate:,.0f} images/s, ETA {eta:,.0f} s")

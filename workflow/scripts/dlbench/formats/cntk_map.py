@@ -12,10 +12,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
 
-from . import Progress, shuffled_order
-from .tfrecord_example import encode_png
+from . import Progress, png, shuffled_order
 
 MEAN_FILE = "mean.xml"
 
@@ -26,7 +24,7 @@ def write_split(images: np.ndarray, labels: np.ndarray, directory: Path, split: 
     lines = []
     for position, index in enumerate(shuffled_order(len(images), seed)):
         relative = f"{split}/{position:05d}.png"
-        (directory / relative).write_bytes(encode_png(images[index]))
+        (directory / relative).write_bytes(png.encode(images[index]))
         lines.append(f"{relative}\t{int(labels[index])}\n")
         if (position + 1) % 5_000 == 0:
             progress.update(position + 1)
@@ -38,8 +36,7 @@ def write_split(images: np.ndarray, labels: np.ndarray, directory: Path, split: 
 def read_split(directory: Path, split: str):
     for line in (directory / f"{split}_map.txt").read_text().splitlines():
         relative, label = line.split("\t")
-        pixels = np.asarray(Image.open(directory / relative))
-        yield (pixels[None] if pixels.ndim == 2 else pixels.transpose(2, 0, 1)), int(label)
+        yield png.decode((directory / relative).read_bytes()), int(label)
 
 
 def write_mean(images: np.ndarray, path: Path) -> None:

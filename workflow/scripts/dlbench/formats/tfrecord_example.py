@@ -6,30 +6,15 @@ The ``tfrecord`` package writes the framing (length, masked CRC32C) without Tens
 """
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
 import tfrecord
-from PIL import Image
 from tfrecord.reader import tfrecord_loader
 
-from . import Progress, shuffled_order
+from . import Progress, png, shuffled_order
 
 SHARDS = {"train": 4, "test": 1}
-
-
-def encode_png(image: np.ndarray) -> bytes:
-    """uint8 (C, H, W) -> PNG bytes (grey for one channel, RGB for three)."""
-    buffer = io.BytesIO()
-    pixels = image[0] if image.shape[0] == 1 else image.transpose(1, 2, 0)
-    Image.fromarray(pixels).save(buffer, format="PNG", compress_level=1)
-    return buffer.getvalue()
-
-
-def decode_png(data: bytes) -> np.ndarray:
-    pixels = np.asarray(Image.open(io.BytesIO(data)))
-    return pixels[None] if pixels.ndim == 2 else pixels.transpose(2, 0, 1)
 
 
 def shard_names(split: str) -> list[str]:
@@ -46,7 +31,7 @@ def write_split(images: np.ndarray, labels: np.ndarray, directory: Path, split: 
         writer = tfrecord.TFRecordWriter(str(directory / name))
         for index in chunk:
             writer.write({
-                "image/encoded": (encode_png(images[index]), "byte"),
+                "image/encoded": (png.encode(images[index]), "byte"),
                 "image/format": (b"PNG", "byte"),
                 "image/class/label": (int(labels[index]), "int"),
                 "image/height": (height, "int"),
@@ -63,4 +48,4 @@ def write_split(images: np.ndarray, labels: np.ndarray, directory: Path, split: 
 def read_split(directory: Path, split: str):
     for name in shard_names(split):
         for example in tfrecord_loader(str(directory / name), None):
-            yield decode_png(example["image/encoded"]), int(example["image/class/label"][0])
+            yield png.decode(example["image/encoded"]), int(example["image/class/label"][0])
