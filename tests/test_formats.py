@@ -85,3 +85,22 @@ def test_a_failed_conversion_leaves_nothing_behind(tmp_path):
     with pytest.raises(FileNotFoundError):
         formats.convert("lmdb", "mnist", tmp_path / "missing", tmp_path / "out", log=lambda line: None)
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_pytorch_reads_the_lmdb_through_its_dataloader(unpacked, workers):
+    torch = pytest.importorskip("torch")
+    from dlbench.backends.pytorch import LmdbDataset, _as_tensors
+
+    family, root = unpacked
+    formats.convert("lmdb", family, root / "data", root / "lmdb-torch", log=lambda line: None)
+    loader = torch.utils.data.DataLoader(LmdbDataset(root / "lmdb-torch" / "train"), batch_size=16, shuffle=True,
+                                         num_workers=workers, collate_fn=_as_tensors)
+    seen = {}
+    for images, labels in loader:
+        assert images.dtype == torch.uint8 and labels.dtype == torch.int64
+        for image, label in zip(images.numpy(), labels.numpy()):
+            seen[image.tobytes()] = int(label)
+    source_images, source_labels = datasets.load_split(family, root / "data", "train")
+    expected = {image.tobytes(): int(label) for image, label in zip(source_images, source_labels)}
+    assert seen == expected  # every image once per epoch, each with its own label
