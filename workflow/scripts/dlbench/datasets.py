@@ -35,6 +35,8 @@ class Family:
     classes: int
     layout: str  # on-disk layout: idx (MNIST's) | cifar-python | none (not downloadable)
     variant: str  # the network variant sized for it (see networks.VARIANTS)
+    mean: tuple  # per-channel statistics of the training images (0-1 scale), for normalisation
+    std: tuple
 
 
 MNIST_IDX = {
@@ -57,16 +59,18 @@ FAMILIES = {
     "mnist": Family(
         "mnist", MNIST_IDX,
         ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"),
-        IDX_UNPACKED, (1, 28, 28), 10, "idx", "mnist"),
+        IDX_UNPACKED, (1, 28, 28), 10, "idx", "mnist", (0.1307,), (0.3081,)),
     "kmnist": Family(
         "kmnist", KMNIST_IDX, ("http://codh.rois.ac.jp/kmnist/dataset/kmnist/",),
-        IDX_UNPACKED, (1, 28, 28), 10, "idx", "mnist"),
+        IDX_UNPACKED, (1, 28, 28), 10, "idx", "mnist", (0.1918,), (0.3483,)),
     "cifar10": Family(
         "cifar10", {"cifar-10-python.tar.gz": "c58f30108f718f92721af3b95e74349a"},
         ("https://www.cs.toronto.edu/~kriz/",),
-        tuple(f"{CIFAR10_DIR}/{name}" for name in CIFAR10_BATCHES), (3, 32, 32), 10, "cifar-python", "cifar10"),
+        tuple(f"{CIFAR10_DIR}/{name}" for name in CIFAR10_BATCHES), (3, 32, 32), 10, "cifar-python", "cifar10",
+        (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
     # ILSVRC12 cannot be downloaded without an account; its conversion comes with the formats issue.
-    "imagenet": Family("imagenet", {}, (), (), (3, 224, 224), 1000, "none", "imagenet"),
+    "imagenet": Family("imagenet", {}, (), (), (3, 224, 224), 1000, "none", "imagenet",
+                       (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
 }
 
 
