@@ -11,8 +11,9 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as bench_config  # noqa: E402
 from dlbench.aggregate import METRICS  # noqa: E402
 from dlbench.backends import FRAMEWORKS, IMPLEMENTED  # noqa: E402
+from dlbench import ilsvrc12  # noqa: E402
 from dlbench.datasets import FAMILIES  # noqa: E402
-from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS  # noqa: E402
+from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
 from dlbench.spec import RunSpec, gpu_count, parse_dataset_label  # noqa: E402
 
 validate(config, "../config/schema.yaml")
@@ -29,10 +30,12 @@ RUNS = [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, repetitio
 CELLS = sorted({(c.dataset, c.network) for c in CASES.values()})
 FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metric in METRICS
            for ext in ("png", "svg")]
-DOWNLOADABLE = [name for name, family in FAMILIES.items() if family.archives]
-# Datasets read from files: (label, family, mode) for every non-synthetic case with files to read.
-FILE_DATASETS = sorted({(c.dataset, c.family, c.data_mode) for c in CASES.values()
-                        if c.data_mode != "synthetic" and FAMILIES[c.family].unpacked})
+DOWNLOADABLE = [name for name, family in FAMILIES.items() if family.mirrors]
+GENERATABLE = [*DOWNLOADABLE, "imagenet"]
+# Datasets read from files: (label, family, mode) for every non-synthetic case. MNIST-like and
+# CIFAR10 datasets are unpacked and converted whole; ILSVRC12 is indexed and converted in shards.
+FILE_DATASETS = sorted({(c.dataset, c.family, c.data_mode) for c in CASES.values() if c.data_mode != "synthetic"})
+UNPACKED_DATASETS = [(label, family, mode) for label, family, mode in FILE_DATASETS if family != "imagenet"]
 
 wildcard_constraints:
     framework="|".join(FRAMEWORKS),
@@ -59,12 +62,46 @@ def requirements(wildcards):
 
 
 def data_input(run):
-    """The dataset in the run's framework's own format, or None (synthetic data, no converter yet)."""
-    if run.data_mode == "synthetic" or not FAMILIES[run.family].unpacked:
-        return None
-    if run.framework not in FRAMEWORK_FORMATS:
+    """The dataset in the run's framework's own format, or None (synthetic data)."""
+    if run.data_mode == "synthetic":
         return None
     return f"data/{run.dataset}/{FRAMEWORK_FORMATS[run.framework]}"
+
+
+def writer_environment(wildcards):
+    """The framework venv a format's writer runs in (RecordIO: MXNet's), when the workflow builds venvs."""
+    framework = WRITER_ENVIRONMENTS.get(wildcards.format)
+    if framework and config["environment"] == "venv" and not USE_CONDA:
+        return {"environment": f".venvs/{framework}/environment.json"}
+    return {}
+
+
+def writer_conda(wildcards):
+    framework = WRITER_ENVIRONMENTS.get(wildcards.format)
+    return f"../envs/{framework}.yaml" if framework else "../envs/workflow.yaml"
+
+
+def ilsvrc12_archive_dir(label):
+    return config["ilsvrc12"]["directory"] if label == "imagenet" else f"data/raw/{label}"
+
+
+def ilsvrc12_archives(wildcards):
+    return [f"{ilsvrc12_archive_dir(wildcards.dataset)}/{name}" for name in ilsvrc12.ARCHIVES]
+
+
+def shard_counts(label):
+    sizes = config["ilsvrc12"] if label == "imagenet" else config["generated"]["imagenet"]
+    return {"train": sizes["train_shards"], "test": sizes["test_shards"]}
+
+
+def shard_inputs(wildcards):
+    return {"index": [f"data/{wildcards.dataset}/index/{name}" for name in ilsvrc12.INDEX_FILES],
+            "archives": ilsvrc12_archives(wildcards), **writer_environment(wildcards)}
+
+
+def shard_outputs(wildcards):
+    return [f"data/{wildcards.dataset}/shards/{wildcards.format}/{shard_name(split, index, count)}"
+            for split, count in shard_counts(wildcards.dataset).items() for index in range(count)]
 
 
 def train_inputs(wildcards):

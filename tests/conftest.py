@@ -16,3 +16,16 @@ def record_schema():
 @pytest.fixture(scope="session")
 def config_schema_path():
     return ROOT / "config" / "schema.yaml"
+
+
+@pytest.fixture(scope="session")
+def mxnet_python():
+    """The MXNet venv the workflow builds (.venvs/mxnet), built here if missing: RecordIO needs it."""
+    from dlbench.envs import build_venv
+
+    venv_dir = ROOT / ".venvs" / "mxnet"
+    venv_dir.parent.mkdir(exist_ok=True)
+    with open(ROOT / ".venvs" / "mxnet-tests.log", "w") as log:
+        status = build_venv(ROOT / "envs" / "mxnet.requirements.txt", venv_dir, log)
+    assert status["status"] == "ok", status["reason"]  # PyPI reaches this machine: fail, never skip
+    return status["python"]

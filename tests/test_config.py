@@ -55,6 +55,12 @@ def test_semantic_errors_name_the_key():
     with pytest.raises(ConfigError, match=r"benchmarks\[0\].warmup_iterations: 10 warm-up iterations leave no timed"):
         cases(bad)
 
+    bad = validated({**GOOD, "benchmarks": [{"dataset": "imagenet", "networks": ["alexnet"]}]})
+    with pytest.raises(ConfigError, match=r"benchmarks\[0\].data: real ImageNet needs ilsvrc12.directory .*"
+                                          r"allowed: generated, synthetic"):
+        cases(bad)
+    assert cases({**bad, "ilsvrc12": {"directory": "/datasets/ILSVRC2012"}})
+
 
 def test_bad_config_stops_snakemake_before_any_job(tmp_path):
     bad = tmp_path / "bad.yaml"

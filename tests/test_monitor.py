@@ -55,10 +55,10 @@ def test_an_exception_in_training_is_a_failed_record_with_the_log_tail(tmp_path,
     record = run(tmp_path, spec(dataset="mnist-generated", data_dir=str(tmp_path / "missing")))
     jsonschema.validate({k: v for k, v in record.items() if k != "path"}, record_schema)
     assert record["status"] == "failed"
-    assert record["reason"].startswith("lmdb.Error:") and "missing/train" in record["reason"]
-    assert "last lines of the log" in record["reason"] and "LmdbDataset" in record["reason"]
+    assert record["reason"].startswith("FileNotFoundError:") and "missing: no LMDB shards" in record["reason"]
+    assert "last lines of the log" in record["reason"] and "in __init__" in record["reason"]
     assert record["timing"]["images_per_second_mean"] is None
-    assert record["timing"]["reasons"]["images_per_second_mean"].startswith("lmdb.Error")
+    assert record["timing"]["reasons"]["images_per_second_mean"].startswith("FileNotFoundError")
 
 
 def test_an_unimplemented_framework_is_unavailable(tmp_path):

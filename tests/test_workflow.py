@@ -1,5 +1,6 @@
 """The workflow end to end, as a user runs it: data -> runs x repetitions -> tables -> figures -> report."""
 import json
+import shutil
 import subprocess
 import sys
 
@@ -7,6 +8,7 @@ import jsonschema
 import pandas as pd
 import pytest
 import yaml
+from dlbench import ilsvrc12
 
 from .conftest import ROOT
 
@@ -14,11 +16,14 @@ TINY = {
     "frameworks": ["pytorch", "cntk"],
     "devices": ["cpu"],
     "repetitions": 2,
-    "generated": {"train_images": 256, "test_images": 64},
+    "generated": {"train_images": 256, "test_images": 64,
+                  "imagenet": {"classes": 3, "train_images": 24, "test_images": 6, "train_shards": 2}},
     "benchmarks": [
         {"dataset": "mnist", "data": "generated", "networks": ["lenet"], "batch_size": 32, "iterations": 15,
          "warmup_iterations": 5},
         {"dataset": "cifar10", "data": "synthetic", "networks": ["vgg16"], "batch_size": 4, "iterations": 6,
+         "warmup_iterations": 2},
+        {"dataset": "imagenet", "data": "generated", "networks": ["alexnet"], "batch_size": 4, "iterations": 6,
          "warmup_iterations": 2},
     ],
 }
@@ -46,7 +51,7 @@ def finished(tmp_path_factory):
 @pytest.mark.slow
 def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
     records = sorted((finished / "results" / "runs").rglob("rep*.json"))
-    assert len(records) == 2 * 2 * 2  # frameworks x cells x repetitions
+    assert len(records) == 2 * 3 * 2  # frameworks x cells x repetitions
     for path in records:
         record = json.loads(path.read_text())
         jsonschema.validate(record, record_schema)
@@ -67,8 +72,24 @@ def test_generated_data_is_labelled_as_generated(finished):
     assert sorted(p.name for p in (finished / "data" / "mnist-generated").iterdir() if p.is_dir()) == ["cntk", "lmdb"]
     assert not (finished / "data" / "cifar10-synthetic").exists()
     runs = pd.read_csv(finished / "results" / "tables" / "runs.csv")
-    assert set(runs["dataset"]) == {"mnist-generated", "cifar10-synthetic"}
+    assert set(runs["dataset"]) == {"mnist-generated", "cifar10-synthetic", "imagenet-generated"}
     assert not (finished / "data" / "mnist").exists()
+    assert (finished / "data" / "raw" / "imagenet-generated" / "GENERATED").exists()
+    lmdb_dir = finished / "data" / "imagenet-generated" / "lmdb"
+    assert sorted(p.name for p in lmdb_dir.iterdir() if p.is_symlink()) == [
+        "test-00000-of-00001", "train-00000-of-00002", "train-00001-of-00002"]
+
+
+@pytest.mark.slow
+def test_a_rerun_converts_only_the_missing_shard(finished):
+    # As an interrupted conversion leaves it: some shards done, one never finished, no gathered format.
+    shutil.rmtree(finished / "data" / "imagenet-generated" / "shards" / "lmdb" / "train-00001-of-00002")
+    shutil.rmtree(finished / "data" / "imagenet-generated" / "lmdb")
+    result = snakemake(finished, "data/imagenet-generated/lmdb")
+    log = result.stdout + result.stderr
+    assert log.count("rule convert_shard:") == 1 and "wildcards: dataset=imagenet-generated, format=lmdb, " \
+        "split=train, index=00001, shards=00002" in log
+    assert "rule gather_shards:" in log and "rule train:" not in log
 
 
 @pytest.mark.slow
@@ -76,11 +97,11 @@ def test_tables_figures_and_report(finished):
     tables = finished / "results" / "tables"
     appendix = pd.read_csv(tables / "appendix.csv")
     speed = appendix.query("metric == 'train_speed' and framework == 'pytorch'")
-    assert len(speed) == 2 and (speed["n"] == 2).all() and (speed["mean"] > 0).all()
+    assert len(speed) == 3 and (speed["n"] == 2).all() and (speed["mean"] > 0).all()
     assert "unavailable: not implemented" in (tables / "appendix.md").read_text()
     assert (tables / "appendix.tex").stat().st_size > 0
     figures = sorted((finished / "results" / "figures").rglob("*.png"))
-    assert len(figures) == 2 * 6
+    assert len(figures) == 3 * 6
     report = (finished / "results" / "report.html").read_text()
     assert "train_speed" in report
 
@@ -95,9 +116,14 @@ def test_a_single_figure_is_rebuilt_alone(finished):
 
 
 @pytest.mark.slow
-def test_the_thesis_config_schedules_one_job_per_run(tmp_path):
-    (tmp_path / "config.yaml").write_text((ROOT / "config" / "thesis.yaml").read_text())
+def test_the_thesis_config_schedules_one_job_per_run_and_every_format(tmp_path):
+    thesis = yaml.safe_load((ROOT / "config" / "thesis.yaml").read_text())
+    thesis["ilsvrc12"]["directory"] = str(tmp_path / "ILSVRC2012")  # the user's archives (a miniature here)
+    ilsvrc12.generate(tmp_path / "ILSVRC2012", classes=2, train_images=4, test_images=2, seed=0)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(thesis))
     result = snakemake(tmp_path, "-n", "--quiet", "rules")
-    jobs = dict(line.split() for line in result.stdout.splitlines() if line.split()[:1] in (["train"], ["convert"]))
+    jobs = dict(line.split() for line in result.stdout.splitlines() if len(line.split()) == 2)
     assert jobs["train"] == str(5 * 9 * 3 * 3)  # frameworks x cases x devices x repetitions
-    assert jobs["convert"] == str(2 * 3)  # MNIST and CIFAR10 into lmdb, tfrecord and cntk
+    assert jobs["convert"] == str(2 * 4)  # MNIST and CIFAR10 into lmdb, tfrecord, recordio and cntk
+    assert jobs["index_ilsvrc12"] == "1" and jobs["gather_shards"] == "4"
+    assert jobs["convert_shard"] == str(4 * (1024 + 128))  # ILSVRC12: every format in independent shards

@@ -1,14 +1,14 @@
-"""Snakemake entry point: an unpacked dataset into one framework's native format (both splits)."""
-from pathlib import Path
-
-from dlbench import formats
+"""Snakemake entry point: an unpacked in-memory dataset into one framework's native format."""
+from dlbench import envs
+from dlbench.formats import jobs
 from dlbench.jobs import logged
 from dlbench.spec import parse_dataset_label
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
+    environment = envs.status(snakemake.input.get("environment"))  # noqa: F821
+    if environment["status"] != "ok":
+        raise RuntimeError(environment["reason"])
     family, _ = parse_dataset_label(snakemake.wildcards.dataset)  # noqa: F821
-    output = Path(snakemake.output[0])  # noqa: F821
-    stats = formats.convert(snakemake.wildcards.format, family, Path(snakemake.params.unpacked), output)  # noqa: F821
-    for split, numbers in stats.items():
-        print(f"{split}: {numbers['images']} images in {numbers['seconds']:.1f} s "
-              f"({numbers['images_per_second']:,.0f} images/s)")
+    jobs.run({"kind": "convert", "format": snakemake.wildcards.format, "family": family,  # noqa: F821
+              "data_dir": snakemake.params.unpacked, "output": snakemake.output[0], "seed": 0},  # noqa: F821
+             environment["python"])

@@ -59,6 +59,10 @@ def cases(config: dict) -> list[Case]:
         where = f"benchmarks[{index}]"
         family, mode = bench["dataset"], bench.get("data", "real")
         variant = FAMILIES[family].variant
+        if family == "imagenet" and mode == "real" and not config.get("ilsvrc12", {}).get("directory"):
+            raise ConfigError(f"{where}.data: real ImageNet needs ilsvrc12.directory (the directory holding "
+                              "your ILSVRC2012 archives; it cannot be downloaded); without it allowed: "
+                              "generated, synthetic")
         for network in bench["networks"]:
             if variant not in VARIANTS[network]:
                 allowed = ", ".join(n for n, v in VARIANTS.items() if variant in v)

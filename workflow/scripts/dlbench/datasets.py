@@ -33,10 +33,11 @@ class Family:
     unpacked: tuple  # files the unpack step produces, relative to data/<dataset>/
     image_shape: tuple  # (channels, height, width)
     classes: int
-    layout: str  # on-disk layout: idx (MNIST's) | cifar-python | none (not downloadable)
+    layout: str  # on-disk layout: idx (MNIST's) | cifar-python | ilsvrc12 (indexed tars)
     variant: str  # the network variant sized for it (see networks.VARIANTS)
     mean: tuple  # per-channel statistics of the training images (0-1 scale), for normalisation
     std: tuple
+    encoding: str = "png"  # payload of the encoded formats: lossless for these small images
 
 
 MNIST_IDX = {
@@ -68,9 +69,9 @@ FAMILIES = {
         ("https://www.cs.toronto.edu/~kriz/",),
         tuple(f"{CIFAR10_DIR}/{name}" for name in CIFAR10_BATCHES), (3, 32, 32), 10, "cifar-python", "cifar10",
         (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
-    # ILSVRC12 cannot be downloaded without an account; its conversion comes with the formats issue.
-    "imagenet": Family("imagenet", {}, (), (), (3, 224, 224), 1000, "none", "imagenet",
-                       (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+    # ILSVRC12: supplied by the user (no download without an account); see dlbench.ilsvrc12.
+    "imagenet": Family("imagenet", {}, (), (), (3, 224, 224), 1000, "ilsvrc12", "imagenet",
+                       (0.485, 0.456, 0.406), (0.229, 0.224, 0.225), "jpeg"),
 }
 
 
@@ -86,13 +87,14 @@ def md5sum(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify(path: Path, expected_md5: str) -> None:
-    """Raise (and delete the file) unless ``path`` has the expected MD5."""
+def verify(path: Path, expected_md5: str, delete: bool = True) -> None:
+    """Raise unless ``path`` has the expected MD5; a download that fails is deleted, a user's file kept."""
     actual = md5sum(path)
     if actual != expected_md5:
-        Path(path).unlink()
+        if delete:
+            Path(path).unlink()
         raise ChecksumError(f"{path}: checksum mismatch (md5 expected {expected_md5}, actual {actual}); "
-                            "the file was deleted")
+                            + ("the file was deleted" if delete else "it is truncated or corrupt, or another file"))
 
 
 def fetch(url: str, destination: Path, log=print) -> None:
@@ -183,8 +185,22 @@ def generate(family: str, raw_dir: Path, train_images: int, test_images: int, se
         f"Generated stand-in for {family} (seed {seed}); not {family.upper()}. Random class templates plus noise.\n")
 
 
+class _LegacyNumpyPickler(pickle._Pickler):
+    """Pickles arrays as the real CIFAR10 files do (numpy 1.x's ``numpy.core.multiarray``), which
+    numpy 1.x and 2.x both load; numpy 2's own ``numpy._core`` path breaks numpy < 1.26 (MXNet's)."""
+
+    def save_global(self, obj, name=None):
+        if obj is np.ndarray.__reduce__(np.zeros(0))[0]:  # numpy's _reconstruct
+            self.write(pickle.GLOBAL + b"numpy.core.multiarray\n_reconstruct\n")
+            self.memoize(obj)
+        else:
+            super().save_global(obj, name)
+
+
 def _add_pickle(tar: tarfile.TarFile, name: str, content: dict) -> None:
-    payload = pickle.dumps(content, protocol=2)
+    buffer = io.BytesIO()
+    _LegacyNumpyPickler(buffer, protocol=2).dump(content)
+    payload = buffer.getvalue()
     info = tarfile.TarInfo(f"{CIFAR10_DIR}/{name}")
     info.size = len(payload)
     tar.addfile(info, io.BytesIO(payload))

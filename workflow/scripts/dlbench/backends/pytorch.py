@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader
 
 from .. import networks
 from ..datasets import FAMILIES
-from ..formats import lmdb_datum
+from ..formats import lmdb_datum, shard_dirs
 from ..spec import RunSpec
 from . import Unavailable
 
@@ -100,25 +100,53 @@ def _devices(spec: RunSpec) -> list[torch.device]:
 
 
 class LmdbDataset(torch.utils.data.Dataset):
-    """Caffe's LMDB of Datum records; each DataLoader worker opens its own read-only handle."""
+    """Caffe's LMDB shards of Datum records, with the reference pipelines' augmentation: a random
+    crop to the network's input where the stored image is larger (ILSVRC12: shorter side 256 ->
+    224), and a random horizontal mirror for colour images. Each DataLoader worker opens its own
+    read-only handles and draws from its own random stream."""
 
-    def __init__(self, path: Path):
-        self.path, self.env = path, None
-        env = lmdb.open(str(path), readonly=True, lock=False, readahead=False)
-        with env.begin() as transaction:
-            self.keys = list(transaction.cursor().iternext(keys=True, values=False))
-        env.close()  # an open environment must not be inherited across fork()
+    def __init__(self, shards: list[Path], input_shape: tuple, seed: int = 0):
+        self.shards, self.input_shape, self.seed = [str(s) for s in shards], tuple(input_shape), seed
+        self.keys, self.envs, self.rng = [], None, None
+        for number, shard in enumerate(self.shards):
+            env = lmdb.open(shard, readonly=True, lock=False, readahead=False)
+            with env.begin() as transaction:
+                self.keys += [(number, key) for key in transaction.cursor().iternext(keys=True, values=False)]
+            env.close()  # an open environment must not be inherited across fork()
 
     def __len__(self) -> int:
         return len(self.keys)
 
+    def _augment(self, image: np.ndarray) -> np.ndarray:
+        _, height, width = self.input_shape
+        if image.shape[1:] != (height, width):
+            top = self.rng.integers(0, image.shape[1] - height + 1)
+            left = self.rng.integers(0, image.shape[2] - width + 1)
+            image = image[:, top:top + height, left:left + width]
+        if image.shape[0] == 3 and self.rng.random() < 0.5:
+            image = image[:, :, ::-1]
+        return image
+
     def __getitems__(self, indices: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """A whole batch in one call: the sampler's indices -> stacked uint8 images and labels."""
-        if self.env is None:
-            self.env = lmdb.open(str(self.path), readonly=True, lock=False, readahead=False, meminit=False)
-        with self.env.begin() as transaction:
-            decoded = [lmdb_datum.decode(transaction.get(self.keys[i])) for i in indices]
-        return np.stack([image for image, _ in decoded]), np.array([label for _, label in decoded])
+        if self.envs is None:
+            self.envs = [lmdb.open(shard, readonly=True, lock=False, readahead=False, meminit=False)
+                         for shard in self.shards]
+            worker = torch.utils.data.get_worker_info()
+            self.rng = np.random.default_rng([self.seed, worker.id if worker else 0])
+        images, labels, transactions = [], [], {}
+        try:
+            for index in indices:
+                number, key = self.keys[index]
+                if number not in transactions:
+                    transactions[number] = self.envs[number].begin()
+                image, label = lmdb_datum.decode(transactions[number].get(key))
+                images.append(self._augment(image))
+                labels.append(label)
+        finally:
+            for transaction in transactions.values():
+                transaction.abort()  # read-only: ends the snapshot
+        return np.stack(images), np.array(labels)
 
     def __getitem__(self, index: int):
         images, labels = self.__getitems__([index])
@@ -147,9 +175,10 @@ class _Batches:
             self.synthetic = (self._normalise(images.to(device)), labels.to(device))
             return
         self.synthetic = None
-        if spec.data_dir is None:  # the workflow has no converter for this dataset into LMDB yet
-            raise Unavailable(f"{spec.dataset} is not converted to LMDB yet; use data: synthetic")
-        dataset = LmdbDataset(Path(spec.data_dir) / "train")
+        shards = shard_dirs(Path(spec.data_dir), "train")
+        if not shards:
+            raise FileNotFoundError(f"{spec.data_dir}: no LMDB shards train-*-of-* (is the dataset converted?)")
+        dataset = LmdbDataset(shards, description.input_shape, spec.seed)
         if len(dataset) < self.batch:
             raise ValueError(f"{spec.dataset} has {len(dataset)} training images, fewer than one batch of {self.batch}")
         workers = spec.loader_workers

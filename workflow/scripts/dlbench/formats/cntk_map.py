@@ -1,10 +1,12 @@
-"""CNTK's ImageReader input: PNG folders, ``<split>_map.txt`` and an OpenCV-XML mean file.
+"""CNTK's ImageReader input: image files, ``<split>_map.txt`` and an OpenCV-XML mean file.
 
-Map lines are ``<path>\\t<label>`` with paths relative to the format directory (CNTK resolves
-them against its working directory; the CNTK runner starts there). The mean image is stored as
-CNTK's CIFAR-10 example writes it (``cifar_utils.saveMean``): OpenCV FileStorage XML, one row of
-float32 in OpenCV's in-memory layout (height, width, channels in BGR order), which is how CNTK's
-reader (OpenCV) sees the decoded images it subtracts it from.
+Each shard holds its images and its own map lines; :func:`join_split` joins them into the map
+file CNTK reads. Map lines are ``<path>\\t<label>`` with paths relative to the format directory
+(CNTK resolves them against its working directory; the CNTK runner starts there). The mean image
+is stored as CNTK's CIFAR-10 example writes it (``cifar_utils.saveMean``): OpenCV FileStorage XML,
+one row of float32 in OpenCV's in-memory layout (height, width, channels in BGR order), which is
+how CNTK's reader (OpenCV) sees the decoded images it subtracts it from. It has the networks'
+input shape: ILSVRC12 images are centre-cropped to it first.
 """
 from __future__ import annotations
 
@@ -13,35 +15,46 @@ from pathlib import Path
 
 import numpy as np
 
-from . import Progress, png, shuffled_order
+from . import codec
 
 MEAN_FILE = "mean.xml"
+SHARD_MAP, SHARD_SUM = "map.txt", "pixel_sum.npy"
 
 
-def write_split(images: np.ndarray, labels: np.ndarray, directory: Path, split: str, seed: int,
-                progress: Progress) -> None:
-    (directory / split).mkdir()
-    lines = []
-    for position, index in enumerate(shuffled_order(len(images), seed)):
-        relative = f"{split}/{position:05d}.png"
-        (directory / relative).write_bytes(png.encode(images[index]))
-        lines.append(f"{relative}\t{int(labels[index])}\n")
-        if (position + 1) % 5_000 == 0:
-            progress.update(position + 1)
-    (directory / f"{split}_map.txt").write_text("".join(lines))
-    if split == "train":
-        write_mean(images, directory / MEAN_FILE)
+def center_crop(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    top, left = (image.shape[1] - height) // 2, (image.shape[2] - width) // 2
+    return image[:, top:top + height, left:left + width]
 
 
-def read_split(directory: Path, split: str):
-    for line in (directory / f"{split}_map.txt").read_text().splitlines():
+def write_shard(records, directory: Path, shard) -> None:
+    lines, pixel_sum = [], np.zeros(shard.image_shape, dtype=np.float64)
+    extension = codec.EXTENSIONS[shard.encoding]
+    for position, _, image, label in records:
+        relative = f"{shard.name}/{position:08d}.{extension}"
+        (directory / Path(relative).name).write_bytes(codec.encode(image, shard.encoding))
+        lines.append(f"{relative}\t{label}\n")
+        pixel_sum += center_crop(image, *shard.image_shape[1:])
+    (directory / SHARD_MAP).write_text("".join(lines))
+    np.save(directory / SHARD_SUM, pixel_sum)
+
+
+def read_shard(directory: Path):
+    for line in (directory / SHARD_MAP).read_text().splitlines():
         relative, label = line.split("\t")
-        yield png.decode((directory / relative).read_bytes()), int(label)
+        yield codec.decode((directory.parent / relative).read_bytes()), int(label)
 
 
-def write_mean(images: np.ndarray, path: Path) -> None:
-    _, channels, height, width = images.shape
-    mean = images.mean(axis=0, dtype=np.float64).astype(np.float32)  # (C, H, W), RGB
+def join_split(format_dir: Path, split: str, shards: list[Path]) -> None:
+    (format_dir / f"{split}_map.txt").write_text("".join((shard / SHARD_MAP).read_text() for shard in shards))
+    if split == "train":
+        count = sum(len((shard / SHARD_MAP).read_text().splitlines()) for shard in shards)
+        write_mean(sum(np.load(shard / SHARD_SUM) for shard in shards) / count, format_dir / MEAN_FILE)
+
+
+def write_mean(mean: np.ndarray, path: Path) -> None:
+    """Store a (C, H, W) RGB mean image as CNTK reads it."""
+    channels, height, width = mean.shape
+    mean = mean.astype(np.float32)
     opencv_layout = mean[::-1].transpose(1, 2, 0) if channels == 3 else mean.transpose(1, 2, 0)
     root = ET.Element("opencv_storage")
     ET.SubElement(root, "Channel").text = str(channels)

@@ -1,8 +1,10 @@
 """Caffe's LMDB: one ``caffe.Datum`` per image under keys in a stable shuffled order.
 
 The ``Datum`` message is built from its definition in caffe.proto (fields 1-7) at import time,
-so neither protoc nor Caffe is needed to write or read it. Like Caffe's convert_mnist_data and
-convert_cifar_data, ``data`` holds the raw uint8 pixels in channel-height-width order.
+so neither protoc nor Caffe is needed to write or read it. Like Caffe's convert_mnist_data,
+convert_cifar_data and convert_imageset (without --encoded), ``data`` holds the raw uint8 pixels in
+channel-height-width order; ILSVRC12 images keep their own (resized) height and width, which
+Caffe's Data layer crops to the network's input.
 """
 from __future__ import annotations
 
@@ -11,8 +13,6 @@ from pathlib import Path
 import lmdb
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-from . import Progress, shuffled_order
 
 MAP_SIZE = 1 << 40  # a sparse upper bound; LMDB only uses what it writes
 
@@ -39,28 +39,25 @@ def _datum_class():
 Datum = _datum_class()
 
 
-def write_split(images: np.ndarray, labels: np.ndarray, directory: Path, split: str, seed: int,
-                progress: Progress) -> None:
-    """Write uint8 (N, C, H, W) images as the LMDB environment ``directory/split``."""
-    count, channels, height, width = images.shape
-    env = lmdb.open(str(directory / split), map_size=MAP_SIZE, subdir=True, meminit=False, map_async=True)
-    transaction = env.begin(write=True)
-    datum = Datum(channels=channels, height=height, width=width)
-    for position, index in enumerate(shuffled_order(count, seed)):
-        datum.data, datum.label = images[index].tobytes(), int(labels[index])
-        transaction.put(f"{position:08d}_{index}".encode(), datum.SerializeToString())
-        if (position + 1) % 10_000 == 0:  # bounded transactions keep memory flat
+def write_shard(records, directory: Path, shard) -> None:
+    """Write (position, name, uint8 (C, H, W) image, label) records as the LMDB environment ``directory``."""
+    env = lmdb.open(str(directory), map_size=MAP_SIZE, subdir=True, meminit=False, map_async=True)
+    transaction, datum = env.begin(write=True), Datum()
+    for count, (position, name, image, label) in enumerate(records, 1):
+        datum.channels, datum.height, datum.width = image.shape
+        datum.data, datum.label = image.tobytes(), label
+        transaction.put(f"{position:08d}_{name}".encode(), datum.SerializeToString())
+        if count % 10_000 == 0:  # bounded transactions keep memory flat
             transaction.commit()
             transaction = env.begin(write=True)
-            progress.update(position + 1)
     transaction.commit()
     env.sync()
     env.close()
 
 
-def read_split(directory: Path, split: str):
+def read_shard(directory: Path):
     """Yield (image as uint8 (C, H, W), label) in stored order."""
-    env = lmdb.open(str(directory / split), readonly=True, lock=False, subdir=True)
+    env = lmdb.open(str(directory), readonly=True, lock=False, subdir=True)
     try:
         with env.begin() as transaction:
             for _, value in transaction.cursor():

@@ -1,0 +1,32 @@
+"""RecordIO, written with mxnet.recordio in the MXNet venv and read back by MXNet's own reader."""
+import json
+import os
+import subprocess
+
+import pytest
+from dlbench import datasets, ilsvrc12
+
+from .conftest import ROOT
+
+
+@pytest.mark.slow
+def test_recordio_round_trips_through_mxnet(tmp_path, mxnet_python):
+    for family in ("mnist", "cifar10"):
+        datasets.generate(family, tmp_path / family / "raw", train_images=120, test_images=30, seed=5)
+        datasets.unpack(family, tmp_path / family / "raw", tmp_path / family / "data", None)
+    ilsvrc12.generate(tmp_path / "ilsvrc12" / "raw", classes=4, train_images=8, test_images=12, seed=2)
+    ilsvrc12.build_index(tmp_path / "ilsvrc12" / "raw", tmp_path / "ilsvrc12" / "index", None, log=lambda line: None)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts")}
+    completed = subprocess.run([mxnet_python, str(ROOT / "tests" / "recordio_in_mxnet.py"), str(tmp_path)],
+                               check=False, capture_output=True, text=True, env=env)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = json.loads(completed.stdout.splitlines()[-1])
+    for family in ("mnist", "cifar10"):
+        for split, count in (("train", 120), ("test", 30)):
+            checks = result[f"{family}/{split}"]
+            assert checks["count"] == [count] * 3
+            assert checks["format_level_equal"] and checks["image_record_iter_equal"], checks
+            assert checks["lst"].startswith("0\t")  # im2rec's <id>\t<label>\t<path>
+    assert result["ilsvrc12/test"]["count"] == [12, 12] and result["ilsvrc12/test"]["labels_equal"]
+    # JPEG (quality 95) of noisy photos: a few grey levels off, far from a colour-order mistake.
+    assert result["ilsvrc12/test"]["mean_abs_error_max"] < 5 < 4 * 5 < result["ilsvrc12/test"]["channel_swap_error_min"]

@@ -1,0 +1,31 @@
+"""Image payloads for the encoded formats (Pillow): lossless PNG for the small datasets, JPEG
+(quality 95, im2rec's default) for ILSVRC12, whose photographs are JPEGs to begin with.
+
+Images are uint8 (C, H, W): one channel is stored grey, three RGB.
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+JPEG_QUALITY = 95
+EXTENSIONS = {"png": "png", "jpeg": "jpg"}
+
+
+def encode(image: np.ndarray, encoding: str = "png") -> bytes:
+    buffer = io.BytesIO()
+    pixels = Image.fromarray(image[0] if image.shape[0] == 1 else image.transpose(1, 2, 0))
+    if encoding == "png":
+        pixels.save(buffer, format="PNG", compress_level=1)
+    elif encoding == "jpeg":
+        pixels.save(buffer, format="JPEG", quality=JPEG_QUALITY)
+    else:
+        raise ValueError(f"unknown image encoding {encoding!r}; allowed: {', '.join(EXTENSIONS)}")
+    return buffer.getvalue()
+
+
+def decode(data: bytes) -> np.ndarray:
+    pixels = np.asarray(Image.open(io.BytesIO(data)))
+    return pixels[None] if pixels.ndim == 2 else pixels.transpose(2, 0, 1)

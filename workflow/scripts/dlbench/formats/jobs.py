@@ -1,0 +1,44 @@
+"""The two conversion jobs the rules run, in the current interpreter or a framework's venv.
+
+``{"kind": "convert", ...}``: a whole in-memory dataset (MNIST, CIFAR10), one shard per split.
+``{"kind": "shard", ...}``: one shard of ILSVRC12, read from the indexed archives.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from . import Shard, convert, write_shard
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def execute(job: dict) -> None:
+    if job["kind"] == "convert":
+        stats = convert(job["format"], job["family"], Path(job["data_dir"]), Path(job["output"]), job["seed"])
+        for split, numbers in stats.items():
+            print(f"{split}: {numbers['images']} images in {numbers['seconds']:.1f} s "
+                  f"({numbers['images_per_second']:,.0f} images/s)", flush=True)
+    elif job["kind"] == "shard":
+        from ..ilsvrc12 import Source
+
+        shard = Shard(**{**job["shard"], "image_shape": tuple(job["shard"]["image_shape"])})
+        stats = write_shard(shard, Source(job["archive_dir"], job["index_dir"]), Path(job["output"]))
+        print(f"{shard.name}: {stats['images']} images in {stats['seconds']:.1f} s "
+              f"({stats['images_per_second']:,.1f} images/s)", flush=True)
+    else:
+        raise ValueError(f"unknown conversion job kind {job['kind']!r}")
+
+
+def run(job: dict, python: str | None) -> None:
+    """Run ``job`` here, or with ``python`` (a framework venv's interpreter) when given."""
+    if python is None or Path(python).absolute() == Path(sys.executable).absolute():
+        execute(job)
+        return
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
+    sys.stdout.flush()
+    subprocess.run([python, "-m", "dlbench.formats", json.dumps(job)], env=env, check=True,
+                   stdout=sys.stdout, stderr=sys.stderr)
