@@ -16,7 +16,7 @@ import numpy as np
 from . import codec
 
 REC, IDX, LST = "data.rec", "data.idx", "data.lst"
-OPENCV_FORMATS = {"png": (".png", 1), "jpeg": (".jpg", codec.JPEG_QUALITY)}  # (format, pack_img quality)
+OPENCV_FORMATS = {"png": (".png", codec.PNG_ZLIB_LEVEL), "jpeg": (".jpg", codec.JPEG_QUALITY)}  # pack_img's
 
 
 def _to_opencv(image: np.ndarray) -> np.ndarray:
