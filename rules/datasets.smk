@@ -64,7 +64,7 @@ rule convert:
     output:
         directory("data/{dataset}/{format}"),
     wildcard_constraints:
-        dataset=r"(mnist|kmnist|cifar10)(-generated)?",
+        dataset=f"({'|'.join(family for family in FAMILIES if family != 'imagenet')})(-generated)?",
         format="|".join(FORMATS),
     params:
         unpacked="data/{dataset}",

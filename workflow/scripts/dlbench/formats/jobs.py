@@ -33,9 +33,15 @@ def execute(job: dict) -> None:
         raise ValueError(f"unknown conversion job kind {job['kind']!r}")
 
 
-def run(job: dict, python: str | None) -> None:
-    """Run ``job`` here, or with ``python`` (a framework venv's interpreter) when given."""
-    if python is None or Path(python).absolute() == Path(sys.executable).absolute():
+def run(job: dict, environment: str | None) -> None:
+    """Run ``job`` here, or in the framework venv whose status file ``environment`` names."""
+    from ..envs import status
+
+    built = status(environment)
+    if built["status"] != "ok":
+        raise RuntimeError(built["reason"])
+    python = built["python"]
+    if Path(python).absolute() == Path(sys.executable).absolute():
         execute(job)
         return
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
