@@ -1,3 +1,6 @@
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,14 +21,32 @@ def config_schema_path():
     return ROOT / "config" / "schema.yaml"
 
 
-@pytest.fixture(scope="session")
-def mxnet_python():
-    """The MXNet venv the workflow builds (.venvs/mxnet), built here if missing: RecordIO needs it."""
+def _framework_python(framework: str) -> str:
+    """The framework's venv as the workflow builds it (.venvs/<framework>), built here if missing."""
     from dlbench.envs import build_venv
 
-    venv_dir = ROOT / ".venvs" / "mxnet"
+    venv_dir = ROOT / ".venvs" / framework
     venv_dir.parent.mkdir(exist_ok=True)
-    with open(ROOT / ".venvs" / "mxnet-tests.log", "w") as log:
-        status = build_venv(ROOT / "envs" / "mxnet.requirements.txt", venv_dir, log)
+    with open(ROOT / ".venvs" / f"{framework}-tests.log", "w") as log:
+        status = build_venv(ROOT / "envs" / f"{framework}.requirements.txt", venv_dir, log)
     assert status["status"] == "ok", status["reason"]  # PyPI reaches this machine: fail, never skip
     return status["python"]
+
+
+@pytest.fixture(scope="session")
+def mxnet_python():
+    return _framework_python("mxnet")
+
+
+@pytest.fixture(scope="session")
+def tensorflow_python():
+    return _framework_python("tensorflow")
+
+
+def run_in(python: str, script: str, *args) -> dict:
+    """Run tests/<script> with a framework's interpreter; its last output line is JSON."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts"), "OMP_NUM_THREADS": "2"}
+    completed = subprocess.run([python, str(ROOT / "tests" / script), *map(str, args)],
+                               check=False, capture_output=True, text=True, env=env)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.splitlines()[-1])

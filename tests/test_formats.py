@@ -90,16 +90,17 @@ def test_a_failed_conversion_leaves_nothing_behind(tmp_path):
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))
 
 
-@pytest.mark.parametrize("workers", [0, 2])
-def test_pytorch_reads_the_lmdb_through_its_dataloader(unpacked, workers):
+@pytest.mark.parametrize("workers, sampler", [(0, "runs"), (2, "runs"), (0, "scattered")])
+def test_pytorch_reads_the_lmdb_through_its_dataloader(unpacked, workers, sampler):
     torch = pytest.importorskip("torch")
-    from dlbench.backends.pytorch import LmdbDataset, _as_tensors
+    from dlbench.backends.pytorch import LmdbDataset, ShuffledRuns, _as_tensors
 
     family, root = unpacked
     formats.convert("lmdb", family, root / "data", root / "lmdb-torch", log=lambda line: None)
     dataset = LmdbDataset(formats.shard_dirs(root / "lmdb-torch", "train"), datasets.FAMILIES[family].image_shape)
-    loader = torch.utils.data.DataLoader(dataset, batch_size=16, shuffle=True, num_workers=workers,
-                                         collate_fn=_as_tensors)
+    batching = ({"batch_sampler": ShuffledRuns(len(dataset), 8, torch.Generator().manual_seed(0))}
+                if sampler == "runs" else {"batch_size": 16, "shuffle": True})  # 120 images: 15 runs of 8
+    loader = torch.utils.data.DataLoader(dataset, num_workers=workers, collate_fn=_as_tensors, **batching)
     source_images, source_labels = datasets.load_split(family, root / "data", "train")
     expected = {image.tobytes(): (index, int(label)) for index, (image, label) in
                 enumerate(zip(source_images, source_labels))}

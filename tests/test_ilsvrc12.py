@@ -129,6 +129,21 @@ def test_pytorch_crops_the_ilsvrc12_lmdb_to_the_network_input(indexed):
     assert [tuple(images.shape) for images, _ in batches] == [(10, *SHAPE)] * 3
 
 
+def test_runs_of_records_cross_shard_boundaries(indexed):
+    torch = pytest.importorskip("torch")
+    from dlbench.backends.pytorch import LmdbDataset, ShuffledRuns, _as_tensors
+
+    root, _, _ = indexed
+    _, out = _write_all_shards(root, "lmdb", {"train": 3, "test": 2})
+    dataset = LmdbDataset(formats.shard_dirs(out, "train"), SHAPE)
+    runs = list(ShuffledRuns(len(dataset), 7, torch.Generator().manual_seed(1)))  # 30 records in shards of 10
+    assert sorted(index for run in runs for index in run) == list(range(28))
+    loader = torch.utils.data.DataLoader(dataset, batch_sampler=ShuffledRuns(len(dataset), 7,
+                                         torch.Generator().manual_seed(1)), collate_fn=_as_tensors)
+    for run, (images, labels) in zip(runs, loader, strict=True):
+        assert labels.tolist() == [int(dataset[index][1]) for index in run]  # each record looked up alone
+
+
 def test_the_train_tar_holds_one_tar_per_class(indexed):
     root, truth, _ = indexed
     with tarfile.open(root / "raw" / ilsvrc12.TRAIN_TAR) as tar:

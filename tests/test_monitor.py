@@ -55,7 +55,7 @@ def test_an_exception_in_training_is_a_failed_record_with_the_log_tail(tmp_path,
     record = run(tmp_path, spec(dataset="mnist-generated", data_dir=str(tmp_path / "missing")))
     jsonschema.validate({k: v for k, v in record.items() if k != "path"}, record_schema)
     assert record["status"] == "failed"
-    assert record["reason"].startswith("FileNotFoundError:") and "missing: no LMDB shards" in record["reason"]
+    assert record["reason"].startswith("FileNotFoundError:") and "missing: no training shards" in record["reason"]
     assert "last lines of the log" in record["reason"] and "in __init__" in record["reason"]
     assert record["timing"]["images_per_second_mean"] is None
     assert record["timing"]["reasons"]["images_per_second_mean"].startswith("FileNotFoundError")

@@ -1,12 +1,8 @@
 """RecordIO, written with mxnet.recordio in the MXNet venv and read back by MXNet's own reader."""
-import json
-import os
-import subprocess
-
 import pytest
 from dlbench import datasets, ilsvrc12
 
-from .conftest import ROOT
+from .conftest import run_in
 
 
 @pytest.mark.slow
@@ -16,11 +12,7 @@ def test_recordio_round_trips_through_mxnet(tmp_path, mxnet_python):
         datasets.unpack(family, tmp_path / family / "raw", tmp_path / family / "data", None)
     ilsvrc12.generate(tmp_path / "ilsvrc12" / "raw", classes=4, train_images=8, test_images=12, seed=2)
     ilsvrc12.build_index(tmp_path / "ilsvrc12" / "raw", tmp_path / "ilsvrc12" / "index", None, log=lambda line: None)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts")}
-    completed = subprocess.run([mxnet_python, str(ROOT / "tests" / "recordio_in_mxnet.py"), str(tmp_path)],
-                               check=False, capture_output=True, text=True, env=env)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    result = json.loads(completed.stdout.splitlines()[-1])
+    result = run_in(mxnet_python, "recordio_in_mxnet.py", tmp_path)
     for family in ("mnist", "cifar10"):
         for split, count in (("train", 120), ("test", 30)):
             checks = result[f"{family}/{split}"]

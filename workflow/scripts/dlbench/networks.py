@@ -97,7 +97,8 @@ class Network:
 # ---------------------------------------------------------------- shapes and parameters
 
 
-def _pooled(size: int, kernel: int, stride: int, padding: int, ceil_mode: bool) -> int:
+def window_output_size(size: int, kernel: int, stride: int, padding: int, ceil_mode: bool = False) -> int:
+    """Output length of a convolution or pooling window sliding over ``size`` (PyTorch/Caffe rules)."""
     span = size + 2 * padding - kernel
     out = (math.ceil(span / stride) if ceil_mode else span // stride) + 1
     if ceil_mode and (out - 1) * stride >= size + padding:
@@ -108,14 +109,14 @@ def _pooled(size: int, kernel: int, stride: int, padding: int, ceil_mode: bool) 
 def _leaf_shape_and_params(layer: Any, shape: Shape) -> tuple[Shape, int]:
     if isinstance(layer, Conv):
         c, h, w = shape
-        size = lambda n: _pooled(n, layer.kernel, layer.stride, layer.padding, False)
+        size = lambda n: window_output_size(n, layer.kernel, layer.stride, layer.padding)
         params = layer.out_channels * c * layer.kernel**2 + (layer.out_channels if layer.bias else 0)
         return (layer.out_channels, size(h), size(w)), params
     if isinstance(layer, BatchNorm):
         return shape, 2 * shape[0]  # scale and shift; running statistics are not trainable
     if isinstance(layer, MaxPool):
         c, h, w = shape
-        size = lambda n: _pooled(n, layer.kernel, layer.stride, layer.padding, layer.ceil_mode)
+        size = lambda n: window_output_size(n, layer.kernel, layer.stride, layer.padding, layer.ceil_mode)
         return (c, size(h), size(w)), 0
     if isinstance(layer, GlobalAvgPool):
         return (shape[0], 1, 1), 0

@@ -35,6 +35,8 @@ WRITER_ENVIRONMENTS = {"recordio": "mxnet"}
 # Formats whose per-split files (CNTK's map and mean files) are joined from all shards at the end.
 JOINED = {"cntk"}
 SPLITS = ("train", "test")
+# A TFRecord shard's one file; named here for TensorFlow's reader, whose environment lacks the writer's packages.
+TFRECORD_FILE = "data.tfrecord"
 
 
 def shuffled_order(count: int, seed: int) -> np.ndarray:

@@ -11,9 +11,9 @@ from pathlib import Path
 import tfrecord
 from tfrecord.reader import tfrecord_loader
 
+from . import TFRECORD_FILE as FILE
 from . import codec
 
-FILE = "data.tfrecord"
 FORMAT_NAMES = {"png": b"PNG", "jpeg": b"JPEG"}
 
 

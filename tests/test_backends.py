@@ -1,0 +1,88 @@
+"""The TensorFlow and MXNet backends, each run in its own venv: the same networks as PyTorch,
+their own readers of their own formats, and data parallelism over two devices of this CPU."""
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+from dlbench import datasets, formats, ilsvrc12, networks
+
+from .conftest import ROOT, run_in
+
+
+def _generated(root, family, train=40, test=20):
+    datasets.generate(family, root / family / "raw", train_images=train, test_images=test, seed=5)
+    datasets.unpack(family, root / family / "raw", root / family / "data", None)
+    return root / family / "data"
+
+
+def _convert_in(python, format_name, family, data_dir, output):
+    """A whole-dataset conversion job, run by ``python`` (RecordIO needs MXNet's venv)."""
+    job = {"kind": "convert", "format": format_name, "family": family, "data_dir": str(data_dir),
+           "output": str(output), "seed": 7}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts")}
+    subprocess.run([python, "-m", "dlbench.formats", json.dumps(job)], env=env, check=True, capture_output=True)
+    return output
+
+
+@pytest.mark.slow
+def test_every_network_has_the_same_trainable_parameters_in_every_framework(tensorflow_python, mxnet_python):
+    expected = {}
+    for name, variants in networks.VARIANTS.items():
+        for variant in variants:
+            description = networks.network(name, variant)
+            expected[f"{name}/{variant}"] = [networks.trainable_parameters(description), [1, description.num_classes]]
+    assert len(expected) == 9  # Figure 5.1's cases
+    for framework, python in (("pytorch", sys.executable), ("tensorflow", tensorflow_python),
+                              ("mxnet", mxnet_python)):
+        assert run_in(python, "parameter_counts.py", framework) == expected, framework
+
+
+@pytest.mark.slow
+def test_tensorflow_reads_the_tfrecords_back_and_batches_them(tmp_path, tensorflow_python):
+    for family in ("mnist", "cifar10"):
+        formats.convert("tfrecord", family, _generated(tmp_path, family), tmp_path / family / "tfrecord", seed=7,
+                        log=lambda line: None)
+    raw, index = tmp_path / "imagenet" / "raw", tmp_path / "imagenet" / "index"
+    ilsvrc12.generate(raw, classes=3, train_images=9, test_images=3, seed=2)
+    ilsvrc12.build_index(raw, index, None, log=lambda line: None)
+    shards = []
+    for number in range(2):
+        shard = formats.Shard("tfrecord", "train", number, 2, "jpeg", (3, 224, 224))
+        formats.write_shard(shard, ilsvrc12.Source(raw, index), tmp_path / "shards" / shard.name, log=lambda line: None)
+        shards.append(tmp_path / "shards" / shard.name)
+    (tmp_path / "imagenet" / "tfrecord").mkdir()
+    formats.link_shards(tmp_path / "imagenet" / "tfrecord", shards)
+
+    result = run_in(tensorflow_python, "tfrecord_in_tensorflow.py", tmp_path)
+    for family in ("mnist", "cifar10"):
+        assert result[f"{family}/test"] == {"count": [20, 20], "equal": True}
+    assert all(min(shape[1:]) == 256 for shape in result["imagenet/train"]["shapes"])  # resized, not cropped
+    for family, shape, classes in (("mnist", [4, 28, 28, 1], 10), ("cifar10", [4, 32, 32, 3], 10),
+                                   ("imagenet", [4, 224, 224, 3], 3)):
+        batch = result[f"{family}/pipeline"]
+        assert batch["images"] == shape and batch["dtype"] == "float32"  # NHWC, cropped to the input
+        assert all(0 <= label < classes for label in batch["labels"])
+        low, high = batch["pixel_range"]
+        assert -0.5 < low < high < 255.5  # normalised with the family's statistics
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["tensorflow", "mxnet"])
+def test_data_parallel_training_splits_the_global_batch(tmp_path, framework, request):
+    python = request.getfixturevalue(f"{framework}_python")
+    data = _generated(tmp_path, "mnist", train=256)
+    if framework == "tensorflow":
+        converted = tmp_path / "tfrecord"
+        formats.convert("tfrecord", "mnist", data, converted, seed=7, log=lambda line: None)
+    else:
+        converted = _convert_in(python, "recordio", "mnist", data, tmp_path / "recordio")
+    result = run_in(python, "train_in_framework.py", framework, converted)
+    for mode in ("synthetic", "generated"):
+        run = result[mode]
+        assert run["replicas"] == 2 and run["per_replica_batch"] == [16, 16], mode  # global batch 32
+        assert all(math.isfinite(loss) for loss in run["losses"]), mode
+    losses = result["synthetic"]["losses"]
+    assert losses[-1] < 0.5 * losses[0]  # the summed gradients of both replicas fit the resident batch

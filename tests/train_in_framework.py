@@ -1,0 +1,40 @@
+"""Run by tests/test_backends.py inside a framework's environment: train LeNet for a few steps
+on two devices of this CPU (TensorFlow: two logical CPU devices under MirroredStrategy; MXNet:
+two CPU contexts and a kvstore), on the resident synthetic batch and on generated data read by
+the framework's own reader; print the replicas, the per-replica batch and the losses as JSON."""
+import json
+import sys
+
+from dlbench import networks
+from dlbench.spec import RunSpec
+
+framework, data_dir = sys.argv[1], sys.argv[2]
+description = networks.network("lenet", "mnist")
+result = {}
+for mode in ("synthetic", "generated"):
+    spec = RunSpec(framework, f"mnist-{mode}", "lenet", "cpu", 1, 32, 20, 0, 0.01, 2,
+                   data_dir=data_dir if mode == "generated" else None)
+    if framework == "tensorflow":
+        import tensorflow as tf
+        from dlbench.backends import tensorflow as backend
+
+        if mode == "synthetic":  # before TensorFlow initialises
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        trainer = backend.Trainer(spec, description, devices=["/cpu:0", "/cpu:1"])
+        replicas = trainer.strategy.num_replicas_in_sync
+        per_replica = [int(s.shape[0]) for s in trainer.iterator.element_spec[0]._component_specs]
+    else:
+        import mxnet as mx
+        from dlbench.backends import mxnet as backend
+
+        trainer = backend.Trainer(spec, description, contexts=[mx.cpu(0), mx.cpu(1)])
+        parts = trainer.next_batch()
+        replicas, per_replica = len(parts), [int(images.shape[0]) for images, _ in parts]
+    losses = []
+    for _ in range(spec.iterations):
+        trainer.step()
+        trainer.synchronize()
+        losses.append(trainer.final_loss())
+    result[mode] = {"replicas": replicas, "per_replica_batch": per_replica, "losses": losses}
+print(json.dumps(result))

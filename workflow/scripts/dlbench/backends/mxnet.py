@@ -1,0 +1,198 @@
+"""MXNet backend: Gluon ``HybridBlock``s, hybridised, a kvstore over the devices, and
+``mx.io.ImageRecordIter`` reading the RecordIO shards.
+
+MXNet's operators use OpenMP threads from ``OMP_NUM_THREADS``, read when the library loads: the
+monitor sets it from the job's cores (left unset, MXNet 1.9 trains on one core).
+"""
+from __future__ import annotations
+
+import math
+
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, gluon
+from mxnet.gluon import nn
+from mxnet.gluon.contrib.nn import HybridConcurrent
+
+from .. import networks
+from ..formats import recordio_im2rec
+from ..spec import RunSpec
+from . import Unavailable, inputs
+
+
+def framework_version() -> str:
+    return mx.__version__
+
+
+PACKAGES = ("mxnet", "numpy", "opencv-python-headless")  # their versions go into the run's record
+
+
+class _Residual(nn.HybridBlock):
+    def __init__(self, body: nn.HybridBlock, shortcut: nn.HybridBlock | None):
+        super().__init__()
+        self.body, self.shortcut = body, shortcut
+
+    def hybrid_forward(self, F, x):
+        return self.body(x) + (x if self.shortcut is None else self.shortcut(x))
+
+
+class GluonBuilder:
+    """Turns a :mod:`dlbench.networks` description into a Gluon ``HybridBlock`` (NCHW)."""
+
+    def conv(self, layer, shape):
+        return nn.Conv2D(layer.out_channels, layer.kernel, layer.stride, layer.padding, use_bias=layer.bias,
+                         in_channels=shape[0])
+
+    def batchnorm(self, layer, shape):
+        return nn.BatchNorm(momentum=0.9, epsilon=layer.eps, in_channels=shape[0])  # PyTorch's momentum 0.1
+
+    def relu(self, layer, shape):
+        return nn.Activation("relu")
+
+    def maxpool(self, layer, shape):
+        return nn.MaxPool2D(layer.kernel, layer.stride, layer.padding, ceil_mode=layer.ceil_mode)
+
+    def globalavgpool(self, layer, shape):
+        return nn.GlobalAvgPool2D()
+
+    def flatten(self, layer, shape):
+        return nn.Flatten()
+
+    def dense(self, layer, shape):
+        return nn.Dense(layer.out_features, use_bias=layer.bias, in_units=shape[0])
+
+    def dropout(self, layer, shape):
+        return nn.Dropout(layer.rate)
+
+    def sequential(self, children):
+        block = nn.HybridSequential()
+        block.add(*children)
+        return block
+
+    def concat(self, branches):
+        block = HybridConcurrent(axis=1)
+        block.add(*branches)
+        return block
+
+    def residual(self, body, shortcut):
+        return _Residual(body, shortcut)
+
+
+def build(description: networks.Network) -> nn.HybridBlock:
+    return networks.build(description, GluonBuilder())
+
+
+def trainable_parameters(block: nn.HybridBlock) -> int:
+    """Parameters with gradients (batch norm's running statistics have none)."""
+    return sum(math.prod(p.shape) for p in block.collect_params().values() if p.grad_req != "null")
+
+
+def forward_shape(block: nn.HybridBlock, images: np.ndarray) -> tuple:
+    """The output shape for float32 NCHW ``images`` (inference mode; initialises on the CPU if needed)."""
+    block.initialize(mx.init.Xavier())
+    return tuple(block(mx.nd.array(images)).shape)
+
+
+class RecordBatches:
+    """Endless global batches from the RecordIO shards: ``ImageRecordIter`` decodes, crops (ILSVRC12:
+    256 -> 224), mirrors colour images and normalises in ``preprocess_threads`` threads. Shards are
+    read one after another in a new random order every epoch; a shard's last partial batch is
+    dropped, as the other backends drop an epoch's."""
+
+    def __init__(self, spec: RunSpec, description: networks.Network):
+        self.shards = inputs.train_shards(spec)
+        channels = description.input_shape[0]
+        mean, std = inputs.pixel_statistics(spec)
+        normalise = {f"{kind}_{colour}": float(value) for kind, values in (("mean", mean), ("std", std))
+                     for colour, value in zip("rgb", values)}
+        self.options = dict(data_shape=description.input_shape, batch_size=spec.batch_size_global, shuffle=True,
+                            rand_crop=True, rand_mirror=channels == 3, preprocess_threads=spec.threads,
+                            seed=spec.seed, round_batch=False, **normalise)
+        self.rng = np.random.default_rng(spec.seed)
+        self.order: list[int] = []
+        self.iterator = None
+
+    def _open_next_shard(self) -> None:
+        if not self.order:
+            self.order = self.rng.permutation(len(self.shards)).tolist()
+        shard = self.shards[self.order.pop()]
+        self.iterator = mx.io.ImageRecordIter(path_imgrec=str(shard / recordio_im2rec.REC),
+                                              path_imgidx=str(shard / recordio_im2rec.IDX), **self.options)
+
+    def next(self) -> tuple[mx.nd.NDArray, mx.nd.NDArray]:
+        while True:
+            if self.iterator is None:
+                self._open_next_shard()
+            try:
+                batch = self.iterator.next()
+            except StopIteration:
+                if len(self.shards) == 1:
+                    self.iterator.reset()  # a new shuffled epoch of the only shard
+                else:
+                    self.iterator = None
+                continue
+            if not batch.pad:
+                return batch.data[0], batch.label[0]
+
+
+def _contexts(spec: RunSpec) -> list[mx.Context]:
+    if spec.gpus == 0:
+        return [mx.cpu()]
+    visible = mx.context.num_gpus()
+    if visible < spec.gpus:
+        raise Unavailable(f"{spec.device} needs {spec.gpus} GPU(s); MXNet {mx.__version__} sees {visible}")
+    return [mx.gpu(index) for index in range(spec.gpus)]
+
+
+class Trainer:
+    """``contexts`` overrides the spec's (tests: two CPU contexts for the multi-device path)."""
+
+    def __init__(self, spec: RunSpec, description: networks.Network, contexts: list[mx.Context] | None = None):
+        self.contexts = contexts or _contexts(spec)
+        mx.random.seed(spec.seed)
+        self.net = build(description)
+        self.net.initialize(mx.init.Xavier(), ctx=self.contexts)
+        self.net.hybridize(static_alloc=True, static_shape=True)
+        # Data parallelism: the global batch is split over the contexts, the kvstore sums gradients.
+        self.trainer = gluon.Trainer(self.net.collect_params(), "sgd",
+                                     {"learning_rate": spec.learning_rate, "momentum": 0.9},
+                                     kvstore="device" if len(self.contexts) > 1 else None)
+        self.criterion = gluon.loss.SoftmaxCrossEntropyLoss()
+        self.batch = spec.batch_size_global
+        if spec.data_mode == "synthetic":
+            images, labels = inputs.synthetic_batch(spec, description)
+            mean, std = inputs.pixel_statistics(spec)
+            images = (images.astype(np.float32) - mean.reshape(-1, 1, 1)) / std.reshape(-1, 1, 1)
+            resident = self._split(mx.nd.array(images), mx.nd.array(labels))
+            self.next_batch = lambda: resident
+        else:
+            batches = RecordBatches(spec, description)
+            self.next_batch = lambda: self._split(*batches.next())
+        self.losses = None
+
+    def _split(self, images, labels) -> list[tuple]:
+        return list(zip(gluon.utils.split_and_load(images, self.contexts),
+                        gluon.utils.split_and_load(labels, self.contexts)))
+
+    def step(self) -> None:
+        parts = self.next_batch()
+        with autograd.record():
+            losses = [self.criterion(self.net(images), labels) for images, labels in parts]
+        autograd.backward(losses)
+        self.trainer.step(self.batch)
+        self.losses = losses
+
+    def synchronize(self) -> None:
+        mx.nd.waitall()
+
+    def final_loss(self) -> float | None:
+        if self.losses is None:
+            return None
+        return float(sum(loss.sum().asscalar() for loss in self.losses) / self.batch)
+
+    def allocator_peak_mib(self) -> None:
+        return None  # MXNet 1.9 reports free/total GPU memory, not its allocator's peak
+
+
+def trainer(spec: RunSpec, description: networks.Network) -> Trainer:
+    return Trainer(spec, description)

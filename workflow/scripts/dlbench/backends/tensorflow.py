@@ -1,0 +1,209 @@
+"""TensorFlow backend: Keras 3 layers, a compiled (``tf.function``) training step under a
+``tf.distribute`` strategy, and ``tf.data`` reading the TFRecord shards.
+
+Images are NHWC, TensorFlow's native layout on CPU and GPU. GPU memory growth is enabled before
+TensorFlow touches a GPU: without it TensorFlow reserves nearly all memory and the monitor's
+GPU-memory figure says nothing about the network.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from .. import networks
+from ..formats import TFRECORD_FILE
+from ..spec import RunSpec
+from . import Unavailable, inputs
+
+keras = tf.keras
+layers = keras.layers
+SHUFFLE_BUFFER = 10_000  # records, as the model garden's ImageNet input
+
+
+def framework_version() -> str:
+    return tf.__version__
+
+
+PACKAGES = ("tensorflow", "tensorflow-cpu", "keras", "numpy")  # their versions go into the run's record
+
+
+def _padding(layer, shape) -> str | None:
+    """Keras's name for the description's padding where one exists: "valid", or "same" where it
+    gives the description's output size (its split of the padding may differ by one pixel, as
+    TensorFlow's reference models have it); None where explicit padding is needed."""
+    ceil_mode = getattr(layer, "ceil_mode", False)
+    if layer.padding == 0 and not ceil_mode:
+        return "valid"
+    described = [networks.window_output_size(n, layer.kernel, layer.stride, layer.padding, ceil_mode)
+                 for n in shape[1:]]
+    return "same" if described == [math.ceil(n / layer.stride) for n in shape[1:]] else None
+
+
+class KerasBuilder:
+    """Turns a :mod:`dlbench.networks` description into a function of a Keras tensor (NHWC)."""
+
+    def conv(self, layer, shape):
+        padding = _padding(layer, shape)
+        conv = layers.Conv2D(layer.out_channels, layer.kernel, layer.stride, padding=padding or "valid",
+                             use_bias=layer.bias)
+        return conv if padding else keras.Sequential([layers.ZeroPadding2D(layer.padding), conv])
+
+    def batchnorm(self, layer, shape):
+        return layers.BatchNormalization(epsilon=layer.eps, momentum=0.9)  # PyTorch's momentum 0.1
+
+    def relu(self, layer, shape):
+        return layers.ReLU()
+
+    def maxpool(self, layer, shape):
+        padding = _padding(layer, shape)
+        if padding is None:  # none of the five networks needs it: padded pooling would be -inf padding
+            raise ValueError(f"max-pooling {layer} on {shape} has no Keras padding mode")
+        return layers.MaxPooling2D(layer.kernel, layer.stride, padding=padding)
+
+    def globalavgpool(self, layer, shape):
+        return layers.GlobalAveragePooling2D(keepdims=True)
+
+    def flatten(self, layer, shape):
+        return layers.Flatten()
+
+    def dense(self, layer, shape):
+        return layers.Dense(layer.out_features, use_bias=layer.bias)
+
+    def dropout(self, layer, shape):
+        return layers.Dropout(layer.rate)
+
+    def sequential(self, children):
+        def apply(x):
+            for child in children:
+                x = child(x)
+            return x
+        return apply
+
+    def concat(self, branches):
+        join = layers.Concatenate()
+        return lambda x: join([branch(x) for branch in branches])
+
+    def residual(self, body, shortcut):
+        add = layers.Add()
+        return lambda x: add([body(x), x if shortcut is None else shortcut(x)])
+
+
+def build(description: networks.Network) -> keras.Model:
+    channels, height, width = description.input_shape
+    images = keras.Input((height, width, channels))
+    return keras.Model(images, networks.build(description, KerasBuilder())(images), name=description.name)
+
+
+def trainable_parameters(model: keras.Model) -> int:
+    return sum(math.prod(weight.shape) for weight in model.trainable_weights)
+
+
+def forward_shape(model: keras.Model, images: np.ndarray) -> tuple:
+    """The output shape for float32 NCHW ``images`` (inference mode)."""
+    return tuple(model(images.transpose(0, 2, 3, 1), training=False).shape)
+
+
+def dataset(spec: RunSpec, description: networks.Network) -> tf.data.Dataset:
+    """Endless global batches of normalised NHWC float32 images and int64 labels."""
+    channels, height, width = description.input_shape
+    mean, std = inputs.pixel_statistics(spec)
+    if spec.data_mode == "synthetic":
+        images, labels = inputs.synthetic_batch(spec, description)
+        images = (images.transpose(0, 2, 3, 1).astype(np.float32) - mean) / std
+        return tf.data.Dataset.from_tensors((images, labels)).repeat()
+    files = [str(shard / TFRECORD_FILE) for shard in inputs.train_shards(spec)]
+    features = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
+                "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
+
+    def decode(record):
+        example = tf.io.parse_single_example(record, features)
+        image = tf.io.decode_image(example["image/encoded"], channels=channels, expand_animations=False)
+        image = tf.image.random_crop(image, (height, width, channels))  # ILSVRC12: 256 -> 224
+        if channels == 3:
+            image = tf.image.random_flip_left_right(image)
+        return (tf.cast(image, tf.float32) - mean) / std, example["image/class/label"]
+
+    records = (tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=spec.seed)
+               .interleave(tf.data.TFRecordDataset, cycle_length=min(len(files), spec.threads),
+                           num_parallel_calls=tf.data.AUTOTUNE))
+    pipeline = (records.shuffle(SHUFFLE_BUFFER, seed=spec.seed).repeat()
+                .map(decode, num_parallel_calls=spec.threads)
+                .batch(spec.batch_size_global, drop_remainder=True)
+                .prefetch(tf.data.AUTOTUNE))
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = spec.threads  # the job's cores, no more
+    return pipeline.with_options(options)
+
+
+def _configure(spec: RunSpec) -> list[str]:
+    """Threads and GPU memory growth (both only settable before TensorFlow initialises), and
+    the devices the run trains on."""
+    tf.config.threading.set_intra_op_parallelism_threads(spec.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(spec.threads)
+    gpus = tf.config.list_physical_devices("GPU")
+    for gpu in gpus:
+        tf.config.experimental.set_memory_growth(gpu, True)
+    if spec.gpus == 0:
+        return ["/cpu:0"]
+    if len(gpus) < spec.gpus:
+        raise Unavailable(f"{spec.device} needs {spec.gpus} GPU(s); TensorFlow {tf.__version__} sees {len(gpus)}")
+    return [f"/gpu:{index}" for index in range(spec.gpus)]
+
+
+class Trainer:
+    """``devices`` overrides the spec's (tests: logical CPU devices for the multi-device path)."""
+
+    def __init__(self, spec: RunSpec, description: networks.Network, devices: list[str] | None = None):
+        devices = devices or _configure(spec)
+        self.gpus = [device for device in devices if "gpu" in device.lower()]
+        # Data parallelism: the global batch is split over the replicas, gradients summed.
+        self.strategy = strategy = (tf.distribute.MirroredStrategy(devices) if len(devices) > 1
+                                    else tf.distribute.OneDeviceStrategy(devices[0]))
+        keras.utils.set_random_seed(spec.seed)
+        with strategy.scope():
+            self.model = build(description)
+            optimizer = keras.optimizers.SGD(spec.learning_rate, momentum=0.9)
+            # Momentum slots now, in the strategy's scope: created inside the traced step on a
+            # replica, they fail under MirroredStrategy (uninitialised placeholder in a cond).
+            optimizer.build(self.model.trainable_variables)
+        cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+        model, batch = self.model, spec.batch_size_global
+
+        def replica_step(images, labels):
+            with tf.GradientTape() as tape:
+                loss = tf.nn.compute_average_loss(cross_entropy(labels, model(images, training=True)),
+                                                  global_batch_size=batch)
+            optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+            return loss
+
+        @tf.function
+        def train_step(iterator):
+            images, labels = next(iterator)
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(replica_step, (images, labels)), axis=None)
+
+        self.train_step = train_step
+        self.iterator = iter(strategy.experimental_distribute_dataset(dataset(spec, description)))
+        self.loss = None
+
+    def step(self) -> None:
+        self.loss = self.train_step(self.iterator)
+
+    def synchronize(self) -> None:
+        if self.loss is not None:
+            self.loss.numpy()  # waits for the step's kernels
+
+    def final_loss(self) -> float | None:
+        return None if self.loss is None else float(self.loss)
+
+    def allocator_peak_mib(self) -> float | None:
+        """TensorFlow's own peak over the run, summed over the GPUs (None on CPU)."""
+        if not self.gpus:
+            return None
+        return sum(tf.config.experimental.get_memory_info(gpu.lstrip("/").upper())["peak"]
+                   for gpu in self.gpus) / 2**20
+
+
+def trainer(spec: RunSpec, description: networks.Network) -> Trainer:
+    return Trainer(spec, description)
