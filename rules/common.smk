@@ -10,7 +10,7 @@ from snakemake.utils import validate
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as bench_config  # noqa: E402
 from dlbench.aggregate import METRICS  # noqa: E402
-from dlbench.backends import FRAMEWORKS, IMPLEMENTED  # noqa: E402
+from dlbench.backends import ENVIRONMENTS, FRAMEWORKS, IMPLEMENTED  # noqa: E402
 from dlbench import ilsvrc12  # noqa: E402
 from dlbench.datasets import FAMILIES  # noqa: E402
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
@@ -39,6 +39,7 @@ UNPACKED_DATASETS = [(label, family, mode) for label, family, mode in FILE_DATAS
 
 wildcard_constraints:
     framework="|".join(FRAMEWORKS),
+    environment="|".join(sorted(set(ENVIRONMENTS.values()))),
     device=r"cpu|gpu\d+",
     repetition=r"\d+",
 
@@ -58,7 +59,7 @@ def needs_venv(framework):
 
 def requirements(wildcards):
     # Beside the Snakefile, so that --directory elsewhere still finds it.
-    return Path(workflow.basedir) / "envs" / f"{wildcards.framework}.requirements.txt"
+    return Path(workflow.basedir) / "envs" / f"{wildcards.environment}.requirements.txt"
 
 
 def data_input(run):
@@ -110,12 +111,13 @@ def train_inputs(wildcards):
     if data_input(run):
         inputs["data"] = data_input(run)
     if needs_venv(run.framework):
-        inputs["environment"] = f".venvs/{run.framework}/environment.json"
+        inputs["environment"] = f".venvs/{ENVIRONMENTS[run.framework]}/environment.json"
     return inputs
 
 
 def train_conda(wildcards):
-    return f"../envs/{wildcards.framework}.yaml" if wildcards.framework in IMPLEMENTED else None
+    framework = wildcards.framework
+    return f"../envs/{ENVIRONMENTS[framework]}.yaml" if framework in IMPLEMENTED else None
 
 
 def train_threads(wildcards):

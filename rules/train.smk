@@ -5,9 +5,9 @@ rule framework_venv:
     input:
         requirements,
     output:
-        ".venvs/{framework}/environment.json",
+        ".venvs/{environment}/environment.json",
     log:
-        "logs/envs/{framework}.log",
+        "logs/envs/{environment}.log",
     conda:
         "../envs/workflow.yaml"
     script:

@@ -43,6 +43,11 @@ def tensorflow_python():
     return _framework_python("tensorflow")
 
 
+@pytest.fixture(scope="session")
+def jax_python():
+    return _framework_python("jax")
+
+
 def run_in(python: str, script: str, *args) -> dict:
     """Run tests/<script> with a framework's interpreter; its last output line is JSON."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts"), "OMP_NUM_THREADS": "2"}

@@ -1,14 +1,13 @@
 """Run by tests/test_backends.py inside a framework's environment: build every network of
 Figure 5.1 with that framework's builder, count its trainable parameters and push one image
 through it; print {"<network>/<variant>": [parameters, output shape]} as JSON."""
-import importlib
 import json
 import sys
 
 import numpy as np
-from dlbench import networks
+from dlbench import backends, networks
 
-backend = importlib.import_module(f"dlbench.backends.{sys.argv[1]}")
+backend = backends.load(sys.argv[1])
 result = {}
 for name, variants in networks.VARIANTS.items():
     for variant in variants:

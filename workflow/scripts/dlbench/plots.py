@@ -33,6 +33,8 @@ def figure(records: list[dict], metric: str, outputs: list[Path]) -> None:
     if not len(values):  # no bars: still one slot per framework, so the notes sit on a readable axis
         ax.set(xticks=range(len(frameworks)), xlim=(-0.5, len(frameworks) - 0.5), yticks=[])
         ax.set_xticklabels(frameworks)
+    if len(frameworks) > 4:  # long names such as keras-tensorflow would run into each other
+        plt.setp(ax.get_xticklabels(), rotation=30, ha="right", rotation_mode="anchor")
     fig.tight_layout()
     for path in outputs:
         fig.savefig(path)

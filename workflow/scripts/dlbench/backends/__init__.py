@@ -9,6 +9,7 @@ so the package itself imports with no framework installed.
 from __future__ import annotations
 
 import importlib
+import os
 from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 
@@ -17,10 +18,15 @@ class Unavailable(RuntimeError):
     """The run cannot take place on this machine (framework missing, too few GPUs, ...)."""
 
 
-IMPLEMENTED = {framework: f"dlbench.backends.{framework}" for framework in ("pytorch", "tensorflow", "mxnet")}
-
-# The thesis's five frameworks keep their place in every table until their backend lands.
-FRAMEWORKS = ("caffe", "tensorflow", "pytorch", "mxnet", "cntk")
+# The thesis's five frameworks keep their place in every table until their backend lands; Keras 3's
+# high-level API on three backends follows (seed 001's keras-mxnet comparison in its modern form).
+FRAMEWORKS = ("caffe", "tensorflow", "pytorch", "mxnet", "cntk", "keras-tensorflow", "keras-jax", "keras-torch")
+IMPLEMENTED = {"pytorch": "dlbench.backends.pytorch", "tensorflow": "dlbench.backends.tensorflow",
+               "mxnet": "dlbench.backends.mxnet", **{f"keras-{backend}": "dlbench.backends.keras_api"
+                                                    for backend in ("tensorflow", "jax", "torch")}}
+# The environment (envs/<name>.*, .venvs/<name>) each framework runs in: Keras shares its backend's.
+ENVIRONMENTS = {**{framework: framework for framework in FRAMEWORKS},
+                "keras-tensorflow": "tensorflow", "keras-jax": "jax", "keras-torch": "pytorch"}
 
 
 def load(framework: str) -> ModuleType:
@@ -28,6 +34,8 @@ def load(framework: str) -> ModuleType:
         raise KeyError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
     if framework not in IMPLEMENTED:
         raise Unavailable("not implemented")
+    if framework.startswith("keras-"):
+        os.environ["KERAS_BACKEND"] = framework.removeprefix("keras-")  # read when Keras is imported
     try:
         return importlib.import_module(IMPLEMENTED[framework])
     except ImportError as error:

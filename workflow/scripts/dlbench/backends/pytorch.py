@@ -3,16 +3,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import lmdb
 import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
 from .. import networks
-from ..formats import lmdb_datum
 from ..spec import RunSpec
 from . import Unavailable, inputs
+from .lmdb_records import LmdbRecords, shuffled_runs
 
 
 def framework_version() -> str:
@@ -101,66 +100,18 @@ def _devices(spec: RunSpec) -> list[torch.device]:
 
 
 class LmdbDataset(torch.utils.data.Dataset):
-    """Caffe's LMDB shards of Datum records, with the reference pipelines' augmentation: a random
-    crop to the network's input where the stored image is larger (ILSVRC12: shorter side 256 ->
-    224), and a random horizontal mirror for colour images. Index ``i`` is the ``i``-th record in
-    stored order over the shards. Each DataLoader worker opens its own read-only handles and draws
-    from its own random stream."""
+    """:class:`LmdbRecords` for a DataLoader: whole batches through ``__getitems__``, each worker
+    with its own handles and random stream."""
 
     def __init__(self, shards: list[Path], input_shape: tuple, seed: int = 0):
-        self.shards, self.input_shape, self.seed = [str(s) for s in shards], tuple(input_shape), seed
-        self.keys, self.envs, self.rng = [], None, None
-        for number, shard in enumerate(self.shards):
-            env = lmdb.open(shard, readonly=True, lock=False, readahead=False)
-            with env.begin() as transaction:
-                self.keys += [(number, key) for key in transaction.cursor().iternext(keys=True, values=False)]
-            env.close()  # an open environment must not be inherited across fork()
+        self.records = LmdbRecords(shards, input_shape, seed)
 
     def __len__(self) -> int:
-        return len(self.keys)
-
-    def _augment(self, image: np.ndarray) -> np.ndarray:
-        _, height, width = self.input_shape
-        if image.shape[1:] != (height, width):
-            top = self.rng.integers(0, image.shape[1] - height + 1)
-            left = self.rng.integers(0, image.shape[2] - width + 1)
-            image = image[:, top:top + height, left:left + width]
-        if image.shape[0] == 3 and self.rng.random() < 0.5:
-            image = image[:, :, ::-1]
-        return image
-
-    def _values(self, indices: list[int]):
-        """The stored values, in the order asked; a cursor steps to the next record where the
-        indices run on in the same shard (as the sampler below makes them) instead of searching."""
-        transactions, cursors, previous = [], {}, None
-        try:
-            for index in indices:
-                number, key = self.keys[index]
-                if number not in cursors:
-                    transactions.append(self.envs[number].begin())
-                    cursors[number] = transactions[-1].cursor()
-                cursor = cursors[number]
-                if previous != (number, index - 1) or not cursor.next():
-                    cursor.set_key(key)
-                previous = (number, index)
-                yield cursor.value()
-        finally:
-            for transaction in transactions:
-                transaction.abort()  # read-only: ends the snapshot
+        return len(self.records)
 
     def __getitems__(self, indices: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """A whole batch in one call: the sampler's indices -> uint8 images and labels."""
-        if self.envs is None:
-            self.envs = [lmdb.open(shard, readonly=True, lock=False, readahead=False, meminit=False)
-                         for shard in self.shards]
-            worker = torch.utils.data.get_worker_info()
-            self.rng = np.random.default_rng([self.seed, worker.id if worker else 0])
-        images = np.empty((len(indices), *self.input_shape), dtype=np.uint8)
-        labels = np.empty(len(indices), dtype=np.int64)
-        for position, value in enumerate(self._values(indices)):
-            image, labels[position] = lmdb_datum.decode(value)
-            images[position] = self._augment(image)
-        return images, labels
+        worker = torch.utils.data.get_worker_info()
+        return self.records.batch(indices, worker.id if worker else 0)
 
     def __getitem__(self, index: int):
         images, labels = self.__getitems__([index])
@@ -168,22 +119,17 @@ class LmdbDataset(torch.utils.data.Dataset):
 
 
 class ShuffledRuns(torch.utils.data.Sampler):
-    """Batches of consecutive stored records, the batches in a new random order every epoch.
-
-    The records were stored in a shuffled order (convert_imageset --shuffle), and Caffe's Data
-    layer reads them in that order; reading runs instead of scattered keys saves the LMDB page
-    and B-tree walks that cost LeNet-sized steps about a tenth of their time on CPU."""
+    """:func:`shuffled_runs` as a batch sampler: a new order of the runs every epoch."""
 
     def __init__(self, size: int, batch_size: int, generator: torch.Generator):
-        self.runs = size // batch_size  # the last partial run is dropped, as drop_last=True
-        self.batch_size, self.generator = batch_size, generator
+        self.size, self.batch_size, self.generator = size, batch_size, generator
 
     def __len__(self) -> int:
-        return self.runs
+        return self.size // self.batch_size
 
     def __iter__(self):
-        for run in torch.randperm(self.runs, generator=self.generator).tolist():
-            yield list(range(run * self.batch_size, (run + 1) * self.batch_size))
+        order = torch.randperm(len(self), generator=self.generator).tolist()
+        return shuffled_runs(self.size, self.batch_size, order)
 
 
 def _as_tensors(batch: tuple[np.ndarray, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:

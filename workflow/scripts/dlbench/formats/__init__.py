@@ -28,7 +28,7 @@ import numpy as np
 
 # The formats each framework reads (thesis, section 4.5).
 FRAMEWORK_FORMATS = {"caffe": "lmdb", "pytorch": "lmdb", "tensorflow": "tfrecord", "mxnet": "recordio",
-                     "cntk": "cntk"}
+                     "cntk": "cntk", **{f"keras-{backend}": "lmdb" for backend in ("tensorflow", "jax", "torch")}}
 MODULES = {"lmdb": "lmdb_datum", "tfrecord": "tfrecord_example", "recordio": "recordio_im2rec", "cntk": "cntk_map"}
 # The framework environment a writer needs; the others run in the workflow's environment.
 WRITER_ENVIRONMENTS = {"recordio": "mxnet"}

@@ -1,0 +1,147 @@
+"""Harness overhead: the workflow's images/s vs. a bare minimal training loop in the same framework.
+
+Same network (the same builder), batch, threads and synthetic data; both in fresh processes with
+the framework's interpreter, in A-B-B-A order so that the machine's drift hits both; prints the
+median of the pairwise ratios, their interquartile range (goal >= 0.98) and the workflow runs'
+CPU/wall. The bare loop synchronises once, at its end; the workflow synchronises every step.
+
+    .venv/bin/python benchmarks/framework_overhead.py --framework pytorch --network resnet50 --variant cifar10 --batch 16
+    .venv/bin/python benchmarks/framework_overhead.py --framework tensorflow --network lenet --variant mnist --batch 64
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+
+from dlbench import monitor
+from dlbench.spec import RunSpec
+
+PYTHONS = {"pytorch": sys.executable, "tensorflow": str(ROOT / ".venvs" / "tensorflow" / "bin" / "python"),
+           "mxnet": str(ROOT / ".venvs" / "mxnet" / "bin" / "python")}
+
+# Each loop defines step() and finish() on one resident batch; the common tail times it.
+BARE_LOOPS = {
+    "pytorch": """
+import torch
+from dlbench.backends.pytorch import build
+torch.set_num_threads({threads})
+model = build(description).train()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+images = torch.randn({batch}, *description.input_shape)
+labels = torch.randint(0, description.num_classes, ({batch},))
+def step():
+    optimizer.zero_grad(set_to_none=True)
+    torch.nn.functional.cross_entropy(model(images), labels).backward()
+    optimizer.step()
+def finish():
+    pass
+""",
+    "tensorflow": """
+import tensorflow as tf
+from dlbench.backends.tensorflow import build
+tf.config.threading.set_intra_op_parallelism_threads({threads})
+tf.config.threading.set_inter_op_parallelism_threads({threads})
+model = build(description)
+optimizer = tf.keras.optimizers.SGD(0.01, momentum=0.9)
+channels, height, width = description.input_shape
+images = tf.random.normal(({batch}, height, width, channels))
+labels = tf.random.uniform(({batch},), 0, description.num_classes, dtype=tf.int64)
+@tf.function
+def step():
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, model(images, training=True)))
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    return loss
+def finish():
+    step().numpy()
+""",
+    "mxnet": """
+import mxnet as mx
+from mxnet import autograd, gluon
+from dlbench.backends.mxnet import build
+net = build(description)
+net.initialize(mx.init.Xavier())
+net.hybridize(static_alloc=True, static_shape=True)
+trainer = gluon.Trainer(net.collect_params(), "sgd", {{"learning_rate": 0.01, "momentum": 0.9}})
+criterion = gluon.loss.SoftmaxCrossEntropyLoss()
+images = mx.nd.random.normal(shape=({batch}, *description.input_shape))
+labels = mx.nd.random.randint(0, description.num_classes, shape=({batch},)).astype("float32")
+def step():
+    with autograd.record():
+        loss = criterion(net(images), labels)
+    loss.backward()
+    trainer.step({batch})
+def finish():
+    mx.nd.waitall()
+""",
+}
+TIMED_TAIL = """
+import time
+for _ in range({warmup}):
+    step()
+finish()
+start = time.perf_counter()
+for _ in range({timed}):
+    step()
+finish()
+print({batch} * {timed} / (time.perf_counter() - start))
+"""
+HEAD = """
+from dlbench.networks import network
+description = network({network!r}, {variant!r})
+"""
+
+
+def workflow_rate(args, scratch: Path) -> tuple[float, float]:
+    spec = RunSpec(args.framework, f"{args.variant}-synthetic", args.network, "cpu", 1, args.batch,
+                   args.warmup + args.timed, args.warmup, 0.01, args.threads)
+    record = monitor.run(spec, PYTHONS[args.framework], scratch / "run.log", 3600, 20, "benchmark")
+    if record["status"] != "ok":
+        raise SystemExit(record["reason"])
+    return record["timing"]["images_per_second_mean"], record["timing"]["cpu_per_wall"]
+
+
+def bare_rate(args) -> float:
+    code = (HEAD + BARE_LOOPS[args.framework] + TIMED_TAIL).format(**vars(args))
+    out = subprocess.run([PYTHONS[args.framework], "-c", code], capture_output=True, text=True, check=True,
+                         env=monitor.runner_environment(args.threads, gpus=0))
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--framework", default="pytorch", choices=sorted(PYTHONS))
+    parser.add_argument("--network", default="resnet50")
+    parser.add_argument("--variant", default="cifar10")
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--timed", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=4, help="ABBA rounds; each gives two pairs")
+    args = parser.parse_args()
+    ratios, cpu = [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        for round_ in range(args.rounds):
+            # A B B A: a slow drift of the machine's speed hits both sides equally.
+            first, cpu_first = workflow_rate(args, Path(scratch))
+            bare_first, bare_second = bare_rate(args), bare_rate(args)
+            second, cpu_second = workflow_rate(args, Path(scratch))
+            ratios += [first / bare_first, second / bare_second]
+            cpu += [cpu_first, cpu_second]
+            print(f"round {round_ + 1}: workflow {first:.1f}, {second:.1f} img/s (CPU/wall {cpu_first:.2f}, "
+                  f"{cpu_second:.2f}); bare loop {bare_first:.1f}, {bare_second:.1f} img/s", flush=True)
+    quartiles = statistics.quantiles(ratios, n=4)
+    print(json.dumps({"framework": args.framework, "network": f"{args.network}/{args.variant}", "batch": args.batch, "threads": args.threads,
+                      "pairs": len(ratios), "ratio_median": round(statistics.median(ratios), 3),
+                      "ratio_iqr": [round(quartiles[0], 3), round(quartiles[2], 3)],
+                      "cpu_per_wall_median": round(statistics.median(cpu), 2)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Keras 3's high-level API on the TensorFlow, JAX or PyTorch backend (frameworks
+``keras-tensorflow``, ``keras-jax``, ``keras-torch``; :func:`dlbench.backends.load` sets
+``KERAS_BACKEND`` before Keras is imported).
+
+The model is the same Keras model the TensorFlow backend builds, compiled with Keras's defaults
+(``jit_compile="auto"``: XLA on TensorFlow and JAX where it applies) and trained with
+``train_on_batch``, as a user of the API would; set beside each backend's native loop, the report
+shows what the high-level API costs (seed 002's question). Real and generated data come from
+Caffe's LMDB, read in-process in runs of stored records.
+"""
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+from .. import networks
+from ..spec import RunSpec
+from . import Unavailable, inputs
+from .keras_layers import build, forward_shape, trainable_parameters  # noqa: F401 - the backend interface
+from .lmdb_records import LmdbRecords, shuffled_runs
+
+PACKAGES = ("keras", "tensorflow", "tensorflow-cpu", "jax", "jaxlib", "torch", "numpy")
+
+
+def framework_version() -> str:
+    return keras.__version__
+
+
+def _configure(spec: RunSpec) -> None:
+    """The backend's threads (PyTorch and TensorFlow; XLA on CPU uses the cores it sees) and one GPU."""
+    if spec.gpus > 1:
+        raise Unavailable(f"{spec.device}: Keras's multi-device training is backend-specific "
+                          "(keras.distribution is JAX-only); the native backends run on N GPUs")
+    backend = keras.backend.backend()
+    if backend == "torch":
+        import torch
+
+        torch.set_num_threads(spec.threads)
+        visible = torch.cuda.device_count()
+    elif backend == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(spec.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(spec.threads)
+        gpus = tf.config.list_physical_devices("GPU")
+        for gpu in gpus:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        visible = len(gpus)
+    else:
+        import jax
+
+        visible = sum(device.platform == "gpu" for device in jax.devices())
+    if visible < spec.gpus:
+        raise Unavailable(f"{spec.device} needs a GPU; Keras's {backend} backend sees none")
+
+
+def _nhwc(images: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+    return (images.transpose(0, 2, 3, 1).astype(np.float32) - mean) / std
+
+
+class Trainer:
+    def __init__(self, spec: RunSpec, description: networks.Network):
+        _configure(spec)
+        keras.utils.set_random_seed(spec.seed)
+        self.model = build(description)
+        self.model.compile(optimizer=keras.optimizers.SGD(spec.learning_rate, momentum=0.9),
+                           loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        mean, std = inputs.pixel_statistics(spec)
+        if spec.data_mode == "synthetic":
+            images, labels = inputs.synthetic_batch(spec, description)
+            resident = (keras.ops.convert_to_tensor(_nhwc(images, mean, std)), keras.ops.convert_to_tensor(labels))
+            self.next_batch = lambda: resident
+        else:
+            records = LmdbRecords(inputs.train_shards(spec), description.input_shape, spec.seed)
+            if len(records) < spec.batch_size_global:
+                raise ValueError(f"{spec.dataset} has {len(records)} training images, fewer than one batch")
+            rng, runs = np.random.default_rng(spec.seed), len(records) // spec.batch_size_global
+
+            def epochs():
+                while True:
+                    for indices in shuffled_runs(len(records), spec.batch_size_global, rng.permutation(runs)):
+                        images, labels = records.batch(indices)
+                        yield _nhwc(images, mean, std), labels
+
+            batches = epochs()
+            self.next_batch = lambda: next(batches)
+        self.loss = None
+
+    def step(self) -> None:
+        self.loss = self.model.train_on_batch(*self.next_batch())
+
+    def synchronize(self) -> None:
+        pass  # train_on_batch returns the loss as a host number: the step has finished
+
+    def final_loss(self) -> float | None:
+        return None if self.loss is None else float(self.loss)
+
+    def allocator_peak_mib(self) -> None:
+        return None  # Keras has no backend-neutral allocator statistics
+
+
+def trainer(spec: RunSpec, description: networks.Network) -> Trainer:
+    return Trainer(spec, description)

@@ -1,0 +1,89 @@
+"""Keras 3 layers for the network descriptions: one builder for the TensorFlow backend and for
+Keras's high-level API on every Keras backend (TensorFlow, JAX, PyTorch). Images are NHWC
+(Keras's default, TensorFlow's native layout)."""
+from __future__ import annotations
+
+import math
+
+import keras
+import numpy as np
+
+from .. import networks
+
+layers = keras.layers
+
+
+def _padding(layer, shape) -> str | None:
+    """Keras's name for the description's padding where one exists: "valid", or "same" where it
+    gives the description's output size (its split of the padding may differ by one pixel, as
+    TensorFlow's reference models have it); None where explicit padding is needed."""
+    ceil_mode = getattr(layer, "ceil_mode", False)
+    if layer.padding == 0 and not ceil_mode:
+        return "valid"
+    described = [networks.window_output_size(n, layer.kernel, layer.stride, layer.padding, ceil_mode)
+                 for n in shape[1:]]
+    return "same" if described == [math.ceil(n / layer.stride) for n in shape[1:]] else None
+
+
+class KerasBuilder:
+    """Turns a :mod:`dlbench.networks` description into a function of a Keras tensor (NHWC)."""
+
+    def conv(self, layer, shape):
+        padding = _padding(layer, shape)
+        conv = layers.Conv2D(layer.out_channels, layer.kernel, layer.stride, padding=padding or "valid",
+                             use_bias=layer.bias)
+        return conv if padding else keras.Sequential([layers.ZeroPadding2D(layer.padding), conv])
+
+    def batchnorm(self, layer, shape):
+        return layers.BatchNormalization(epsilon=layer.eps, momentum=0.9)  # PyTorch's momentum 0.1
+
+    def relu(self, layer, shape):
+        return layers.ReLU()
+
+    def maxpool(self, layer, shape):
+        padding = _padding(layer, shape)
+        if padding is None:  # none of the five networks needs it: padded pooling would be -inf padding
+            raise ValueError(f"max-pooling {layer} on {shape} has no Keras padding mode")
+        return layers.MaxPooling2D(layer.kernel, layer.stride, padding=padding)
+
+    def globalavgpool(self, layer, shape):
+        return layers.GlobalAveragePooling2D(keepdims=True)
+
+    def flatten(self, layer, shape):
+        return layers.Flatten()
+
+    def dense(self, layer, shape):
+        return layers.Dense(layer.out_features, use_bias=layer.bias)
+
+    def dropout(self, layer, shape):
+        return layers.Dropout(layer.rate)
+
+    def sequential(self, children):
+        def apply(x):
+            for child in children:
+                x = child(x)
+            return x
+        return apply
+
+    def concat(self, branches):
+        join = layers.Concatenate()
+        return lambda x: join([branch(x) for branch in branches])
+
+    def residual(self, body, shortcut):
+        add = layers.Add()
+        return lambda x: add([body(x), x if shortcut is None else shortcut(x)])
+
+
+def build(description: networks.Network) -> keras.Model:
+    channels, height, width = description.input_shape
+    images = keras.Input((height, width, channels))
+    return keras.Model(images, networks.build(description, KerasBuilder())(images), name=description.name)
+
+
+def trainable_parameters(model: keras.Model) -> int:
+    return sum(math.prod(weight.shape) for weight in model.trainable_weights)
+
+
+def forward_shape(model: keras.Model, images: np.ndarray) -> tuple:
+    """The output shape for float32 NCHW ``images`` (inference mode)."""
+    return tuple(model(images.transpose(0, 2, 3, 1), training=False).shape)
