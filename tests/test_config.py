@@ -30,8 +30,8 @@ def test_defaults_are_filled_in_and_figure_4_5_applies():
 
 
 @pytest.mark.parametrize("change,message", [
-    ({"frameworks": ["tensorflw"]}, r"'tensorflw' is not one of \['caffe', 'tensorflow', 'pytorch', 'mxnet', 'cntk', 'keras-tensorflow', "
-     r"'keras-jax', 'keras-torch'\]"),
+    ({"frameworks": ["tensorflw"]}, (r"'tensorflw' is not one of \['caffe', 'tensorflow', 'pytorch', 'mxnet', 'cntk', "
+                                     r"'keras-tensorflow', 'keras-jax', 'keras-torch'\]")),
     ({"repetitons": 3}, r"'repetitons' was unexpected"),
     ({"devices": ["gpu0"]}, r"'gpu0' does not match"),
 ])
