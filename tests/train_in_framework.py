@@ -1,7 +1,9 @@
 """Run by tests/test_backends.py inside a framework's environment: train LeNet for a few steps
 on two devices of this CPU (TensorFlow: two logical CPU devices under MirroredStrategy; MXNet:
 two CPU contexts and a kvstore), on the resident synthetic batch and on generated data read by
-the framework's own reader; print the replicas, the per-replica batch and the losses as JSON."""
+the framework's own reader; print the replicas, the per-replica batch and the losses as JSON
+(MXNet: also what a batch larger than the data gives)."""
+import dataclasses
 import json
 import sys
 
@@ -37,4 +39,14 @@ for mode in ("synthetic", "generated"):
         trainer.synchronize()
         losses.append(trainer.final_loss())
     result[mode] = {"replicas": replicas, "per_replica_batch": per_replica, "losses": losses}
+if framework == "mxnet":
+    # 256 images in batches of 100: the third batch ends the epoch and must hold no blank filler.
+    spec = RunSpec(framework, "mnist-generated", "lenet", "cpu", 1, 100, 1, 0, 0.01, 2, data_dir=data_dir)
+    batches = backend.RecordBatches(spec, description)
+    images = [image.asnumpy() for _ in range(3) for image in batches.next()[0]]
+    result["blank_images"] = sum(float(image.min()) == float(image.max()) for image in images)
+    try:
+        backend.RecordBatches(dataclasses.replace(spec, batch_size_global=512), description)
+    except ValueError as error:
+        result["oversized_batch"] = str(error)
 print(json.dumps(result))

@@ -96,18 +96,23 @@ def forward_shape(block: nn.HybridBlock, images: np.ndarray) -> tuple:
 class RecordBatches:
     """Endless global batches from the RecordIO shards: ``ImageRecordIter`` decodes, crops (ILSVRC12:
     256 -> 224), mirrors colour images and normalises in ``preprocess_threads`` threads. Shards are
-    read one after another in a new random order every epoch; a shard's last partial batch is
-    dropped, as the other backends drop an epoch's."""
+    read one after another in a new random order every epoch. A shard's last batch is completed
+    from its start (``round_batch``; without it MXNet 1.9 fills the rest with zero images labelled
+    0 and reports no padding)."""
 
     def __init__(self, spec: RunSpec, description: networks.Network):
         self.shards = inputs.train_shards(spec)
+        images = sum(len((shard / recordio_im2rec.IDX).read_text().splitlines()) for shard in self.shards)
+        if images < spec.batch_size_global:
+            raise ValueError(f"{spec.dataset} has {images} training images, fewer than one batch of "
+                             f"{spec.batch_size_global}")
         channels = description.input_shape[0]
         mean, std = inputs.pixel_statistics(spec)
         normalise = {f"{kind}_{colour}": float(value) for kind, values in (("mean", mean), ("std", std))
                      for colour, value in zip("rgb", values)}
         self.options = dict(data_shape=description.input_shape, batch_size=spec.batch_size_global, shuffle=True,
                             rand_crop=True, rand_mirror=channels == 3, preprocess_threads=spec.threads,
-                            seed=spec.seed, round_batch=False, **normalise)
+                            seed=spec.seed, round_batch=True, **normalise)
         self.rng = np.random.default_rng(spec.seed)
         self.order: list[int] = []
         self.iterator = None
@@ -124,15 +129,13 @@ class RecordBatches:
             if self.iterator is None:
                 self._open_next_shard()
             try:
-                batch = self.iterator.next()
+                batch = self.iterator.next()  # batch.pad counts the images taken again from the start
+                return batch.data[0], batch.label[0]
             except StopIteration:
                 if len(self.shards) == 1:
                     self.iterator.reset()  # a new shuffled epoch of the only shard
                 else:
                     self.iterator = None
-                continue
-            if not batch.pad:
-                return batch.data[0], batch.label[0]
 
 
 def _contexts(spec: RunSpec) -> list[mx.Context]:
