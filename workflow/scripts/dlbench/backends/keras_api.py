@@ -38,14 +38,9 @@ def _configure(spec: RunSpec) -> None:
         torch.set_num_threads(spec.threads)
         visible = torch.cuda.device_count()
     elif backend == "tensorflow":
-        import tensorflow as tf
+        from .tensorflow import configure_runtime
 
-        tf.config.threading.set_intra_op_parallelism_threads(spec.threads)
-        tf.config.threading.set_inter_op_parallelism_threads(spec.threads)
-        gpus = tf.config.list_physical_devices("GPU")
-        for gpu in gpus:
-            tf.config.experimental.set_memory_growth(gpu, True)
-        visible = len(gpus)
+        visible = configure_runtime(spec.threads)
     else:
         import jax
 

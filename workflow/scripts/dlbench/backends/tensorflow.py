@@ -59,18 +59,23 @@ def dataset(spec: RunSpec, description: networks.Network) -> tf.data.Dataset:
     return pipeline.with_options(options)
 
 
-def _configure(spec: RunSpec) -> list[str]:
-    """Threads and GPU memory growth (both only settable before TensorFlow initialises), and
-    the devices the run trains on."""
-    tf.config.threading.set_intra_op_parallelism_threads(spec.threads)
-    tf.config.threading.set_inter_op_parallelism_threads(spec.threads)
+def configure_runtime(threads: int) -> int:
+    """Threads and GPU memory growth, both only settable before TensorFlow initialises (also for
+    Keras on TensorFlow); returns the number of visible GPUs."""
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
     gpus = tf.config.list_physical_devices("GPU")
     for gpu in gpus:
         tf.config.experimental.set_memory_growth(gpu, True)
+    return len(gpus)
+
+
+def _devices(spec: RunSpec) -> list[str]:
+    visible = configure_runtime(spec.threads)
     if spec.gpus == 0:
         return ["/cpu:0"]
-    if len(gpus) < spec.gpus:
-        raise Unavailable(f"{spec.device} needs {spec.gpus} GPU(s); TensorFlow {tf.__version__} sees {len(gpus)}")
+    if visible < spec.gpus:
+        raise Unavailable(f"{spec.device} needs {spec.gpus} GPU(s); TensorFlow {tf.__version__} sees {visible}")
     return [f"/gpu:{index}" for index in range(spec.gpus)]
 
 
@@ -78,7 +83,7 @@ class Trainer:
     """``devices`` overrides the spec's (tests: logical CPU devices for the multi-device path)."""
 
     def __init__(self, spec: RunSpec, description: networks.Network, devices: list[str] | None = None):
-        devices = devices or _configure(spec)
+        devices = devices or _devices(spec)
         self.gpus = [device for device in devices if "gpu" in device.lower()]
         # Data parallelism: the global batch is split over the replicas, gradients summed. One device
         # takes the default strategy, which adds nothing to the step (OneDeviceStrategy cost LeNet
