@@ -62,6 +62,11 @@ def requirements(wildcards):
     return Path(workflow.basedir) / "envs" / f"{wildcards.environment}.requirements.txt"
 
 
+def env_build_threads(wildcards):
+    """Compiling Caffe (about 5 minutes on 2 cores) uses every core; pip installs take one."""
+    return workflow.cores if wildcards.environment == "caffe" else 1
+
+
 def data_input(run):
     """The dataset in the run's framework's own format, or None (synthetic data)."""
     if run.data_mode == "synthetic":

@@ -8,6 +8,7 @@ rule framework_venv:
         ".venvs/{environment}/environment.json",
     log:
         "logs/envs/{environment}.log",
+    threads: env_build_threads
     conda:
         "../envs/workflow.yaml"
     script:

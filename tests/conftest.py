@@ -23,12 +23,12 @@ def config_schema_path():
 
 def _framework_python(framework: str) -> str:
     """The framework's venv as the workflow builds it (.venvs/<framework>), built here if missing."""
-    from dlbench.envs import build_venv
+    from dlbench.envs import build_environment
 
     venv_dir = ROOT / ".venvs" / framework
     venv_dir.parent.mkdir(exist_ok=True)
     with open(ROOT / ".venvs" / f"{framework}-tests.log", "w") as log:
-        status = build_venv(ROOT / "envs" / f"{framework}.requirements.txt", venv_dir, log)
+        status = build_environment(ROOT / "envs" / f"{framework}.requirements.txt", venv_dir, os.cpu_count(), log)
     assert status["status"] == "ok", status["reason"]  # PyPI reaches this machine: fail, never skip
     return status["python"]
 
@@ -41,6 +41,11 @@ def mxnet_python():
 @pytest.fixture(scope="session")
 def tensorflow_python():
     return _framework_python("tensorflow")
+
+
+@pytest.fixture(scope="session")
+def caffe_python():
+    return _framework_python("caffe")  # the first time, Caffe is compiled from source (about 5 minutes)
 
 
 @pytest.fixture(scope="session")

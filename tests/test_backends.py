@@ -1,4 +1,4 @@
-"""The TensorFlow, MXNet and Keras 3 backends, each run in its own venv: the same networks as
+"""The TensorFlow, MXNet, Caffe and Keras 3 backends, each run in its own venv: the same networks as
 PyTorch, their own readers of their own formats, and data parallelism over two devices of this CPU."""
 import json
 import math
@@ -29,7 +29,7 @@ def _convert_in(python, format_name, family, data_dir, output):
 
 @pytest.mark.slow
 def test_every_network_has_the_same_trainable_parameters_in_every_framework(tensorflow_python, mxnet_python,
-                                                                           jax_python):
+                                                                           jax_python, caffe_python):
     expected = {}
     for name, variants in networks.VARIANTS.items():
         for variant in variants:
@@ -37,7 +37,8 @@ def test_every_network_has_the_same_trainable_parameters_in_every_framework(tens
             expected[f"{name}/{variant}"] = [networks.trainable_parameters(description), [1, description.num_classes]]
     assert len(expected) == 9  # Figure 5.1's cases
     for framework, python in (("pytorch", sys.executable), ("tensorflow", tensorflow_python),
-                              ("mxnet", mxnet_python), ("keras-jax", jax_python), ("keras-torch", sys.executable)):
+                              ("mxnet", mxnet_python), ("keras-jax", jax_python), ("keras-torch", sys.executable),
+                              ("caffe", caffe_python)):
         assert run_in(python, "parameter_counts.py", framework) == expected, framework
 
 

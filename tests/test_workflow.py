@@ -13,7 +13,7 @@ from dlbench import ilsvrc12
 from .conftest import ROOT
 
 TINY = {
-    "frameworks": ["pytorch", "tensorflow", "mxnet", "cntk", "keras-tensorflow", "keras-jax", "keras-torch"],
+    "frameworks": ["pytorch", "tensorflow", "mxnet", "caffe", "cntk", "keras-tensorflow", "keras-jax", "keras-torch"],
     "devices": ["cpu"],
     "repetitions": 2,
     "generated": {"train_images": 256, "test_images": 64,
@@ -51,9 +51,9 @@ def finished(tmp_path_factory):
 @pytest.mark.slow
 def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
     records = sorted((finished / "results" / "runs").rglob("rep*.json"))
-    assert len(records) == 7 * 3 * 2  # frameworks x cells x repetitions
-    package = {"pytorch": "torch", "tensorflow": "tensorflow-cpu", "mxnet": "mxnet", "keras-tensorflow": "keras",
-               "keras-jax": "jax", "keras-torch": "keras"}
+    assert len(records) == 8 * 3 * 2  # frameworks x cells x repetitions
+    package = {"pytorch": "torch", "tensorflow": "tensorflow-cpu", "mxnet": "mxnet", "caffe": "protobuf",
+               "keras-tensorflow": "keras", "keras-jax": "jax", "keras-torch": "keras"}
     environment = {"keras-tensorflow": "tensorflow", "keras-jax": "jax", "keras-torch": "pytorch"}
     for path in records:
         record = json.loads(path.read_text())
@@ -104,7 +104,7 @@ def test_tables_figures_and_report(finished):
     tables = finished / "results" / "tables"
     appendix = pd.read_csv(tables / "appendix.csv")
     speed = appendix.query("metric == 'train_speed' and framework != 'cntk'")
-    assert len(speed) == 6 * 3 and (speed["n"] == 2).all() and (speed["mean"] > 0).all()
+    assert len(speed) == 7 * 3 and (speed["n"] == 2).all() and (speed["mean"] > 0).all()
     assert "unavailable: not implemented" in (tables / "appendix.md").read_text()
     assert (tables / "appendix.tex").stat().st_size > 0
     figures = sorted((finished / "results" / "figures").rglob("*.png"))

@@ -1,12 +1,12 @@
-"""Snakemake entry point: build a framework's pip virtualenv and record whether it worked."""
+"""Snakemake entry point: build a framework's pip virtualenv (Caffe's with Caffe) and record whether it worked."""
 import json
 from pathlib import Path
 
-from dlbench.envs import build_venv
+from dlbench.envs import build_environment
 from dlbench.jobs import logged
 
 with logged(snakemake.log[0]) as log:  # noqa: F821 - injected by Snakemake
     status_path = Path(snakemake.output[0])  # noqa: F821
-    status = build_venv(Path(snakemake.input[0]), status_path.parent, log)  # noqa: F821
+    status = build_environment(Path(snakemake.input[0]), status_path.parent, snakemake.threads, log)  # noqa: F821
     print(status["reason"] or f"environment ready: {status['python']}")
     status_path.write_text(json.dumps(status, indent=1))

@@ -11,6 +11,8 @@ import sys
 import venv
 from pathlib import Path
 
+from . import caffe_build
+
 
 def build_venv(requirements: Path, venv_dir: Path, log) -> dict:
     python = venv_dir / "bin" / "python"
@@ -30,6 +32,17 @@ def build_venv(requirements: Path, venv_dir: Path, log) -> dict:
                 "reason": f"unavailable: environment from {requirements} could not be built ({error}); "
                           "see its log"}
     return {"status": "ok", "python": str(python.absolute()), "reason": "", "packages": frozen}
+
+
+def build_environment(requirements: Path, venv_dir: Path, jobs: int, log) -> dict:
+    """The virtualenv from ``requirements``; Caffe's also gets Caffe built from source into it."""
+    status = build_venv(requirements, venv_dir, log)
+    if status["status"] == "ok" and venv_dir.name == "caffe":
+        try:
+            status.update(caffe_build.build(venv_dir, jobs, log))
+        except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
+            status.update(status="unavailable", reason=f"unavailable: Caffe could not be built ({error}); see its log")
+    return status
 
 
 def status(path: Path) -> dict:

@@ -5,9 +5,10 @@ Started by :mod:`dlbench.monitor` with the framework environment's interpreter::
     python -m dlbench.runner SPEC.json RESULT.json
 
 It imports only the standard library and its framework. The result file carries what only
-the training process can know: per-iteration times (device synchronised before each clock
-read), the timed window in wall-clock time (so the monitor can cut its GPU samples to it),
-the process CPU time over that window, the final loss and the framework's own memory peak.
+the training process can know: per-iteration times (each read as a step finishes, an asynchronous
+step's successor already dispatched), the timed window in wall-clock time (so the monitor can cut
+its GPU samples to it), the process CPU time over that window, the final loss and the framework's
+own memory peak.
 """
 from __future__ import annotations
 
@@ -25,31 +26,61 @@ from .spec import RunSpec
 
 
 def timed_loop(trainer, iterations: int, warmup: int, progress=print) -> dict:
-    """Run ``iterations`` steps; every interval runs from one synchronised clock read to the next."""
+    """Run ``iterations`` steps with one step in flight, as a real training loop runs.
+
+    An asynchronous step (CUDA, MXNet's engine) is dispatched before the loop waits for the one
+    before it, so the device never idles while Python dispatches; a step that had finished when
+    ``step()`` returned is clocked at once. An interval runs from one step's completion to the
+    next, the intervals sum to the wall time of all steps, and the timed window opens with the
+    warm-up finished and nothing in flight.
+    """
     times: list[float] = []
     window: dict = {}
-    trainer.synchronize()
-    last = time.perf_counter()
     report_every = max(1, iterations // 10)
-    for index in range(iterations):
-        if index == warmup:
-            window = {"start_epoch": time.time(), "cpu_start": time.process_time()}
-        trainer.step()
-        trainer.synchronize()
+
+    def open_window() -> None:
+        window.update(start_epoch=time.time(), cpu_start=time.process_time())
+
+    def step_finished() -> None:
+        nonlocal last
         now = time.perf_counter()
         times.append(now - last)
         last = now
-        if (index + 1) % report_every == 0 or index + 1 == iterations:
-            phase = "warm-up" if index < warmup else "timed"
-            progress(f"iteration {index + 1}/{iterations} ({phase}): {times[-1] * 1e3:.1f} ms", flush=True)
-    timed_seconds = sum(times[warmup:])
+        if len(times) == warmup:
+            open_window()
+        done = len(times)
+        if done % report_every == 0 or done == iterations:
+            phase = "warm-up" if done <= warmup else "timed"
+            progress(f"iteration {done}/{iterations} ({phase}): {times[-1] * 1e3:.1f} ms", flush=True)
+
+    trainer.synchronize()
+    if warmup == 0:
+        open_window()
+    last = time.perf_counter()
+    in_flight = None  # how to wait for the step dispatched last, until it is clocked
+    for index in range(iterations):
+        if index == warmup and in_flight:
+            in_flight()
+            step_finished()
+            in_flight = None
+        wait_for_step = trainer.step()
+        if wait_for_step is backends.already_finished:
+            step_finished()
+            continue
+        if in_flight:
+            in_flight()
+            step_finished()
+        in_flight = wait_for_step
+    trainer.synchronize()
+    if in_flight:
+        step_finished()
     return {
         "iteration_seconds": times,
         "timed_window": {
             "start_epoch": window["start_epoch"],
             "end_epoch": time.time(),
             "cpu_seconds": time.process_time() - window["cpu_start"],
-            "seconds": timed_seconds,
+            "seconds": sum(times[warmup:]),
         },
     }
 

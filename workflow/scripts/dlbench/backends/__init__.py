@@ -2,9 +2,11 @@
 
 A backend module defines ``framework_version()``, ``PACKAGES`` (the distributions whose versions
 the record keeps), ``build(network)``, ``trainable_parameters(model)``, ``forward_shape(model,
-images)`` and ``trainer(spec, network)`` returning an object with ``step()``, ``synchronize()``,
-``final_loss()`` and ``allocator_peak_mib()``. Modules are imported lazily, inside the framework's own environment,
-so the package itself imports with no framework installed.
+images)`` and ``trainer(spec, network)`` returning an object with ``step()`` (dispatches one
+training step and returns a callable that blocks until that step has finished), ``synchronize()``
+(waits for all pending work), ``final_loss()`` and ``allocator_peak_mib()``. Modules are imported
+lazily, inside the framework's own environment, so the package itself imports with no framework
+installed.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ class Unavailable(RuntimeError):
 # high-level API on three backends follows (seed 001's keras-mxnet comparison in its modern form).
 FRAMEWORKS = ("caffe", "tensorflow", "pytorch", "mxnet", "cntk", "keras-tensorflow", "keras-jax", "keras-torch")
 IMPLEMENTED = {"pytorch": "dlbench.backends.pytorch", "tensorflow": "dlbench.backends.tensorflow",
-               "mxnet": "dlbench.backends.mxnet", **{f"keras-{backend}": "dlbench.backends.keras_api"
+               "mxnet": "dlbench.backends.mxnet", "caffe": "dlbench.backends.caffe", **{f"keras-{backend}": "dlbench.backends.keras_api"
                                                     for backend in ("tensorflow", "jax", "torch")}}
 # The environment (envs/<name>.*, .venvs/<name>) each framework runs in: Keras shares its backend's.
 ENVIRONMENTS = {**{framework: framework for framework in FRAMEWORKS},
@@ -40,6 +42,10 @@ def load(framework: str) -> ModuleType:
         return importlib.import_module(IMPLEMENTED[framework])
     except ImportError as error:
         raise Unavailable(f"{framework} cannot be imported: {error}") from error
+
+
+def already_finished() -> None:
+    """What ``step()`` returns when the step ran eagerly and had finished by the time it returned."""
 
 
 def package_versions(names: tuple[str, ...]) -> dict:

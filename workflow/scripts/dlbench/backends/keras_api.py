@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import networks
 from ..spec import RunSpec
-from . import Unavailable, inputs
+from . import Unavailable, already_finished, inputs
 from .keras_layers import build, forward_shape, trainable_parameters  # noqa: F401 - the backend interface
 from .lmdb_records import LmdbRecords, shuffled_runs
 
@@ -81,11 +81,12 @@ class Trainer:
             self.next_batch = lambda: next(batches)
         self.loss = None
 
-    def step(self) -> None:
+    def step(self):
         self.loss = self.model.train_on_batch(*self.next_batch())
+        return already_finished  # train_on_batch returns the loss as a host number
 
     def synchronize(self) -> None:
-        pass  # train_on_batch returns the loss as a host number: the step has finished
+        pass  # every step finished before it returned
 
     def final_loss(self) -> float | None:
         return None if self.loss is None else float(self.loss)

@@ -10,7 +10,7 @@ from torch.utils.data import DataLoader
 
 from .. import networks
 from ..spec import RunSpec
-from . import Unavailable, inputs
+from . import Unavailable, already_finished, inputs
 from .lmdb_records import LmdbRecords, shuffled_runs
 
 
@@ -193,13 +193,18 @@ class Trainer:
         self.batches = _Batches(spec, description, self.devices[0])
         self.loss = None
 
-    def step(self) -> None:
+    def step(self):
         images, labels = self.batches.next()
         loss = self.criterion(self.model(images), labels)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
         self.loss = loss.detach()
+        if self.devices[0].type != "cuda":
+            return already_finished
+        finished = torch.cuda.Event()  # behind the optimizer step, on the GPU that holds the parameters
+        finished.record(torch.cuda.current_stream(self.devices[0]))
+        return finished.synchronize
 
     def synchronize(self) -> None:
         for device in self.devices:

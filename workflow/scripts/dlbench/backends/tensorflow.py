@@ -14,7 +14,7 @@ import tensorflow as tf
 from .. import networks
 from ..formats import TFRECORD_FILE
 from ..spec import RunSpec
-from . import Unavailable, inputs
+from . import Unavailable, already_finished, inputs
 from .keras_layers import build, forward_shape, trainable_parameters  # noqa: F401 - the backend interface
 
 SHUFFLE_BUFFER = 10_000  # records, as the model garden's ImageNet input
@@ -117,12 +117,14 @@ class Trainer:
         self.train_step = train_step
         self.loss = None
 
-    def step(self) -> None:
+    def step(self):
         self.loss = self.train_step()
+        # On CPU the call returns when the step's ops have run; GPU kernels run on after it returns.
+        return self.loss.numpy if self.gpus else already_finished
 
     def synchronize(self) -> None:
         if self.loss is not None:
-            self.loss.numpy()  # waits for the step's kernels
+            self.loss.numpy()
 
     def final_loss(self) -> float | None:
         return None if self.loss is None else float(self.loss)

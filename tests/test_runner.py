@@ -1,0 +1,87 @@
+"""The training loop's clock, against a simulated asynchronous device."""
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from dlbench.backends import already_finished
+from dlbench.runner import timed_loop
+
+DEVICE_SECONDS, DISPATCH_SECONDS = 0.02, 0.01
+
+
+class AsynchronousDevice:
+    """Steps queue on one worker, like kernels on a CUDA stream; dispatching one costs host time."""
+
+    def __init__(self):
+        self.queue = ThreadPoolExecutor(max_workers=1)
+        self.pending = []
+        self.finished_at = []
+
+    def _run(self):
+        time.sleep(DEVICE_SECONDS)
+        self.finished_at.append(time.time())
+
+    def step(self):
+        time.sleep(DISPATCH_SECONDS)
+        self.pending.append(self.queue.submit(self._run))
+        return self.pending[-1].result
+
+    def synchronize(self):
+        for future in self.pending:
+            future.result()
+
+
+def test_the_device_computes_while_python_dispatches_the_next_step():
+    device = AsynchronousDevice()
+    start = time.perf_counter()
+    timing = timed_loop(device, iterations=30, warmup=5, progress=lambda *a, **k: None)
+    wall = time.perf_counter() - start
+    times = timing["iteration_seconds"]
+    assert len(times) == 30 and len(device.finished_at) == 30
+    # Waiting for every step before dispatching the next would take dispatch + device time each.
+    assert statistics.median(times[5:]) < DEVICE_SECONDS + DISPATCH_SECONDS / 2
+    assert abs(sum(times) - wall) < 0.01  # nothing between the steps escapes the clock
+
+
+def test_the_timed_window_holds_exactly_the_timed_steps():
+    device = AsynchronousDevice()
+    timing = timed_loop(device, iterations=20, warmup=5, progress=lambda *a, **k: None)
+    window = timing["timed_window"]
+    assert window["start_epoch"] >= device.finished_at[4]  # the last warm-up step had finished
+    assert window["start_epoch"] < device.finished_at[5]
+    assert window["end_epoch"] >= device.finished_at[-1]
+    assert abs(window["seconds"] - sum(timing["iteration_seconds"][5:])) < 1e-9
+    assert abs(window["seconds"] - (window["end_epoch"] - window["start_epoch"])) < 0.005
+
+
+def test_without_warm_up_the_window_opens_before_the_first_step():
+    device = AsynchronousDevice()
+    timing = timed_loop(device, iterations=3, warmup=0, progress=lambda *a, **k: None)
+    assert timing["timed_window"]["start_epoch"] < device.finished_at[0]
+    assert timing["timed_window"]["seconds"] == sum(timing["iteration_seconds"])
+
+
+class SynchronousDevice:
+    """Steps that have finished when step() returns, as on a CPU; step 7 takes four times as long."""
+
+    def __init__(self):
+        self.durations = [0.04 if index == 7 else 0.01 for index in range(20)]
+        self.finished_at = []
+
+    def step(self):
+        time.sleep(self.durations[len(self.finished_at)])
+        self.finished_at.append(time.time())
+        return already_finished
+
+    def synchronize(self):
+        pass
+
+
+def test_a_step_that_finished_when_it_returned_is_clocked_at_once():
+    device = SynchronousDevice()
+    timing = timed_loop(device, iterations=20, warmup=5, progress=lambda *a, **k: None)
+    times = timing["iteration_seconds"]
+    assert max(range(20), key=times.__getitem__) == 7 and 0.04 <= times[7] < 0.05
+    window = timing["timed_window"]
+    assert device.finished_at[4] <= window["start_epoch"] < device.finished_at[5] - 0.009  # before step 5 ran
+    assert sum(device.durations[5:]) <= window["seconds"] < sum(device.durations[5:]) + 0.01
