@@ -30,7 +30,8 @@ from dlbench import monitor
 from dlbench.spec import RunSpec
 
 PYTHONS = {"pytorch": sys.executable, "tensorflow": str(ROOT / ".venvs" / "tensorflow" / "bin" / "python"),
-           "mxnet": str(ROOT / ".venvs" / "mxnet" / "bin" / "python")}
+           "mxnet": str(ROOT / ".venvs" / "mxnet" / "bin" / "python"),
+           "caffe": str(ROOT / ".venvs" / "caffe" / "bin" / "python")}
 
 # Each loop defines step() and finish() on one resident batch; the common tail times it.
 BARE_LOOPS = {
@@ -86,6 +87,17 @@ def step():
     trainer.step({batch})
 def finish():
     mx.nd.waitall()
+""",
+    # The backend generates the prototxt (net on resident Input blobs, solver); the loop is pycaffe's.
+    "caffe": """
+from dlbench.backends.caffe import Trainer
+from dlbench.spec import RunSpec
+solver = Trainer(RunSpec("caffe", "{variant}-synthetic", {network!r}, "cpu", 1, {batch}, 0, 0, 0.01, {threads}),
+                 description).solver
+def step():
+    solver.step(1)
+def finish():
+    pass
 """,
 }
 TIMED_TAIL = """
