@@ -63,7 +63,7 @@ def requirements(wildcards):
 
 
 def env_build_threads(wildcards):
-    """Compiling Caffe (about 5 minutes on 2 cores) uses every core; pip installs take one."""
+    """Compiling Caffe (about 4 minutes on 2 cores) uses every core; pip installs take one."""
     return workflow.cores if wildcards.environment == "caffe" else 1
 
 

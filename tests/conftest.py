@@ -45,7 +45,7 @@ def tensorflow_python():
 
 @pytest.fixture(scope="session")
 def caffe_python():
-    return _framework_python("caffe")  # the first time, Caffe is compiled from source (about 5 minutes)
+    return _framework_python("caffe")  # the first time, Caffe is compiled from source (about 4 minutes)
 
 
 @pytest.fixture(scope="session")

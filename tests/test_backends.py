@@ -91,3 +91,9 @@ def test_data_parallel_training_splits_the_global_batch(tmp_path, framework, req
     if framework == "mxnet":
         assert result["oversized_batch"] == "mnist-generated has 256 training images, fewer than one batch of 512"
         assert result["blank_images"] == 0  # an epoch's last batch is completed with real images
+
+
+@pytest.mark.slow
+def test_a_gpu_run_on_a_cpu_only_caffe_is_unavailable_not_an_abort(caffe_python):
+    assert run_in(caffe_python, "caffe_without_cuda.py") == {
+        "unavailable": "this Caffe has no CUDA support (a CPU_ONLY build)"}
