@@ -3,8 +3,8 @@
 The generated train net reads the Caffe Datum LMDB with Caffe's own ``Data`` layer (its
 prefetching reader and transformer) or, in synthetic mode, holds one resident batch in ``Input``
 blobs; a ``SolverParameter`` carries the run's learning rate, momentum and iterations. Both are
-written as prototxt beside the run and trained by pycaffe's solver one ``step(1)`` per iteration,
-so the runner times Caffe like every other backend.
+written as prototxt to a scratch directory, and pycaffe's solver trains one ``step(1)`` per
+iteration, so the runner times Caffe like every other backend.
 """
 from __future__ import annotations
 
@@ -227,11 +227,9 @@ class Trainer:
             solver_mode=caffe_pb2.SolverParameter.GPU if spec.gpus else caffe_pb2.SolverParameter.CPU)))
         self.solver = caffe.get_solver(str(solver_path))
         if spec.data_mode == "synthetic":
-            images, labels = inputs.synthetic_batch(spec, description)
-            mean, std = inputs.pixel_statistics(spec)
             net = self.solver.net
-            net.blobs["data"].data[...] = (images - mean.reshape(-1, 1, 1)) / std.reshape(-1, 1, 1)
-            net.blobs["label"].data[...] = labels  # Input layers leave their blobs as set: a resident batch
+            net.blobs["data"].data[...], net.blobs["label"].data[...] = inputs.normalised_synthetic_batch(
+                spec, description)  # Input layers leave their blobs as set: a resident batch
         self.steps = 0
 
     def step(self):

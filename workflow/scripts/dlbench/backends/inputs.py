@@ -24,6 +24,13 @@ def synthetic_batch(spec: RunSpec, description: networks.Network) -> tuple[np.nd
     return images, labels
 
 
+def normalised_synthetic_batch(spec: RunSpec, description: networks.Network) -> tuple[np.ndarray, np.ndarray]:
+    """The synthetic batch as the networks see it: float32 (N, C, H, W), per channel (x - mean) / std."""
+    images, labels = synthetic_batch(spec, description)
+    mean, std = pixel_statistics(spec)
+    return (images.astype(np.float32) - mean.reshape(-1, 1, 1)) / std.reshape(-1, 1, 1), labels
+
+
 def pixel_statistics(spec: RunSpec) -> tuple[np.ndarray, np.ndarray]:
     """Per-channel mean and standard deviation on the 0-255 scale the decoded images have."""
     family = FAMILIES[spec.family]

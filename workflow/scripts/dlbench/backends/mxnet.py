@@ -163,9 +163,7 @@ class Trainer:
         self.criterion = gluon.loss.SoftmaxCrossEntropyLoss()
         self.batch = spec.batch_size_global
         if spec.data_mode == "synthetic":
-            images, labels = inputs.synthetic_batch(spec, description)
-            mean, std = inputs.pixel_statistics(spec)
-            images = (images.astype(np.float32) - mean.reshape(-1, 1, 1)) / std.reshape(-1, 1, 1)
+            images, labels = inputs.normalised_synthetic_batch(spec, description)
             resident = self._split(mx.nd.array(images), mx.nd.array(labels))
             self.next_batch = lambda: resident
         else:

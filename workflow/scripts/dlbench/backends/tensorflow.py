@@ -8,7 +8,6 @@ GPU-memory figure says nothing about the network.
 from __future__ import annotations
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from .. import networks
@@ -32,9 +31,8 @@ def dataset(spec: RunSpec, description: networks.Network) -> tf.data.Dataset:
     channels, height, width = description.input_shape
     mean, std = inputs.pixel_statistics(spec)
     if spec.data_mode == "synthetic":
-        images, labels = inputs.synthetic_batch(spec, description)
-        images = (images.transpose(0, 2, 3, 1).astype(np.float32) - mean) / std
-        return tf.data.Dataset.from_tensors((images, labels)).repeat()
+        images, labels = inputs.normalised_synthetic_batch(spec, description)
+        return tf.data.Dataset.from_tensors((images.transpose(0, 2, 3, 1), labels)).repeat()
     files = [str(shard / TFRECORD_FILE) for shard in inputs.train_shards(spec)]
     features = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
                 "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
