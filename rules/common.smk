@@ -13,6 +13,7 @@ from dlbench.aggregate import METRICS  # noqa: E402
 from dlbench.backends import ENVIRONMENTS, FRAMEWORKS, IMPLEMENTED  # noqa: E402
 from dlbench import ilsvrc12  # noqa: E402
 from dlbench.datasets import FAMILIES  # noqa: E402
+from dlbench.envs import SOURCE_BUILDS  # noqa: E402
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
 from dlbench.spec import RunSpec, gpu_count, parse_dataset_label  # noqa: E402
 
@@ -63,8 +64,8 @@ def requirements(wildcards):
 
 
 def env_build_threads(wildcards):
-    """Compiling Caffe (about 4 minutes on 2 cores) uses every core; pip installs take one."""
-    return workflow.cores if wildcards.environment == "caffe" else 1
+    """Compiling a framework (Caffe: about 4 minutes on 2 cores) uses every core; pip installs take one."""
+    return workflow.cores if wildcards.environment in SOURCE_BUILDS else 1
 
 
 def data_input(run):

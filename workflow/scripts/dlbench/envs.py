@@ -34,14 +34,20 @@ def build_venv(requirements: Path, venv_dir: Path, log) -> dict:
     return {"status": "ok", "python": str(python.absolute()), "reason": "", "packages": frozen}
 
 
+# Environments whose framework is compiled from source after the pip install (with all cores).
+SOURCE_BUILDS = {"caffe": caffe_build.build}
+
+
 def build_environment(requirements: Path, venv_dir: Path, jobs: int, log) -> dict:
-    """The virtualenv from ``requirements``; Caffe's also gets Caffe built from source into it."""
+    """The virtualenv from ``requirements``, and the framework built into it where it has no package."""
     status = build_venv(requirements, venv_dir, log)
-    if status["status"] == "ok" and venv_dir.name == "caffe":
+    source_build = SOURCE_BUILDS.get(venv_dir.name)
+    if status["status"] == "ok" and source_build:
         try:
-            status.update(caffe_build.build(venv_dir, jobs, log))
+            status.update(source_build(venv_dir, jobs, log))
         except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
-            status.update(status="unavailable", reason=f"unavailable: Caffe could not be built ({error}); see its log")
+            status.update(status="unavailable",
+                          reason=f"unavailable: {venv_dir.name} could not be built ({error}); see its log")
     return status
 
 

@@ -24,8 +24,8 @@ class Unavailable(RuntimeError):
 # high-level API on three backends follows (seed 001's keras-mxnet comparison in its modern form).
 FRAMEWORKS = ("caffe", "tensorflow", "pytorch", "mxnet", "cntk", "keras-tensorflow", "keras-jax", "keras-torch")
 IMPLEMENTED = {"pytorch": "dlbench.backends.pytorch", "tensorflow": "dlbench.backends.tensorflow",
-               "mxnet": "dlbench.backends.mxnet", "caffe": "dlbench.backends.caffe", **{f"keras-{backend}": "dlbench.backends.keras_api"
-                                                    for backend in ("tensorflow", "jax", "torch")}}
+               "mxnet": "dlbench.backends.mxnet", "caffe": "dlbench.backends.caffe",
+               **{f"keras-{backend}": "dlbench.backends.keras_api" for backend in ("tensorflow", "jax", "torch")}}
 # The environment (envs/<name>.*, .venvs/<name>) each framework runs in: Keras shares its backend's.
 ENVIRONMENTS = {**{framework: framework for framework in FRAMEWORKS},
                 "keras-tensorflow": "tensorflow", "keras-jax": "jax", "keras-torch": "pytorch"}
