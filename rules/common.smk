@@ -10,10 +10,10 @@ from snakemake.utils import validate
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as bench_config  # noqa: E402
 from dlbench.aggregate import METRICS  # noqa: E402
-from dlbench.backends import ENVIRONMENTS, FRAMEWORKS, IMPLEMENTED  # noqa: E402
+from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
 from dlbench import ilsvrc12  # noqa: E402
 from dlbench.datasets import FAMILIES  # noqa: E402
-from dlbench.envs import SOURCE_BUILDS  # noqa: E402
+from dlbench.envs import SOURCE_BUILDS, WORKER_PYTHONS  # noqa: E402
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
 from dlbench.spec import RunSpec, gpu_count, parse_dataset_label  # noqa: E402
 
@@ -24,6 +24,7 @@ except bench_config.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+BUILD_VENVS = config["environment"] == "venv" and not USE_CONDA  # per-framework pip virtualenvs
 REPETITIONS = range(1, config["repetitions"] + 1)
 RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{device}/rep{repetition}.json"
 RUNS = [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, repetition=r)
@@ -54,10 +55,6 @@ def unpacked_files(label):
     return [f"data/{label}/{name}" for name in FAMILIES[family].unpacked]
 
 
-def needs_venv(framework):
-    return framework in IMPLEMENTED and config["environment"] == "venv" and not USE_CONDA
-
-
 def requirements(wildcards):
     # Beside the Snakefile, so that --directory elsewhere still finds it.
     return Path(workflow.basedir) / "envs" / f"{wildcards.environment}.requirements.txt"
@@ -78,7 +75,7 @@ def data_input(run):
 def writer_environment(wildcards):
     """The framework venv a format's writer runs in (RecordIO: MXNet's), when the workflow builds venvs."""
     framework = WRITER_ENVIRONMENTS.get(wildcards.format)
-    if framework and config["environment"] == "venv" and not USE_CONDA:
+    if framework and BUILD_VENVS:
         return {"environment": f".venvs/{framework}/environment.json"}
     return {}
 
@@ -116,14 +113,19 @@ def train_inputs(wildcards):
     inputs = {}
     if data_input(run):
         inputs["data"] = data_input(run)
-    if needs_venv(run.framework):
+    if BUILD_VENVS:
         inputs["environment"] = f".venvs/{ENVIRONMENTS[run.framework]}/environment.json"
+    elif USE_CONDA and run.framework in WORKER_PYTHONS:
+        inputs["environment"] = f".conda-workers/{run.framework}/environment.json"
     return inputs
 
 
 def train_conda(wildcards):
+    """The framework's environment; the workflow's where the framework runs in a worker (CNTK)."""
     framework = wildcards.framework
-    return f"../envs/{ENVIRONMENTS[framework]}.yaml" if framework in IMPLEMENTED else None
+    if framework in WORKER_PYTHONS:
+        return "../envs/workflow.yaml"
+    return f"../envs/{ENVIRONMENTS[framework]}.yaml"
 
 
 def train_threads(wildcards):

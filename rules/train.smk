@@ -15,6 +15,20 @@ rule framework_venv:
         "../workflow/scripts/build_env.py"
 
 
+rule cntk_conda_environment:
+    """With --use-conda: CNTK's CPython 3.6 environment, whose interpreter runs the CNTK worker."""
+    output:
+        ".conda-workers/cntk/environment.json",
+    log:
+        "logs/envs/cntk-conda.log",
+    params:
+        worker=Path(workflow.basedir) / "workflow" / "scripts" / "workers" / "cntk_worker.py",
+    conda:
+        "../envs/cntk.yaml"
+    shell:
+        "python {params.worker} --environment {output} > {log} 2>&1"
+
+
 rule train:
     input:
         unpack(train_inputs),

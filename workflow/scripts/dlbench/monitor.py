@@ -22,6 +22,7 @@ from pathlib import Path
 
 import psutil
 
+from .envs import WORKER_PYTHON_VARIABLE
 from .gpu import GpuProbe, summarise
 from .spec import RunSpec
 
@@ -113,9 +114,12 @@ def _log_tail(log_path: Path) -> str:
     return "\n".join(lines[-LOG_TAIL_LINES:])
 
 
-def runner_environment(threads: int, gpus: int) -> dict:
-    """Thread counts for every library the frameworks use, and the job's GPUs only."""
+def runner_environment(threads: int, gpus: int, worker_python: str | None = None) -> dict:
+    """Thread counts for every library the frameworks use, the job's GPUs only, and the interpreter
+    of a framework that runs in a worker process (CNTK)."""
     env = dict(os.environ)
+    if worker_python:
+        env[WORKER_PYTHON_VARIABLE] = worker_python
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[name] = str(threads)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
@@ -126,7 +130,8 @@ def runner_environment(threads: int, gpus: int) -> dict:
 
 
 def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz: float,
-        config_sha256: str, unavailable_reason: str | None = None, nvml=None) -> dict:
+        config_sha256: str, unavailable_reason: str | None = None, nvml=None,
+        worker_python: str | None = None) -> dict:
     """Run one training job under measurement and return its record."""
     started_at, started = _now(), time.monotonic()
     probe = GpuProbe(spec.gpus, nvml)
@@ -143,7 +148,7 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
             try:
                 process = subprocess.Popen([python, "-m", "dlbench.runner", str(spec_path), str(result_path)],
                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                           env=runner_environment(spec.threads, spec.gpus))
+                                           env=runner_environment(spec.threads, spec.gpus, worker_python))
             except OSError as error:
                 result = {"status": "failed", "reason": f"cannot start the runner with {python}: {error}"}
             else:

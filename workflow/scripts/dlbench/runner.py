@@ -13,7 +13,6 @@ own memory peak.
 from __future__ import annotations
 
 import json
-import platform
 import sys
 import time
 import traceback
@@ -87,8 +86,7 @@ def timed_loop(trainer, iterations: int, warmup: int, progress=print) -> dict:
 
 def run(spec: RunSpec) -> dict:
     backend = backends.load(spec.framework)
-    result = {"framework_version": backend.framework_version(),
-              "python": platform.python_version(), "packages": backends.package_versions(backend.PACKAGES)}
+    result = backends.describe(backend)
     trainer = backend.trainer(spec, describe_network(spec.network, FAMILIES[spec.family].variant))
     print(f"{spec.framework} {result['framework_version']}: {spec.network} on {spec.dataset}, "
           f"{spec.device}, batch {spec.batch_size_global}, {spec.iterations} iterations "

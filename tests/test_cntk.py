@@ -1,0 +1,139 @@
+"""CNTK without CNTK: CNTK 2.7's wheels are cp36 only and this machine has no CPython 3.6. What does
+not import cntk is tested for real (the translation into CNTK layer calls, the runner driving its
+worker over pipes, the worker's Python 3.6 syntax, the environment's "unavailable" reason); the
+worker's CNTK calls run against tests/cntk_standin, which checks shapes and parameter counts."""
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from dlbench import datasets, envs, formats, networks, runner
+from dlbench.backends import cntk as cntk_backend
+from dlbench.spec import RunSpec
+
+from .conftest import ROOT
+
+STANDIN = ROOT / "tests" / "cntk_standin"
+CASES = [(name, variant) for name, variants in networks.VARIANTS.items() for variant in variants]
+
+
+@pytest.fixture
+def worker(monkeypatch):
+    """cntk_worker imported in this process, its ``cntk`` the stand-in."""
+    monkeypatch.syspath_prepend(str(STANDIN))
+    spec = importlib.util.spec_from_file_location("cntk_worker", cntk_backend.WORKER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name,variant", CASES)
+def test_the_plan_builds_every_network_with_its_parameter_count(worker, name, variant):
+    description = networks.network(name, variant)
+    import cntk
+
+    model = worker.build(cntk_backend.plan(description), cntk.input_variable(description.input_shape))
+    assert model.shape == (description.num_classes,)
+    assert worker.trainable_parameters(model) == networks.trainable_parameters(description)
+
+
+def _convs(node):
+    if node["op"] == "conv":
+        yield node
+    for key in ("children", "branches"):
+        for child in node.get(key, []):
+            yield from _convs(child)
+    for key in ("body", "shortcut"):
+        if node.get(key):
+            yield from _convs(node[key])
+
+
+def test_padding_is_cntk_automatic_where_it_centres_the_kernel_and_explicit_elsewhere():
+    alexnet = list(_convs(cntk_backend.plan(networks.network("alexnet", "imagenet"))))
+    # 11x11/4 with padding 2: CNTK's automatic padding would give 56 outputs on 224, torchvision's 55.
+    assert alexnet[0] | {} == {"op": "conv", "filters": 64, "kernel": 11, "stride": 4, "pad": False,
+                               "explicit_pad": 2, "bias": True}
+    assert all(conv["pad"] and not conv["explicit_pad"] for conv in alexnet[1:])
+    stem = next(_convs(cntk_backend.plan(networks.network("resnet50", "imagenet"))))
+    assert (stem["kernel"], stem["stride"], stem["pad"], stem["explicit_pad"]) == (7, 2, True, 0)
+
+
+def test_a_window_cntk_cannot_express_is_refused():
+    with pytest.raises(ValueError, match="no CNTK padding mode"):
+        cntk_backend.CntkPlanner().maxpool(networks.MaxPool(3, 2, padding=2), (8, 10, 10))
+    with pytest.raises(ValueError, match="CNTK gives"):
+        cntk_backend._check_size(networks.Conv(64, 11, 4, 2), (3, 224, 224), autopad=True)  # 56, not 55
+
+
+def test_the_worker_is_python_3_6_code(tmp_path):
+    vermin = [str(Path(sys.executable).with_name("vermin")), "--no-tips", "--violations", "-t=3.6-",
+              "--eval-annotations"]
+    checked = subprocess.run([*vermin, str(cntk_backend.WORKER)], check=False, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+    newer = tmp_path / "newer.py"
+    newer.write_text("from dataclasses import dataclass\n")  # Python 3.7: the check can fail
+    assert subprocess.run([*vermin, str(newer)], check=False, capture_output=True).returncode != 0
+
+
+def _spec(**changes):
+    fields = {"framework": "cntk", "dataset": "mnist-synthetic", "network": "lenet", "device": "cpu",
+              "repetition": 1, "batch_size_global": 16, "iterations": 12, "warmup_iterations": 2,
+              "learning_rate": 0.01, "threads": 2}
+    return RunSpec(**{**fields, **changes})
+
+
+@pytest.fixture
+def standin_worker(monkeypatch):
+    """The runner's worker interpreter is this Python, whose ``cntk`` is the stand-in."""
+    monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, sys.executable)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(STANDIN), os.environ.get("PYTHONPATH", "")]))
+
+
+def _run(spec: RunSpec, tmp_path: Path) -> dict:
+    spec.dump(tmp_path / "spec.json")
+    runner.main([str(tmp_path / "spec.json"), str(tmp_path / "result.json")])
+    import json
+    return json.loads((tmp_path / "result.json").read_text())
+
+
+def test_the_runner_times_the_worker_steps_on_synthetic_data(tmp_path, standin_worker):
+    result = _run(_spec(), tmp_path)
+    assert result["status"] == "ok", result["reason"]
+    assert result["framework_version"] == "2.7-standin" and result["packages"]["cntk"] == "2.7-standin"
+    assert len(result["iteration_seconds"]) == 12 and min(result["iteration_seconds"]) >= 0.002
+    assert result["final_loss"] == pytest.approx(2.3 / 12)
+
+
+def test_the_worker_reads_the_map_file_from_the_format_directory(tmp_path, standin_worker):
+    datasets.generate("cifar10", tmp_path / "raw", train_images=40, test_images=10, seed=3)
+    datasets.unpack("cifar10", tmp_path / "raw", tmp_path / "data", None)
+    formats.convert("cntk", "cifar10", tmp_path / "data", tmp_path / "cntk", seed=7, log=lambda line: None)
+    spec = _spec(dataset="cifar10-generated", network="alexnet", data_dir=str(tmp_path / "cntk"))
+    config = cntk_backend.worker_config(spec, networks.network("alexnet", "cifar10"), tmp_path)
+    assert config["input_scale"][0] == pytest.approx(1 / (255 * datasets.FAMILIES["cifar10"].std[2]))  # BGR
+    result = _run(spec, tmp_path)
+    assert result["status"] == "ok", result["reason"]
+
+
+@pytest.mark.parametrize("device,reason", [("gpu1", "unavailable: this CNTK has no GPU support"),
+                                           ("gpu2", "unavailable: multi-GPU CNTK")])
+def test_gpu_runs_the_worker_cannot_make_are_unavailable(tmp_path, standin_worker, device, reason):
+    result = _run(_spec(device=device), tmp_path)
+    assert result["status"] == "unavailable" and result["reason"].startswith(reason)
+
+
+def test_a_worker_that_dies_fails_the_run_with_its_exit_code(tmp_path, standin_worker, monkeypatch):
+    monkeypatch.setenv("CNTK_STANDIN_EXIT_AT_STEP", "5")
+    result = _run(_spec(), tmp_path)
+    assert result["status"] == "failed"
+    assert result["reason"] == "RuntimeError: the CNTK worker exited with code 3 (its error is in the log)"
+
+
+def test_without_python_3_6_the_cntk_environment_is_unavailable(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no python3.6 here
+    with open(tmp_path / "build.log", "w") as log:
+        status = envs.build_environment(ROOT / "envs" / "cntk.requirements.txt", tmp_path / "cntk", 1, log)
+    assert status == {"status": "unavailable", "python": None, "reason": "unavailable: CNTK 2.7 requires "
+                      "CPython 3.6 (its last wheels are cp36 only), and this machine has none (no python3.6 on PATH)"}
