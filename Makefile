@@ -4,6 +4,8 @@
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
+# The node's GPUs, for Snakemake's count of the gpu resource (which GPU a job gets: dlbench.slots).
+GPUS ?= $(shell nvidia-smi --list-gpus 2>/dev/null | wc -l)
 SNAKEMAKE_ARGS ?=
 
 $(BIN)/python:
@@ -17,31 +19,40 @@ $(VENV)/.test-installed: envs/test.requirements.txt envs/workflow.requirements.t
 	$(BIN)/pip install --disable-pip-version-check -r envs/test.requirements.txt
 	touch $@
 
-# The Debian packages Caffe's build compiles and links against, installed when missing (as root);
-# elsewhere a message, and the Caffe runs come out "unavailable" with the missing headers named.
-CAFFE_APT := $(shell cat envs/caffe.apt.txt)
-.PHONY: system-packages
-system-packages:
+# Debian packages, installed when missing (as root), elsewhere a message: what Caffe's build
+# compiles and links against (without them the Caffe runs come out "unavailable" with the missing
+# headers named), the OpenMPI that CNTK's wheels load, and for the tests also Slurm, which the
+# Slurm integration test starts.
+RUN_APT := $(shell cat envs/caffe.apt.txt envs/cntk.apt.txt)
+TEST_APT := $(RUN_APT) $(shell cat envs/slurm.apt.txt)
+define apt_install
 	@if ! command -v dpkg-query >/dev/null; then \
-		echo "not Debian: install the equivalents of envs/caffe.apt.txt to build Caffe"; \
-	elif [ "$$(dpkg-query -W -f='$${db:Status-Abbrev}\n' $(CAFFE_APT) 2>/dev/null | grep -c '^ii')" = "$(words $(CAFFE_APT))" ]; then \
+		echo "not Debian: install the equivalents of $(1)"; \
+	elif [ "$$(dpkg-query -W -f='$${db:Status-Abbrev}\n' $(1) 2>/dev/null | grep -c '^ii')" = "$(words $(1))" ]; then \
 		:; \
 	elif [ "$$(id -u)" = 0 ]; then \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(CAFFE_APT); \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(1); \
 	else \
-		echo "to build Caffe: sudo apt-get install $(CAFFE_APT)"; \
+		echo "missing Debian packages: sudo apt-get install $(1)"; \
 	fi
+endef
+
+.PHONY: system-packages test-system-packages
+system-packages:
+	$(call apt_install,$(RUN_APT))
+test-system-packages:
+	$(call apt_install,$(TEST_APT))
 
 .PHONY: run test retry-failed
 run: system-packages $(VENV)/.workflow-installed
-	$(BIN)/snakemake --cores $(CORES) --keep-going $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake --profile profiles/local --cores $(CORES) --resources gpu=$(GPUS) $(SNAKEMAKE_ARGS)
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html $(SNAKEMAKE_ARGS)
 
-test: system-packages $(VENV)/.test-installed
+test: test-system-packages $(VENV)/.test-installed
 	$(BIN)/pytest
 
 # Move failed run records aside (kept under results/runs-failed/) and run only those again.
 retry-failed: system-packages $(VENV)/.workflow-installed
 	$(BIN)/python workflow/scripts/retry_failed.py
-	$(BIN)/snakemake --cores $(CORES) --keep-going $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake --profile profiles/local --cores $(CORES) --resources gpu=$(GPUS) $(SNAKEMAKE_ARGS)
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html $(SNAKEMAKE_ARGS)

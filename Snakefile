@@ -21,6 +21,10 @@ include: "rules/train.smk"
 include: "rules/aggregate.smk"
 
 
+# Cheap aggregation runs where Snakemake runs, not as cluster jobs.
+localrules: all, runs_table, appendix_table, figure
+
+
 rule all:
     input:
         RUNS,

@@ -21,7 +21,7 @@ def config_schema_path():
     return ROOT / "config" / "schema.yaml"
 
 
-def _framework_python(framework: str) -> str:
+def _environment(framework: str) -> dict:
     """The framework's venv as the workflow builds it (.venvs/<framework>), built here if missing."""
     from dlbench.envs import build_environment
 
@@ -30,7 +30,11 @@ def _framework_python(framework: str) -> str:
     with open(ROOT / ".venvs" / f"{framework}-tests.log", "w") as log:
         status = build_environment(ROOT / "envs" / f"{framework}.requirements.txt", venv_dir, os.cpu_count(), log)
     assert status["status"] == "ok", status["reason"]  # PyPI reaches this machine: fail, never skip
-    return status["python"]
+    return status
+
+
+def _framework_python(framework: str) -> str:
+    return _environment(framework)["python"]
 
 
 @pytest.fixture(scope="session")
@@ -46,6 +50,12 @@ def tensorflow_python():
 @pytest.fixture(scope="session")
 def caffe_python():
     return _framework_python("caffe")  # the first time, Caffe is compiled from source (about 4 minutes)
+
+
+@pytest.fixture(scope="session")
+def cntk_worker_python():
+    """CNTK's own CPython 3.6 (pyenv's on this project's machines), with CNTK 2.7 in its venv."""
+    return _environment("cntk")["worker_python"]
 
 
 @pytest.fixture(scope="session")

@@ -21,8 +21,14 @@ class FakeNVML:
     def nvmlShutdown(self):
         self.shut = True
 
+    def nvmlDeviceGetCount(self):
+        return len(self.watts)
+
     def nvmlDeviceGetHandleByIndex(self, index):
         return index
+
+    def nvmlDeviceGetHandleByUUID(self, uuid):
+        return int(uuid.removeprefix("GPU-fake-"))
 
     def nvmlDeviceGetIndex(self, handle):
         return handle
@@ -53,7 +59,7 @@ class FakeNVML:
 
 
 def sample_run(nvml, seconds=10, hz=10):
-    probe = gpu.GpuProbe(2, nvml)
+    probe = gpu.GpuProbe(["GPU-fake-0", "GPU-fake-1"], nvml)
     ticks = []
     for step in range(seconds * hz + 1):
         nvml.now = step / hz
@@ -62,8 +68,7 @@ def sample_run(nvml, seconds=10, hz=10):
 
 
 @pytest.mark.parametrize("energy_counter,method", [(True, "energy counter"), (False, "integrated power samples")])
-def test_power_and_energy_over_the_timed_window(monkeypatch, energy_counter, method):
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+def test_power_and_energy_over_the_timed_window(energy_counter, method):
     probe, ticks = sample_run(FakeNVML(energy_counter=energy_counter))
     memory, power = gpu.summarise(ticks, window=(2.0, 8.0), images=600, error=probe.error)
     assert power["method"] == method
@@ -76,8 +81,8 @@ def test_power_and_energy_over_the_timed_window(monkeypatch, energy_counter, met
     assert probe.describe()[1] == {"index": 1, "uuid": "GPU-fake-1", "name": "Fake P100", "driver": "550.1"}
 
 
-def test_without_nvml_every_gpu_field_is_null_with_a_reason(monkeypatch):
-    probe = gpu.GpuProbe(1, FakeNVML(fail_init=True))
+def test_without_nvml_every_gpu_field_is_null_with_a_reason():
+    probe = gpu.GpuProbe(["GPU-fake-0"], FakeNVML(fail_init=True))
     assert probe.error == "unavailable: NVML: Driver Not Loaded"
     memory, power = gpu.summarise([], window=(0, 1), images=10, error=probe.error)
     assert memory["gpu_process_peak_mib"] is None and power["gpu_mean_w"] is None
@@ -86,21 +91,27 @@ def test_without_nvml_every_gpu_field_is_null_with_a_reason(monkeypatch):
 
 
 def test_cpu_runs_do_not_touch_nvml():
-    probe = gpu.GpuProbe(0, FakeNVML(fail_init=True))
+    probe = gpu.GpuProbe([], FakeNVML(fail_init=True))
     assert probe.error == "unavailable: CPU run (no GPU used)" and probe.handles == []
 
 
-def test_a_window_shorter_than_two_samples_says_so(monkeypatch):
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+def test_a_window_shorter_than_two_samples_says_so():
     _, ticks = sample_run(FakeNVML(), seconds=1, hz=10)
     memory, power = gpu.summarise(ticks, window=(0.51, 0.55), images=8, error=None)
     assert memory["gpu_process_peak_mib"] == pytest.approx(1024)
     assert power["gpu_mean_w"] is None and "fewer than 2 GPU samples" in power["reasons"]["gpu_mean_w"]
 
 
-def test_the_job_samples_the_gpus_the_scheduler_gave_it(monkeypatch):
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
-    assert gpu.visible_gpus(1) == ["1"]
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    with pytest.raises(RuntimeError, match="2 GPU"):
-        gpu.visible_gpus(2)
+@pytest.mark.parametrize("visible,uuids", [(None, ["GPU-fake-0", "GPU-fake-1"]), ("1", ["GPU-fake-1"]),
+                                            ("", [])])
+def test_the_node_inventory_is_what_the_scheduler_left_visible_by_uuid(monkeypatch, visible, uuids):
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert gpu.inventory(FakeNVML()) == (uuids, None)
+
+
+def test_without_nvml_the_node_has_no_gpus_and_says_why(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert gpu.inventory(FakeNVML(fail_init=True)) == ([], "unavailable: NVML: Driver Not Loaded")

@@ -1,8 +1,8 @@
 """A stand-in for the part of CNTK 2.7's Python API that the CNTK worker calls, for tests on a
 machine without CPython 3.6 (CNTK's wheels are cp36 only). It is no CNTK: it tracks shapes and
-parameters by CNTK's documented rules (ConvolveGeometry: automatic padding gives one output per
-stride-th input position; without it, the windows inside the input, rounded down unless
-ceil_out_dim), reads the map and mean files as CNTK's ImageDeserializer would find them, and
+parameters by CNTK's rules (ConvolveGeometry: automatic padding gives one output per stride-th
+input position; without it, the windows inside the input, rounded down unless ceil_out_dim; a
+kernel larger than its input is refused, padded or not, as CNTK 2.7 does), reads the map and mean files as CNTK's ImageDeserializer would find them, and
 "trains" by sleeping. Set CNTK_STANDIN_EXIT_AT_STEP to make the worker die at that step.
 """
 import math
@@ -67,6 +67,7 @@ def reshape(x, shape):
 
 
 def _window(size, kernel, stride, autopad, ceil_out_dim=False):
+    assert kernel <= size, f"Convolution operation requires that kernel dim {kernel} <= input dim {size}."
     if autopad:
         return math.ceil(size / stride)
     return (math.ceil if ceil_out_dim else math.floor)((size - kernel) / stride) + 1
@@ -182,7 +183,7 @@ device.all_devices = lambda: [device.cpu()]
 device.try_set_default_device = lambda chosen: True
 
 cntk_py = types.ModuleType("cntk.cntk_py")
-cntk_py.set_max_num_cpu_threads = lambda count: None
+cntk_py.set_max_num_cputhreads = lambda count: None
 
 sys.modules.update({"cntk.layers": layers, "cntk.io": io, "cntk.io.transforms": io.transforms,
                     "cntk.device": device, "cntk.cntk_py": cntk_py})

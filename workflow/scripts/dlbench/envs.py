@@ -6,13 +6,14 @@ status file saying why, and its runs are recorded as ``unavailable: <reason>``.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 import venv
 from pathlib import Path
 
-from . import caffe_build
+from . import caffe_build, cntk_setup
 
 # Frameworks whose last release needs an older CPython than the workflow's: the runner stays on the
 # workflow's Python and drives the framework in a worker process under that interpreter.
@@ -20,12 +21,30 @@ WORKER_PYTHONS = {"cntk": ("3.6", "CNTK 2.7 requires CPython 3.6 (its last wheel
 WORKER_PYTHON_VARIABLE = "DLBENCH_WORKER_PYTHON"  # how the monitor tells the runner that interpreter
 
 
+# What makes a worker environment's framework importable after its pip install.
+WORKER_SETUP = {"cntk": cntk_setup.link_openmpi}
+
+
+def _runs_as(python: str, version: str) -> bool:
+    """A pyenv shim for a version pyenv has not selected exits with an error: only a real one counts."""
+    try:
+        found = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                               capture_output=True, text=True, check=False, timeout=60)
+    except OSError:
+        return False
+    return found.returncode == 0 and found.stdout.strip() == version
+
+
 def find_worker_python(environment: str) -> str:
+    """``python<version>`` on PATH, else one that pyenv has installed (as on this project's machines)."""
     version, why = WORKER_PYTHONS[environment]
-    found = shutil.which(f"python{version}")
-    if not found:
-        raise LookupError(f"{why}, and this machine has none (no python{version} on PATH)")
-    return found
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    candidates = [shutil.which(f"python{version}"),
+                  *map(str, sorted(pyenv.glob(f"versions/{version}.*/bin/python{version}")))]
+    for python in filter(None, candidates):
+        if _runs_as(python, version):
+            return python
+    raise LookupError(f"{why}, and this machine has none (no working python{version} on PATH or in pyenv)")
 
 
 def build_venv(requirements: Path, venv_dir: Path, log, base_python: str | None = None) -> dict:
@@ -80,9 +99,13 @@ def build_worker_venv(requirements: Path, venv_dir: Path, log) -> dict:
         log.write(f"{error}\n")
         return {"status": "unavailable", "python": None, "reason": f"unavailable: {error}"}
     status = build_venv(requirements, venv_dir, log, base_python)
-    if status["status"] == "ok":
-        status.update(python=sys.executable, worker_python=status["python"])
-    return status
+    if status["status"] != "ok":
+        return status
+    try:
+        WORKER_SETUP[venv_dir.name](venv_dir, log)
+    except (OSError, RuntimeError) as error:
+        return {"status": "unavailable", "python": None, "reason": f"unavailable: {error}"}
+    return {**status, "python": sys.executable, "worker_python": status["python"]}
 
 
 def status(path: Path) -> dict:

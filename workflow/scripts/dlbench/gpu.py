@@ -24,26 +24,55 @@ def _load_nvml():
     return pynvml
 
 
-class GpuProbe:
-    """NVML handles for the GPUs a job uses; ``error`` says why there are none."""
+def _nvml_error(error: Exception) -> str:
+    return f"unavailable: NVML: {_text(error) or type(error).__name__}"
 
-    def __init__(self, gpus: int, nvml=None):
+
+def _handle(nvml, ident: str):
+    if ident.startswith("GPU-"):
+        return nvml.nvmlDeviceGetHandleByUUID(ident)
+    return nvml.nvmlDeviceGetHandleByIndex(int(ident))
+
+
+def inventory(nvml=None) -> tuple[list[str], str | None]:
+    """The GPUs jobs on this node may use, by UUID, and why there are none if so.
+
+    CUDA_VISIBLE_DEVICES, where a scheduler (Slurm) or the user set it, limits them; else all that
+    NVML sees. UUIDs name a GPU the same way in every job, whatever each job's CUDA numbering, so
+    they are what the node's GPU slots are keyed by and what CUDA_VISIBLE_DEVICES is set to.
+    """
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    idents = [v.strip() for v in visible.split(",") if v.strip()] if visible is not None else None
+    try:
+        nvml = nvml or _load_nvml()
+        nvml.nvmlInit()
+    except Exception as error:  # noqa: BLE001 - missing library or driver
+        return [], _nvml_error(error)
+    try:
+        if idents is None:
+            idents = [str(index) for index in range(nvml.nvmlDeviceGetCount())]
+        return [_text(nvml.nvmlDeviceGetUUID(_handle(nvml, ident))) for ident in idents], None
+    except Exception as error:  # noqa: BLE001 - a device NVML cannot open
+        return [], _nvml_error(error)
+    finally:
+        nvml.nvmlShutdown()
+
+
+class GpuProbe:
+    """NVML handles for the GPUs a job holds (UUIDs); ``error`` says why there are none."""
+
+    def __init__(self, uuids: list[str], nvml=None):
         self.nvml, self.handles, self.error = None, [], None
-        if gpus == 0:
+        if not uuids:
             self.error = "unavailable: CPU run (no GPU used)"
             return
         try:
             self.nvml = nvml or _load_nvml()
             self.nvml.nvmlInit()
-            self.handles = [self._handle(ident) for ident in visible_gpus(gpus)]
+            self.handles = [_handle(self.nvml, uuid) for uuid in uuids]
         except Exception as error:  # noqa: BLE001 - missing library, driver or device
-            self.error = f"unavailable: NVML: {_text(error) or type(error).__name__}"
+            self.error = _nvml_error(error)
             self.handles = []
-
-    def _handle(self, ident: str):
-        if ident.startswith("GPU-"):
-            return self.nvml.nvmlDeviceGetHandleByUUID(ident)
-        return self.nvml.nvmlDeviceGetHandleByIndex(int(ident))
 
     def describe(self) -> list[dict]:
         driver = _text(self.nvml.nvmlSystemGetDriverVersion()) if self.handles else None
@@ -71,15 +100,6 @@ class GpuProbe:
     def close(self) -> None:
         if self.handles:
             self.nvml.nvmlShutdown()
-
-
-def visible_gpus(gpus: int) -> list[str]:
-    """The job's GPUs: CUDA_VISIBLE_DEVICES when the scheduler set it, else the first ``gpus``."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    idents = [v.strip() for v in visible.split(",") if v.strip()] if visible else [str(i) for i in range(gpus)]
-    if len(idents) < gpus:
-        raise RuntimeError(f"{gpus} GPU(s) requested, CUDA_VISIBLE_DEVICES={visible!r}")
-    return idents[:gpus]
 
 
 def summarise(samples: list[list[dict]], window: tuple[float, float] | None, images: int | None,

@@ -7,6 +7,7 @@ under the section's ``reasons``, never 0.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -22,8 +23,9 @@ from pathlib import Path
 
 import psutil
 
+from . import slots
 from .envs import WORKER_PYTHON_VARIABLE
-from .gpu import GpuProbe, summarise
+from .gpu import GpuProbe, inventory, summarise
 from .spec import RunSpec
 
 SCHEMA_VERSION = 1
@@ -114,9 +116,9 @@ def _log_tail(log_path: Path) -> str:
     return "\n".join(lines[-LOG_TAIL_LINES:])
 
 
-def runner_environment(threads: int, gpus: int, worker_python: str | None = None) -> dict:
-    """Thread counts for every library the frameworks use, the job's GPUs only, and the interpreter
-    of a framework that runs in a worker process (CNTK)."""
+def runner_environment(threads: int, gpus: list[str], worker_python: str | None = None) -> dict:
+    """Thread counts for every library the frameworks use, the job's own GPUs only (none for a CPU
+    run), and the interpreter of a framework that runs in a worker process (CNTK)."""
     env = dict(os.environ)
     if worker_python:
         env[WORKER_PYTHON_VARIABLE] = worker_python
@@ -124,56 +126,94 @@ def runner_environment(threads: int, gpus: int, worker_python: str | None = None
         env[name] = str(threads)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
-    if gpus == 0:
-        env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU run must not touch a GPU
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
     return env
+
+
+class DevicesMissing(Exception):
+    """The node has fewer GPUs than the run's device asks for."""
+
+
+@contextlib.contextmanager
+def held_devices(spec: RunSpec, lock_dir: Path, timeout_s: float, nvml, log):
+    """The GPUs (UUIDs) and cores the run holds for its life, given to no other run meanwhile
+    (:mod:`dlbench.slots`): its ``threads`` cores, so that runs side by side never share a core."""
+    with contextlib.ExitStack() as stack:
+        gpus = []
+        if spec.gpus:
+            node_gpus, error = inventory(nvml)
+            if len(node_gpus) < spec.gpus:
+                raise DevicesMissing(f"unavailable: {spec.device} needs {spec.gpus} GPU(s); this node has "
+                                     f"{len(node_gpus)}" + (f" ({error.removeprefix('unavailable: ')})" if error else ""))
+            gpus = stack.enter_context(slots.hold("gpu", node_gpus, spec.gpus, lock_dir, timeout_s, log.write))
+        node_cores = slots.cores()
+        cores = stack.enter_context(slots.hold("core", node_cores, min(spec.threads, len(node_cores)), lock_dir,
+                                               timeout_s, log.write))
+        log.write(f"holding GPUs {gpus or 'none'}, cores {','.join(cores)}\n")
+        yield gpus, [int(core) for core in cores]
 
 
 def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz: float,
         config_sha256: str, unavailable_reason: str | None = None, nvml=None,
-        worker_python: str | None = None) -> dict:
-    """Run one training job under measurement and return its record."""
+        worker_python: str | None = None, lock_dir: Path = slots.LOCK_DIR) -> dict:
+    """Run one training job under measurement, on GPUs and cores it holds alone, and return its record."""
     started_at, started = _now(), time.monotonic()
-    probe = GpuProbe(spec.gpus, nvml)
-    result, sampler, returncode = {}, None, None
-    with tempfile.TemporaryDirectory(prefix="dlbench-") as scratch, open(log_path, "a") as log:
+    result, sampler, probe, cores = {}, None, GpuProbe([], nvml), []
+    with open(log_path, "a") as log:
         if unavailable_reason:
             result = {"status": "unavailable", "reason": unavailable_reason}
             log.write(f"{unavailable_reason}\n")
         else:
-            spec_path, result_path = Path(scratch, "spec.json"), Path(scratch, "result.json")
-            spec.dump(spec_path)
-            log.write(f"runner: {python} -m dlbench.runner (threads {spec.threads}, timeout {timeout_s:.0f} s)\n")
-            log.flush()
             try:
-                process = subprocess.Popen([python, "-m", "dlbench.runner", str(spec_path), str(result_path)],
-                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                           env=runner_environment(spec.threads, spec.gpus, worker_python))
-            except OSError as error:
-                result = {"status": "failed", "reason": f"cannot start the runner with {python}: {error}"}
-            else:
-                sampler = Sampler(process.pid, probe, sample_hz)
-                sampler.start()
-                try:
-                    returncode = process.wait(timeout=timeout_s)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    returncode = process.wait()
-                    result = {"status": "failed", "reason": f"timeout: no result after {timeout_s:.0f} s"}
-                finally:
-                    sampler.stop()
-            if not result:
-                if result_path.exists():
-                    result = json.loads(result_path.read_text())
-                else:
-                    result = {"status": "failed", "reason": f"runner exited with code {returncode} and no result"}
+                with held_devices(spec, lock_dir, timeout_s, nvml, log) as (gpus, cores):
+                    probe = GpuProbe(gpus, nvml)
+                    result, sampler = _measure(spec, python, log, timeout_s, sample_hz, probe, gpus, cores,
+                                               worker_python)
+            except DevicesMissing as missing:
+                result = {"status": "unavailable", "reason": str(missing)}
+                probe.error = str(missing)
+            except slots.SlotsBusy as busy:
+                result = {"status": "failed", "reason": f"SlotsBusy: {busy}"}
     if result["status"] == "failed":
         result["reason"] += "\nlast lines of the log:\n" + _log_tail(log_path)
     record = build_record(spec, result, sampler, probe, config_sha256)
     record["timing"]["wall_seconds"] = time.monotonic() - started
-    record["provenance"].update(started_at=started_at, finished_at=_now())
+    record["provenance"].update(started_at=started_at, finished_at=_now(), cores_held=cores)
     probe.close()
     return record
+
+
+def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float, probe: GpuProbe,
+             gpus: list[str], cores: list[int], worker_python: str | None) -> tuple[dict, Sampler | None]:
+    """Start the runner on the held devices, sample it until it exits or times out; its result."""
+    with tempfile.TemporaryDirectory(prefix="dlbench-") as scratch:
+        spec_path, result_path = Path(scratch, "spec.json"), Path(scratch, "result.json")
+        spec.dump(spec_path)
+        log.write(f"runner: {python} -m dlbench.runner (threads {spec.threads}, timeout {timeout_s:.0f} s)\n")
+        log.flush()
+        own_cores = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, cores)  # this thread's cores, which the runner inherits
+        try:
+            process = subprocess.Popen([python, "-m", "dlbench.runner", str(spec_path), str(result_path)],
+                                       stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                       env=runner_environment(spec.threads, gpus, worker_python))
+        except OSError as error:
+            return {"status": "failed", "reason": f"cannot start the runner with {python}: {error}"}, None
+        finally:
+            os.sched_setaffinity(0, own_cores)
+        sampler = Sampler(process.pid, probe, sample_hz)
+        sampler.start()
+        try:
+            returncode = process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return {"status": "failed", "reason": f"timeout: no result after {timeout_s:.0f} s"}, sampler
+        finally:
+            sampler.stop()
+        if result_path.exists():
+            return json.loads(result_path.read_text()), sampler
+        return {"status": "failed", "reason": f"runner exited with code {returncode} and no result"}, sampler
 
 
 def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: GpuProbe,
@@ -225,6 +265,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
             "python": result.get("python"), "packages": result.get("packages", {}),
             "monitor_python": platform.python_version(),
             "config_sha256": config_sha256, "git_commit": git_commit(),
+            "slurm_job_id": os.environ.get("SLURM_JOB_ID"),  # where the run was a Slurm job
         },
     }
 

@@ -96,7 +96,12 @@ def minibatch_source(config, features, labels):
     deserializer = C.io.ImageDeserializer(config["map_file"], C.io.StreamDefs(
         features=C.io.StreamDef(field="image", transforms=steps),
         labels=C.io.StreamDef(field="label", shape=config["num_classes"])))
-    source = C.io.MinibatchSource(deserializer, randomize=True, max_sweeps=C.io.INFINITELY_REPEAT)
+    try:
+        source = C.io.MinibatchSource(deserializer, randomize=True, max_sweeps=C.io.INFINITELY_REPEAT)
+    except RuntimeError as error:  # the reader's OpenCV 3.1 needs Ubuntu 16.04's libjpeg8, libpng12, ...
+        if "Plugin not found" not in str(error):
+            raise
+        raise Unavailable("CNTK's image reader cannot be loaded: " + str(error).splitlines()[0])
     input_map = {features: source.streams.features, labels: source.streams.labels}
     batch = config["batch_size"]
     return lambda: source.next_minibatch(batch, input_map=input_map)
@@ -116,7 +121,7 @@ class Worker:
         import cntk as C
         device = select_device(config["gpus"])
         C.device.try_set_default_device(device)
-        C.cntk_py.set_max_num_cpu_threads(config["threads"])  # else CNTK takes every core of the machine
+        C.cntk_py.set_max_num_cputhreads(config["threads"])  # else CNTK takes every core of the machine
         features = C.input_variable(tuple(config["input_shape"]), np.float32)
         labels = C.input_variable(config["num_classes"], np.float32)
         scale = config["input_scale"]  # 1 / std per channel in the reader's (BGR) order; None: normalised

@@ -1,13 +1,14 @@
 """Framework backends behind one interface.
 
 A backend module defines ``framework_version()`` and ``PACKAGES`` (the distributions whose versions
-the record keeps), or instead ``describe()`` where the framework runs under another interpreter,
-``build(network)``, ``trainable_parameters(model)``, ``forward_shape(model,
+the record keeps), ``build(network)``, ``trainable_parameters(model)``, ``forward_shape(model,
 images)`` and ``trainer(spec, network)`` returning an object with ``step()`` (dispatches one
 training step and returns a callable that blocks until that step has finished), ``synchronize()``
-(waits for all pending work), ``final_loss()`` and ``allocator_peak_mib()``. Modules are imported
-lazily, inside the framework's own environment, so the package itself imports with no framework
-installed.
+(waits for all pending work), ``final_loss()`` and ``allocator_peak_mib()``. A framework that
+trains in a worker process under another interpreter (CNTK) has ``describe()`` instead of the
+first two, builds its models in the worker, and its trainer adds ``worker_cpu_seconds()``.
+Modules are imported lazily, inside the framework's own environment, so the package itself imports
+with no framework installed.
 """
 from __future__ import annotations
 

@@ -38,10 +38,12 @@ def cntk_output_size(size: int, kernel: int, stride: int, autopad: bool, ceil_ou
     return (math.ceil(span / stride) if ceil_out_dim else span // stride) + 1
 
 
-def _autopad(layer) -> bool:
+def _autopad(layer, shape) -> bool:
     """CNTK's automatic padding centres an odd kernel on every stride-th input position: the
-    description's symmetric padding of kernel // 2."""
-    return layer.padding > 0 and layer.kernel % 2 == 1 and layer.padding == layer.kernel // 2
+    description's symmetric padding of kernel // 2. CNTK refuses a kernel larger than its input even
+    then (VGG16's 3x3 convolutions on CIFAR10's 2x2 maps): those are padded explicitly."""
+    return (layer.padding > 0 and layer.kernel % 2 == 1 and layer.padding == layer.kernel // 2
+            and layer.kernel <= min(shape[1:]))
 
 
 def _check_size(layer, shape, autopad: bool, explicit_pad: int = 0, ceil_out_dim: bool = False) -> None:
@@ -58,7 +60,7 @@ class CntkPlanner:
     call in the worker (Convolution2D, pooling, BatchNormalization, Dense, splice, plus, ...)."""
 
     def conv(self, layer, shape):
-        autopad = _autopad(layer)
+        autopad = _autopad(layer, shape)
         explicit_pad = 0 if autopad else layer.padding  # C.pad with zeros, then an unpadded convolution
         _check_size(layer, shape, autopad, explicit_pad)
         return {"op": "conv", "filters": layer.out_channels, "kernel": layer.kernel, "stride": layer.stride,
@@ -71,7 +73,7 @@ class CntkPlanner:
         return {"op": "relu"}
 
     def maxpool(self, layer, shape):
-        autopad = _autopad(layer)
+        autopad = _autopad(layer, shape)
         if layer.padding and not autopad:  # none of the five networks needs it: padding would be -inf
             raise ValueError(f"max-pooling {layer} has no CNTK padding mode")
         ceil_out_dim = layer.ceil_mode and not autopad
@@ -121,7 +123,7 @@ def describe() -> dict:
                            text=True)
     if found.returncode != 0:
         raise Unavailable(f"cntk cannot be imported: {(found.stderr.strip().splitlines() or ['?'])[-1]}")
-    return json.loads(found.stdout)
+    return json.loads(found.stdout.splitlines()[-1])
 
 
 def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
@@ -149,6 +151,7 @@ def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -
 class Trainer:
     def __init__(self, spec: RunSpec, description: networks.Network):
         python = worker_python()
+        print(f"CNTK worker: {python} {WORKER}", flush=True)
         self.scratch = tempfile.TemporaryDirectory(prefix="dlbench-cntk-")
         config_path = Path(self.scratch.name, "worker.json")
         config_path.write_text(json.dumps(worker_config(spec, description, Path(self.scratch.name))))
@@ -197,6 +200,11 @@ class Trainer:
         self.synchronize()
         self._send("loss")
         return self._reply()["loss"]
+
+    def worker_cpu_seconds(self) -> float:
+        """The worker's CPU time (user + system, from /proc), which the runner's own does not include."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def allocator_peak_mib(self) -> None:
         return None  # CNTK keeps no allocator statistics that its Python API exposes

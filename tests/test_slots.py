@@ -1,0 +1,97 @@
+"""GPU and core slots on a fake node: concurrent jobs never share a device; a killed job frees its own."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from itertools import combinations
+
+import pytest
+from dlbench import monitor, slots
+from dlbench.aggregate import load_records
+
+from .conftest import ROOT
+from .test_gpu import FakeNVML
+from .test_monitor import spec
+
+NODE = ["GPU-fake-0", "GPU-fake-1"]
+# One job: hold one GPU of the fake node for 0.3 s, print what it held and when.
+JOB = """
+import json, sys, time
+from pathlib import Path
+from dlbench import slots
+with slots.hold("gpu", {node!r}, 1, Path(sys.argv[1]), timeout_s=60, log=lambda line: None) as held:
+    start = time.time()
+    {body}
+    print(json.dumps({{"gpus": held, "start": start, "end": time.time()}}), flush=True)
+"""
+
+
+def _job(lock_dir, body="time.sleep(0.3)", node=NODE):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts")}
+    return subprocess.Popen([sys.executable, "-c", JOB.format(node=node, body=body), str(lock_dir)],
+                            stdout=subprocess.PIPE, text=True, env=env)
+
+
+def test_jobs_asking_for_one_gpu_each_never_share_one(tmp_path):
+    jobs = [_job(tmp_path) for _ in range(6)]
+    held = [json.loads(job.communicate(timeout=60)[0]) for job in jobs]
+    assert sorted({gpu for job in held for gpu in job["gpus"]}) == NODE  # both GPUs were used
+    for a, b in combinations(held, 2):
+        if a["gpus"] == b["gpus"]:
+            assert a["end"] <= b["start"] or b["end"] <= a["start"], (a, b)
+
+
+def test_a_killed_job_releases_its_gpu(tmp_path):
+    ready = tmp_path / "ready"
+    job = _job(tmp_path / "locks", body=f"Path({str(ready)!r}).touch(); time.sleep(600)", node=NODE[:1])
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    lines = []
+    with (pytest.raises(slots.SlotsBusy, match=rf"held: {{'GPU-fake-0': '{job.pid}'}}"),
+          slots.hold("gpu", NODE[:1], 1, tmp_path / "locks", timeout_s=0.5, log=lines.append)):
+        pass
+    assert lines == [f"waiting for 1 free gpu(s); held now (device: pid): {{'GPU-fake-0': '{job.pid}'}}"]
+    job.send_signal(signal.SIGKILL)
+    job.wait()
+    started = time.monotonic()
+    with slots.hold("gpu", NODE[:1], 1, tmp_path / "locks", timeout_s=5) as held:
+        assert held == ["GPU-fake-0"] and time.monotonic() - started < 1
+
+
+def test_a_job_never_holds_part_of_its_gpus_while_it_waits(tmp_path):
+    """Two 2-GPU jobs on a 3-GPU node each holding one and waiting for the other would deadlock."""
+    node = ["GPU-a", "GPU-b", "GPU-c"]
+    with slots.hold("gpu", node[1:2], 1, tmp_path):  # another job has GPU-b
+        with slots.hold("gpu", node, 2, tmp_path, timeout_s=5) as held:
+            assert held == ["GPU-a", "GPU-c"]
+        with (pytest.raises(slots.SlotsBusy),
+              slots.hold("gpu", node[:2], 2, tmp_path, timeout_s=0.3, log=lambda line: None)):
+            pass
+        with slots.hold("gpu", node[:1], 1, tmp_path, timeout_s=0.3) as held:
+            assert held == ["GPU-a"]  # the failed attempt let GPU-a go
+
+
+def test_the_record_names_the_gpus_and_cores_the_run_held(tmp_path, monkeypatch):
+    """The runner (CPU-only PyTorch here) cannot use the fake GPU, but the monitor gave it GPU-fake-1:
+    GPU-fake-0 is held by another job."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    with slots.hold("gpu", NODE[:1], 1, tmp_path / "locks"):
+        record = monitor.run(spec(device="gpu1", iterations=3, warmup_iterations=1), sys.executable,
+                             tmp_path / "run.log", 120, 20, "sha", nvml=FakeNVML(), lock_dir=tmp_path / "locks")
+    monitor.write_record(record, tmp_path / "rep1.json")
+    record = load_records([tmp_path / "rep1.json"])[0]
+    assert record["status"] == "unavailable"
+    assert [(g["index"], g["uuid"]) for g in record["provenance"]["gpus"]] == [(1, "GPU-fake-1")]
+    assert record["provenance"]["cores_held"] == sorted(os.sched_getaffinity(0))[:2]
+    assert "holding GPUs ['GPU-fake-1'], cores" in (tmp_path / "run.log").read_text()
+
+
+def test_a_device_the_node_lacks_is_unavailable(tmp_path, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    record = monitor.run(spec(device="gpu4"), sys.executable, tmp_path / "run.log", 120, 20, "sha",
+                         nvml=FakeNVML(), lock_dir=tmp_path / "locks")
+    assert record["status"] == "unavailable" and record["reason"] == "unavailable: gpu4 needs 4 GPU(s); this node has 2"
+    assert record["memory"]["reasons"]["gpu_device_peak_mib"] == record["reason"]
