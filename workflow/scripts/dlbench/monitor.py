@@ -138,6 +138,10 @@ class DevicesMissing(Exception):
 def held_devices(spec: RunSpec, lock_dir: Path, timeout_s: float, nvml, log):
     """The GPUs (UUIDs) and cores the run holds for its life, given to no other run meanwhile
     (:mod:`dlbench.slots`): its ``threads`` cores, so that runs side by side never share a core."""
+    def note(line: str) -> None:
+        log.write(line + "\n")
+        log.flush()
+
     with contextlib.ExitStack() as stack:
         gpus = []
         if spec.gpus:
@@ -145,11 +149,11 @@ def held_devices(spec: RunSpec, lock_dir: Path, timeout_s: float, nvml, log):
             if len(node_gpus) < spec.gpus:
                 raise DevicesMissing(f"unavailable: {spec.device} needs {spec.gpus} GPU(s); this node has "
                                      f"{len(node_gpus)}" + (f" ({error.removeprefix('unavailable: ')})" if error else ""))
-            gpus = stack.enter_context(slots.hold("gpu", node_gpus, spec.gpus, lock_dir, timeout_s, log.write))
+            gpus = stack.enter_context(slots.hold("gpu", node_gpus, spec.gpus, lock_dir, timeout_s, note))
         node_cores = slots.cores()
         cores = stack.enter_context(slots.hold("core", node_cores, min(spec.threads, len(node_cores)), lock_dir,
-                                               timeout_s, log.write))
-        log.write(f"holding GPUs {gpus or 'none'}, cores {','.join(cores)}\n")
+                                               timeout_s, note))
+        note(f"holding GPUs {gpus or 'none'}, cores {','.join(cores)}")
         yield gpus, [int(core) for core in cores]
 
 
