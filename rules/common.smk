@@ -42,7 +42,7 @@ UNPACKED_DATASETS = [(label, family, mode) for label, family, mode in FILE_DATAS
 wildcard_constraints:
     framework="|".join(FRAMEWORKS),
     environment="|".join(sorted(set(ENVIRONMENTS.values()))),
-    device=r"cpu|gpu\d+",
+    device=r"(\d+x)?(cpu|gpu\d+)",
     repetition=r"\d+",
 
 
@@ -129,7 +129,7 @@ def train_conda(wildcards):
 
 
 def train_threads(wildcards):
-    if wildcards.device != "cpu":
+    if gpu_count(wildcards.device):
         return config["threads"]["gpu"]
     if config["threads"]["cpu"]:
         return config["threads"]["cpu"]
@@ -145,7 +145,7 @@ def loader_workers(device, threads):
     # A GPU run's cores feed its input pipeline while the GPU trains. A CPU run's cores all train:
     # decoding raw Datum records in-process costs 0.35 ms per 64 images here, a worker process
     # 2.0 ms (IPC), so CPU runs load in-process.
-    return threads if device != "cpu" else 0
+    return threads if gpu_count(device) else 0
 
 
 def run_spec(wildcards, threads):

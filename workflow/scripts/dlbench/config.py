@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .datasets import FAMILIES
 from .networks import VARIANTS
-from .spec import dataset_label, gpu_count
+from .spec import dataset_label, parse_device
 
 # Figure 4.5: effective (global) batch size, iterations, learning rate per dataset and network.
 FIGURE_4_5 = {
@@ -77,10 +77,11 @@ def cases(config: dict) -> list[Case]:
                 raise ConfigError(f"{where}.warmup_iterations: {warmup} warm-up iterations leave no timed "
                                   f"iteration of {iterations} ({network}); allowed: 0 to {iterations - 1}")
             for device in config["devices"]:
-                gpus = gpu_count(device)
-                if gpus and batch % gpus:
-                    raise ConfigError(f"{where}.batch_size: {batch} cannot be split over {gpus} GPUs "
-                                      f"({network} on {device}); allowed: a multiple of {gpus}")
+                processes, gpus = parse_device(device)
+                shares = processes * max(gpus, 1)  # the global batch is split over them
+                if batch % shares:
+                    raise ConfigError(f"{where}.batch_size: {batch} cannot be split over {shares} devices "
+                                      f"({network} on {device}); allowed: a multiple of {shares}")
                 for framework in config["frameworks"]:
                     label = dataset_label(family, mode)
                     key = (framework, label, network, device)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from . import slots
+from . import launch, slots
 from .envs import WORKER_PYTHON_VARIABLE
 from .gpu import GpuProbe, inventory, summarise
 from .spec import RunSpec
@@ -144,12 +144,13 @@ def held_devices(spec: RunSpec, lock_dir: Path, timeout_s: float, nvml, log):
 
     with contextlib.ExitStack() as stack:
         gpus = []
-        if spec.gpus:
+        wanted = spec.gpus * launch.local_processes(spec.processes)
+        if wanted:
             node_gpus, error = inventory(nvml)
-            if len(node_gpus) < spec.gpus:
-                raise DevicesMissing(f"unavailable: {spec.device} needs {spec.gpus} GPU(s); this node has "
+            if len(node_gpus) < wanted:
+                raise DevicesMissing(f"unavailable: {spec.device} needs {wanted} GPU(s); this node has "
                                      f"{len(node_gpus)}" + (f" ({error.removeprefix('unavailable: ')})" if error else ""))
-            gpus = stack.enter_context(slots.hold("gpu", node_gpus, spec.gpus, lock_dir, timeout_s, note))
+            gpus = stack.enter_context(slots.hold("gpu", node_gpus, wanted, lock_dir, timeout_s, note))
         node_cores = slots.cores()
         cores = stack.enter_context(slots.hold("core", node_cores, min(spec.threads, len(node_cores)), lock_dir,
                                                timeout_s, note))
@@ -190,17 +191,23 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
 def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float, probe: GpuProbe,
              gpus: list[str], cores: list[int], worker_python: str | None) -> tuple[dict, Sampler | None]:
     """Start the runner on the held devices, sample it until it exits or times out; its result."""
-    with tempfile.TemporaryDirectory(prefix="dlbench-") as scratch:
+    # Beside the log, not in /tmp: the processes of a run over several nodes all read the spec.
+    with tempfile.TemporaryDirectory(prefix=".dlbench-", dir=Path(log.name).parent) as scratch:
         spec_path, result_path = Path(scratch, "spec.json"), Path(scratch, "result.json")
         spec.dump(spec_path)
-        log.write(f"runner: {python} -m dlbench.runner (threads {spec.threads}, timeout {timeout_s:.0f} s)\n")
+        try:
+            command = launch.runner_command(python, spec.framework, spec.processes, [str(spec_path), str(result_path)])
+        except launch.NotLaunchable as error:
+            return {"status": "unavailable", "reason": f"unavailable: {spec.device}: {error}"}, None
+        # Processes on this machine share its held threads (torchrun --standalone).
+        threads = max(1, spec.threads // launch.local_processes(spec.processes))
+        log.write(f"runner: {' '.join(command)} (threads {threads}, timeout {timeout_s:.0f} s)\n")
         log.flush()
         own_cores = os.sched_getaffinity(0)
         os.sched_setaffinity(0, cores)  # this thread's cores, which the runner inherits
         try:
-            process = subprocess.Popen([python, "-m", "dlbench.runner", str(spec_path), str(result_path)],
-                                       stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                       env=runner_environment(spec.threads, gpus, worker_python))
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                       env=runner_environment(threads, gpus, worker_python))
         except OSError as error:
             return {"status": "failed", "reason": f"cannot start the runner with {python}: {error}"}, None
         finally:

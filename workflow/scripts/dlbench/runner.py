@@ -13,6 +13,7 @@ own memory peak.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -90,14 +91,25 @@ def timed_loop(trainer, iterations: int, warmup: int, progress=print) -> dict:
     }
 
 
+def _first_process() -> bool:
+    """One process of a data-parallel group (rank 0; torchrun sets RANK) speaks for the run: it
+    prints the progress and writes the result. Each step ends with the gradients of all."""
+    return os.environ.get("RANK", "0") == "0"
+
+
+def _quiet(*args, **kwargs) -> None:
+    pass
+
+
 def run(spec: RunSpec) -> dict:
     backend = backends.load(spec.framework)
     result = backends.describe(backend)
     trainer = backend.trainer(spec, describe_network(spec.network, FAMILIES[spec.family].variant))
-    print(f"{spec.framework} {result['framework_version']}: {spec.network} on {spec.dataset}, "
-          f"{spec.device}, batch {spec.batch_size_global}, {spec.iterations} iterations "
-          f"({spec.warmup_iterations} warm-up), {spec.threads} threads", flush=True)
-    result.update(timed_loop(trainer, spec.iterations, spec.warmup_iterations))
+    progress = print if _first_process() else _quiet
+    progress(f"{spec.framework} {result['framework_version']}: {spec.network} on {spec.dataset}, "
+             f"{spec.device}, batch {spec.batch_size_global}, {spec.iterations} iterations "
+             f"({spec.warmup_iterations} warm-up), {spec.threads} threads", flush=True)
+    result.update(timed_loop(trainer, spec.iterations, spec.warmup_iterations, progress))
     result["final_loss"] = trainer.final_loss()
     result["framework_allocator_peak_mib"] = trainer.allocator_peak_mib()
     return result
@@ -119,7 +131,8 @@ def main(argv: list[str]) -> int:
     except Exception as error:  # noqa: BLE001 - any failure becomes the record's reason
         traceback.print_exc()
         result, code = {"status": "failed", "reason": f"{_error_name(error)}: {error}"}, 1
-    result_path.write_text(json.dumps(result))
+    if _first_process():
+        result_path.write_text(json.dumps(result))
     return code
 
 

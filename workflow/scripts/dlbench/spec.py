@@ -5,6 +5,7 @@ Standard library only: the runner imports it inside framework environments.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -26,13 +27,24 @@ def parse_dataset_label(label: str) -> tuple[str, str]:
     return family, mode
 
 
+# cpu, gpu<g>: one process; <n>x<cpu|gpu<g>>: data parallelism over n processes (one per node on a
+# cluster, n local processes on one machine), each on the device after the "x".
+DEVICE = re.compile(r"(?:(?P<processes>[2-9]|[1-9][0-9]+)x)?(?:cpu|gpu(?P<gpus>[1-9][0-9]*))")
+
+
+def parse_device(device: str) -> tuple[int, int]:
+    """``cpu`` -> (1, 0), ``gpu2`` -> (1, 2), ``2xcpu`` -> (2, 0), ``2xgpu1`` -> (2, 1): (processes,
+    GPUs per process)."""
+    found = DEVICE.fullmatch(device)
+    if not found:
+        raise ValueError(f"bad device {device!r}: expected cpu, gpu<g> or <n>x<cpu|gpu<g>> with g >= 1, n >= 2")
+    return int(found["processes"] or 1), int(found["gpus"] or 0)
+
+
 def gpu_count(device: str) -> int:
-    """``cpu`` -> 0, ``gpu1`` -> 1, ``gpu2`` -> 2, ..."""
-    if device == "cpu":
-        return 0
-    if device.startswith("gpu") and device[3:].isdigit() and int(device[3:]) > 0:
-        return int(device[3:])
-    raise ValueError(f"bad device {device!r}: expected cpu or gpu<N> with N >= 1")
+    """All the GPUs a run on ``device`` uses: ``gpu2`` -> 2, ``2xgpu1`` -> 2, ``cpu`` -> 0."""
+    processes, gpus = parse_device(device)
+    return processes * gpus
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,12 @@ class RunSpec:
 
     @property
     def gpus(self) -> int:
-        return gpu_count(self.device)
+        """GPUs per process: what one training process uses."""
+        return parse_device(self.device)[1]
+
+    @property
+    def processes(self) -> int:
+        return parse_device(self.device)[0]
 
     def record_block(self, framework_version: str | None) -> dict:
         block = asdict(self)

@@ -1,11 +1,13 @@
 """PyTorch backend: a builder for the network descriptions and an eager training step."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
+from torch import distributed, nn
+from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
 from .. import networks
@@ -90,13 +92,31 @@ def forward_shape(model: nn.Module, images: np.ndarray) -> tuple:
         return tuple(model.eval()(torch.from_numpy(images)).shape)
 
 
+def _process_group(spec: RunSpec) -> tuple[int, int]:
+    """This process's rank and the number of processes. A run over several processes (torchrun
+    starts them and sets RANK, WORLD_SIZE, MASTER_ADDR) joins their group: NCCL on GPUs, gloo on CPUs."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world != spec.processes:
+        raise RuntimeError(f"{spec.device} trains over {spec.processes} processes; {world} were started")
+    if world == 1:
+        return 0, 1
+    if spec.gpus > 1:
+        raise Unavailable(f"{spec.device}: one GPU per process ({spec.processes * spec.gpus}xgpu1) is wired, "
+                          "not several")
+    distributed.init_process_group("nccl" if spec.gpus else "gloo")
+    return distributed.get_rank(), world
+
+
 def _devices(spec: RunSpec) -> list[torch.device]:
+    """The process's GPUs: the ``gpus`` after those of the processes before it on this machine."""
     if spec.gpus == 0:
         return [torch.device("cpu")]
+    first = int(os.environ.get("LOCAL_RANK", "0")) * spec.gpus
     visible = torch.cuda.device_count()
-    if visible < spec.gpus:
-        raise Unavailable(f"{spec.device} needs {spec.gpus} CUDA GPU(s); torch {torch.__version__} sees {visible}")
-    return [torch.device("cuda", index) for index in range(spec.gpus)]
+    if visible < first + spec.gpus:
+        raise Unavailable(f"{spec.device} needs {first + spec.gpus} CUDA GPU(s) here; torch {torch.__version__} "
+                          f"sees {visible}")
+    return [torch.device("cuda", index) for index in range(first, first + spec.gpus)]
 
 
 class LmdbDataset(torch.utils.data.Dataset):
@@ -140,21 +160,24 @@ def _as_tensors(batch: tuple[np.ndarray, np.ndarray]) -> tuple[torch.Tensor, tor
 class _Batches:
     """Endless batches: synthetic (one resident batch) or shuffled epochs of a dataset."""
 
-    def __init__(self, spec: RunSpec, description: networks.Network, device: torch.device):
+    def __init__(self, spec: RunSpec, description: networks.Network, device: torch.device, rank: int = 0,
+                 world: int = 1):
+        """The process's share of the global batch: ``world`` processes each train on a slice."""
         mean, std = inputs.pixel_statistics(spec)
         self.mean = torch.from_numpy(mean).to(device).view(1, -1, 1, 1)
         self.std = torch.from_numpy(std).to(device).view(1, -1, 1, 1)
-        self.device, self.batch = device, spec.batch_size_global
+        self.device, self.batch = device, spec.batch_size_global // world
         if spec.data_mode == "synthetic":
+            share = slice(rank * self.batch, (rank + 1) * self.batch)
             images, labels = _as_tensors(inputs.synthetic_batch(spec, description))
-            self.synthetic = (self._normalise(images.to(device)), labels.to(device))
+            self.synthetic = (self._normalise(images[share].to(device)), labels[share].to(device))
             return
         self.synthetic = None
-        dataset = LmdbDataset(inputs.train_shards(spec), description.input_shape, spec.seed)
+        dataset = LmdbDataset(inputs.train_shards(spec), description.input_shape, spec.seed + rank)
         if len(dataset) < self.batch:
             raise ValueError(f"{spec.dataset} has {len(dataset)} training images, fewer than one batch of {self.batch}")
         workers = spec.loader_workers
-        generator = torch.Generator().manual_seed(spec.seed)
+        generator = torch.Generator().manual_seed(spec.seed + rank)  # each process its own order
         self.loader = DataLoader(dataset, batch_sampler=ShuffledRuns(len(dataset), self.batch, generator),
                                  num_workers=workers, persistent_workers=workers > 0,
                                  prefetch_factor=4 if workers else None, pin_memory=device.type == "cuda",
@@ -178,19 +201,26 @@ class _Batches:
 
 class Trainer:
     def __init__(self, spec: RunSpec, description: networks.Network):
-        torch.set_num_threads(spec.threads)
+        # Processes of one run on one machine share its threads (torchrun sets LOCAL_WORLD_SIZE).
+        torch.set_num_threads(max(1, spec.threads // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
         torch.manual_seed(spec.seed)
+        rank, world = _process_group(spec)
         self.devices = _devices(spec)
         if self.devices[0].type == "cuda":
             torch.backends.cudnn.benchmark = True  # as the reference training scripts do
         model = build(description).to(self.devices[0])
-        if len(self.devices) > 1:
+        if world > 1:
+            # Data parallelism over processes: each trains on its slice, gradients are all-reduced.
+            model = DistributedDataParallel(model, device_ids=[self.devices[0].index] if spec.gpus else None)
+            print(f"rank {rank} of {world}: {self.devices[0]}, batch {spec.batch_size_global // world}, "
+                  f"{distributed.get_backend()}", flush=True)
+        elif len(self.devices) > 1:
             # Single-process data parallelism: the global batch is split over the GPUs.
             model = nn.DataParallel(model, device_ids=[d.index for d in self.devices])
         self.model = model.train()
         self.optimizer = torch.optim.SGD(model.parameters(), lr=spec.learning_rate, momentum=0.9)
         self.criterion = nn.CrossEntropyLoss()
-        self.batches = _Batches(spec, description, self.devices[0])
+        self.batches = _Batches(spec, description, self.devices[0], rank, world)
         self.loss = None
 
     def step(self):

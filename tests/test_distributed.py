@@ -1,0 +1,45 @@
+"""Data parallelism over processes (<n>x<device>): PyTorch over two real processes on this machine
+(torchrun, gloo), the Slurm launch command, and what the other frameworks and a bad batch say."""
+import sys
+
+import pytest
+from dlbench import launch
+from dlbench.config import ConfigError, cases
+
+from .test_config import GOOD, validated
+from .test_monitor import run, spec
+
+
+def test_pytorch_trains_over_two_processes_with_gloo(tmp_path):
+    record = run(tmp_path, spec(device="2xcpu", batch_size_global=32, iterations=20, warmup_iterations=5))
+    assert record["status"] == "ok", record["reason"]
+    log = (tmp_path / "run.log").read_text()
+    assert "torch.distributed.run --standalone --nproc-per-node=2" in log
+    for rank in (0, 1):  # each trains on half of the global batch, gradients all-reduced
+        assert f"rank {rank} of 2: cpu, batch 16, gloo" in log
+    assert log.count("iteration 20/20 (timed)") == 1  # rank 0 alone reports and writes the result
+    assert len(record["timing"]["iteration_seconds"]) == 20 and record["timing"]["images_per_second_mean"] > 0
+
+
+def test_in_a_slurm_allocation_each_node_starts_one_process_that_meets_at_the_first():
+    env = {"SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_ID": "41", "SLURM_JOB_NODELIST": "localhost"}
+    command = launch.runner_command("python", "pytorch", 2, ["spec.json", "result.json"], env)
+    assert command == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "python", "-m",
+                       "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+                       "--rdzv-id=41", "--rdzv-endpoint=localhost:29500", "-m", "dlbench.runner", "spec.json",
+                       "result.json"]
+    assert launch.local_processes(2, env) == 1 and launch.local_processes(2, {}) == 2
+
+
+def test_other_frameworks_over_processes_are_unavailable(tmp_path):
+    record = run(tmp_path, spec(framework="mxnet", device="2xcpu"), python=sys.executable)
+    assert record["status"] == "unavailable"
+    assert record["reason"] == ("unavailable: 2xcpu: 2 processes: data parallelism over processes is wired for "
+                                "PyTorch only")
+
+
+def test_the_global_batch_must_split_over_every_device():
+    config = validated({**GOOD, "devices": ["2xgpu1"], "benchmarks": [
+        {"dataset": "mnist", "networks": ["lenet"], "batch_size": 63, "iterations": 20}]})
+    with pytest.raises(ConfigError, match=r"63 cannot be split over 2 devices \(lenet on 2xgpu1\)"):
+        cases(config)

@@ -1,0 +1,41 @@
+"""How the monitor starts a run's training processes: one runner, or a data-parallel group of them.
+
+A run on ``<n>x<device>`` trains over n processes. PyTorch's launcher, torchrun, starts them and
+tells each its rank: on one machine as n local processes (``--standalone``); inside a Slurm
+allocation of n nodes as one process per node, started by ``srun``, that meet at the first node
+(c10d rendezvous). The other frameworks' launchers (README: several nodes) are not wired in.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+
+RENDEZVOUS_PORT = 29500
+
+
+class NotLaunchable(Exception):
+    """The run's processes cannot be started here."""
+
+
+def first_node(nodelist: str) -> str:
+    return subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True,
+                          check=True).stdout.split()[0]
+
+
+def local_processes(processes: int, env=os.environ) -> int:
+    """How many of the run's processes run on this machine (they share its held cores)."""
+    return 1 if int(env.get("SLURM_JOB_NUM_NODES", "1")) >= processes > 1 else processes
+
+
+def runner_command(python: str, framework: str, processes: int, arguments: list[str], env=os.environ) -> list[str]:
+    runner = ["-m", "dlbench.runner", *arguments]
+    if processes == 1:
+        return [python, *runner]
+    if framework != "pytorch":
+        raise NotLaunchable(f"{processes} processes: data parallelism over processes is wired for PyTorch only")
+    torchrun = [python, "-m", "torch.distributed.run"]
+    if local_processes(processes, env) == processes:
+        return [*torchrun, "--standalone", f"--nproc-per-node={processes}", *runner]
+    return ["srun", f"--nodes={processes}", f"--ntasks={processes}", "--ntasks-per-node=1", *torchrun,
+            f"--nnodes={processes}", "--nproc-per-node=1", "--rdzv-backend=c10d", f"--rdzv-id={env['SLURM_JOB_ID']}",
+            f"--rdzv-endpoint={first_node(env['SLURM_JOB_NODELIST'])}:{RENDEZVOUS_PORT}", *runner]
