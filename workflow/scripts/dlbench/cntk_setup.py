@@ -22,7 +22,7 @@ def _system_library(name: str) -> Path:
     raise RuntimeError(f"CNTK 2.7 needs OpenMPI's {name} (Debian: libopenmpi3, in envs/cntk.apt.txt)")
 
 
-def link_openmpi(venv_dir: Path, log) -> dict:
+def link_openmpi(venv_dir: Path, log) -> None:
     python = venv_dir / "bin" / "python"
     libs = next(venv_dir.glob("lib/python3*/site-packages/cntk/libs"), None)
     if libs is None:
@@ -37,4 +37,3 @@ def link_openmpi(venv_dir: Path, log) -> dict:
     if found.returncode != 0:
         raise RuntimeError(f"cntk does not import: {(found.stderr.strip().splitlines() or ['?'])[-1]}")
     log.write(f"cntk {found.stdout.strip()} imports\n")
-    return {}
