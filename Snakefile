@@ -21,8 +21,19 @@ include: "rules/train.smk"
 include: "rules/aggregate.smk"
 
 
-# Cheap aggregation runs where Snakemake runs, not as cluster jobs.
-localrules: all, runs_table, appendix_table, figure
+# Cheap aggregation runs where Snakemake runs, not as cluster jobs; so do downloads, because a
+# cluster's compute nodes often cannot reach the internet.
+localrules: all, fetch, runs_table, appendix_table, figure
+
+
+# How many runs are ok, failed or unavailable: Snakemake's "100% done" counts jobs, and a failed
+# measurement is a job that succeeded in writing its record.
+onsuccess:
+    print(summary.summarise(RUNS))
+
+
+onerror:
+    print(summary.summarise(RUNS))
 
 
 rule all:

@@ -11,14 +11,16 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as bench_config  # noqa: E402
 from dlbench.aggregate import METRICS  # noqa: E402
 from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
-from dlbench import ilsvrc12  # noqa: E402
+from dlbench import ilsvrc12, summary  # noqa: E402
+from dlbench import datasets  # noqa: E402
 from dlbench.datasets import FAMILIES  # noqa: E402
 from dlbench.envs import SOURCE_BUILDS, WORKER_PYTHONS  # noqa: E402
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
 from dlbench.spec import RunSpec, gpu_count, parse_dataset_label  # noqa: E402
 
-validate(config, "../config/schema.yaml")
 try:
+    bench_config.check_devices(config)
+    validate(config, "../config/schema.yaml")
     CASES = {(c.framework, c.dataset, c.network, c.device): c for c in bench_config.cases(config)}
 except bench_config.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
@@ -32,8 +34,8 @@ RUNS = [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, repetitio
 CELLS = sorted({(c.dataset, c.network) for c in CASES.values()})
 FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metric in METRICS
            for ext in ("png", "svg")]
-DOWNLOADABLE = [name for name, family in FAMILIES.items() if family.mirrors]
-GENERATABLE = [*DOWNLOADABLE, "imagenet"]
+REAL_FAMILIES = list(FAMILIES)  # fetched: downloaded (those with mirrors) or the user's (ILSVRC12)
+GENERATABLE = list(FAMILIES)
 # Datasets read from files: (label, family, mode) for every non-synthetic case. MNIST-like and
 # CIFAR10 datasets are unpacked and converted whole; ILSVRC12 is indexed and converted in shards.
 FILE_DATASETS = sorted({(c.dataset, c.family, c.data_mode) for c in CASES.values() if c.data_mode != "synthetic"})
@@ -85,12 +87,26 @@ def writer_conda(wildcards):
     return f"../envs/{framework}.yaml" if framework else "../envs/workflow.yaml"
 
 
-def ilsvrc12_archive_dir(label):
+def archive_dir(label):
+    """Where a dataset's archives are: the user's ILSVRC12 directory, else data/raw/<label>."""
     return config["ilsvrc12"]["directory"] if label == "imagenet" else f"data/raw/{label}"
 
 
+def fetch_status(family):
+    return f"data/raw/{family}/fetch.json"
+
+
+def archives_of(label):
+    """What unpacking or indexing a dataset waits for: the generate rule's archives, or for real data
+    the fetch status (ancient: fetching again, with the archives already there, redoes nothing)."""
+    family, mode = parse_dataset_label(label)
+    if mode == "real":
+        return [ancient(fetch_status(family))]
+    return [f"data/raw/{label}/{name}" for name in FAMILIES[family].archives or ilsvrc12.ARCHIVES]
+
+
 def ilsvrc12_archives(wildcards):
-    return [f"{ilsvrc12_archive_dir(wildcards.dataset)}/{name}" for name in ilsvrc12.ARCHIVES]
+    return [f"{archive_dir(wildcards.dataset)}/{name}" for name in ilsvrc12.ARCHIVES]
 
 
 def shard_counts(label):
@@ -108,10 +124,20 @@ def shard_outputs(wildcards):
             for split, count in shard_counts(wildcards.dataset).items() for index in range(count)]
 
 
+def failed_fetch(run):
+    """The fetch status of the run's real dataset if its archives could not be had, else None."""
+    if run.data_mode != "real":
+        return None
+    status = checkpoints.fetch.get(family=run.family).output[0]
+    return status if datasets.fetch_failed(status) else None
+
+
 def train_inputs(wildcards):
     run = case(wildcards)
     inputs = {}
-    if data_input(run):
+    if failed_fetch(run):  # the run is recorded as failed with the fetch's reason
+        inputs["fetch"] = ancient(failed_fetch(run))
+    elif data_input(run):
         inputs["data"] = data_input(run)
     if BUILD_VENVS:
         inputs["environment"] = f".venvs/{ENVIRONMENTS[run.framework]}/environment.json"

@@ -1,20 +1,25 @@
-"""Datasets: download (real) or generate (stand-in) archives, verify, unpack or index, and
-convert into each framework's format (MNIST-like and CIFAR10 whole, ILSVRC12 in shards)."""
+"""Datasets: fetch (real) or generate (stand-in) archives, verify, unpack or index, and convert
+into each framework's format (MNIST-like and CIFAR10 whole, ILSVRC12 in shards)."""
 
 
-rule download:
+checkpoint fetch:
+    """Real data: the archives downloaded (MNIST, KMNIST, CIFAR10) or the user's (ILSVRC12), all verified.
+    It never fails: fetch.json says ok, or failed naming every archive that cannot be had, and the
+    runs on that dataset are then recorded as failed with that reason (train_inputs). No archive is
+    a rule's output, so Snakemake never deletes one; a user's file is kept whatever its checksum."""
     output:
-        "data/raw/{family}/{archive}",
+        "data/raw/{family}/fetch.json",
     wildcard_constraints:
-        family="|".join(DOWNLOADABLE),
+        family="|".join(REAL_FAMILIES),
+    # The mirrors are read from the config inside the job: editing them refetches nothing.
     params:
-        mirrors=lambda wildcards: bench_config.mirrors(config, wildcards.family),
+        archive_dir=lambda wildcards: archive_dir(wildcards.family),
     log:
-        "logs/datasets/download-{family}-{archive}.log",
+        "logs/datasets/fetch-{family}.log",
     conda:
         "../envs/workflow.yaml"
     script:
-        "../workflow/scripts/download.py"
+        "../workflow/scripts/fetch.py"
 
 
 for _family in GENERATABLE:
@@ -43,13 +48,11 @@ for _label, _family, _mode in UNPACKED_DATASETS:
         name:
             f"unpack_{_label.replace('-', '_')}"
         input:
-            [f"data/raw/{_label}/{archive}" for archive in FAMILIES[_family].archives],
+            archives_of(_label),
         output:
             unpacked_files(_label),
         params:
             family=_family,
-            # Real archives are verified again here: a file copied into data/raw by hand is checked too.
-            md5=FAMILIES[_family].archives if _mode == "real" else None,
         log:
             f"logs/datasets/unpack-{_label}.log",
         conda:
@@ -78,14 +81,13 @@ rule convert:
 
 rule index_ilsvrc12:
     input:
-        ilsvrc12_archives,
+        lambda wildcards: archives_of(wildcards.dataset),
     output:
         [f"data/{{dataset}}/index/{name}" for name in ilsvrc12.INDEX_FILES],
     wildcard_constraints:
         dataset=r"imagenet(-generated)?",
     params:
-        # The user's archives are checked against the published sums before anything reads them.
-        md5=lambda wildcards: ilsvrc12.ARCHIVES if wildcards.dataset == "imagenet" else None,
+        raw_dir=lambda wildcards: archive_dir(wildcards.dataset),
     log:
         "logs/datasets/index-{dataset}.log",
     conda:
@@ -106,7 +108,7 @@ rule convert_shard:
         index=r"\d{5}",
         shards=r"\d{5}",
     params:
-        archive_dir=lambda wildcards: ilsvrc12_archive_dir(wildcards.dataset),
+        archive_dir=lambda wildcards: archive_dir(wildcards.dataset),
     log:
         "logs/datasets/shards/{dataset}-{format}-{split}-{index}-of-{shards}.log",
     conda:
@@ -124,7 +126,7 @@ rule gather_shards:
         dataset=r"imagenet(-generated)?",
         format="|".join(FORMATS),
     params:
-        source=lambda wildcards: ilsvrc12_archive_dir(wildcards.dataset),
+        source=lambda wildcards: archive_dir(wildcards.dataset),
     log:
         "logs/datasets/gather-{dataset}-{format}.log",
     conda:

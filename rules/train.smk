@@ -26,7 +26,7 @@ rule cntk_conda_environment:
     conda:
         "../envs/cntk.yaml"
     shell:
-        "python {params.worker} --environment {output} > {log} 2>&1"
+        "python {params.worker:q} --environment {output:q} > {log:q} 2>&1"
 
 
 rule train:
@@ -36,10 +36,11 @@ rule train:
         "results/runs/{framework}/{dataset}/{network}/{device}/rep{repetition}.json",
     log:
         "results/runs/{framework}/{dataset}/{network}/{device}/rep{repetition}.log",
+    # Params are what is measured: a change reruns the run. The timeout and the slot settings
+    # (how long to wait, where the locks are) change no measurement; train.py reads them from the config.
     params:
         spec=run_spec,
         sample_hz=config["measurement"]["sample_hz"],
-        timeout_s=config["measurement"]["timeout_minutes"] * 60,
     threads: train_threads
     resources:
         gpu=lambda wildcards: gpu_count(wildcards.device),

@@ -11,6 +11,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_slot_locks(tmp_path_factory):
+    """Runs under test (the workflow's too, which inherit the variable) lock their devices in a
+    directory of the test session's, so that no lock directory outlives the tests."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DLBENCH_SLOTS_DIR", str(tmp_path_factory.mktemp("slots")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def record_schema():
     return yaml.safe_load((ROOT / "workflow" / "schemas" / "run_record.schema.yaml").read_text())

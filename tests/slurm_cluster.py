@@ -51,6 +51,7 @@ def _munged_running() -> bool:
 class LocalSlurm:
     def __init__(self, spool: Path):
         self.spool, self.daemons, self.started_munged = spool, [], False
+        self.made_conf_dir = self.wrote_conf = False
 
     def start(self, timeout_s: float = 60) -> None:
         missing = [tool for tool in ("munged", "slurmctld", "slurmd", "sbatch", "sinfo", "squeue")
@@ -64,7 +65,10 @@ class LocalSlurm:
             raise RuntimeError(f"{SLURM_CONF} belongs to a real Slurm installation: not overwritten")
         for directory in ("ctld", "d"):
             (self.spool / directory).mkdir(parents=True, exist_ok=True)
+        self.made_conf_dir = not SLURM_CONF.parent.exists()
+        SLURM_CONF.parent.mkdir(parents=True, exist_ok=True)
         SLURM_CONF.write_text(_conf(self.spool))
+        self.wrote_conf = True
         if not _munged_running():
             MUNGE_PID.parent.mkdir(parents=True, exist_ok=True)
             shutil.chown(MUNGE_PID.parent, "munge", "munge")
@@ -94,3 +98,7 @@ class LocalSlurm:
                 daemon.wait()
         if self.started_munged and _munged_running():
             os.kill(int(MUNGE_PID.read_text()), 15)
+        if self.wrote_conf:  # the machine is left as the test found it: no Slurm configuration of ours
+            SLURM_CONF.unlink(missing_ok=True)
+        if self.made_conf_dir:
+            SLURM_CONF.parent.rmdir()

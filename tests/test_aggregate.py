@@ -1,5 +1,6 @@
 """Records -> runs.csv -> appendix (mean ± sd, n) and figures; missing cells say why."""
 import copy
+import json
 
 import pandas as pd
 import pytest
@@ -67,7 +68,26 @@ def test_a_partly_failed_cell_says_how_many_runs_counted(records):
     failed.update(status="failed", reason="RuntimeError: out of memory")
     failed["timing"]["images_per_second_mean"] = None
     table = aggregate.appendix(aggregate.runs_table([failed, *records[1:3]]))
-    assert table.query("metric == 'train_speed'").iloc[0]["cell"] == "115 ± 7 (n=2 of 3)"
+    assert table.query("metric == 'train_speed'").iloc[0]["cell"] == "115 ± 7 (n=2 of 3, 1 failed)"
+    memory = table.query("metric == 'host_memory' and framework == 'pytorch'").iloc[0]
+    assert memory["n"] == 2  # the failed run's memory reading does not count either
+
+
+def test_failed_runs_never_count_in_a_mean_a_spread_or_a_bar(records, tmp_path):
+    """Failed runs keep what was sampled before they failed (here 300 MiB of host memory); none of it
+    may be shown as a measurement."""
+    failed = [record(framework="mxnet", repetition=r, status="failed", reason="RuntimeError: out of memory")
+              for r in (1, 2, 3)]
+    for item in failed:
+        item["path"] = "x"
+    table = aggregate.appendix(aggregate.runs_table([*records, *failed]))
+    memory = table.query("metric == 'host_memory' and framework == 'mxnet'").iloc[0]
+    assert memory["n"] == 0 and pd.isna(memory["mean"]) and pd.isna(memory["sd"]) and memory["runs"] == 3
+    assert memory["cell"] == "failed: RuntimeError: out of memory"
+    figure([*records, *failed], "host_memory", [tmp_path / "host_memory.svg"])
+    svg = (tmp_path / "host_memory.svg").read_text()
+    assert 'id="bar pytorch cpu"' in svg and 'id="bar mxnet cpu"' not in svg
+    assert 'id="missing mxnet cpu"' in svg and "failed: RuntimeError: out of memory" in svg
 
 
 def test_figure_is_written_for_values_and_for_missing_metrics(records, tmp_path):
@@ -87,3 +107,13 @@ def test_retry_sets_failed_records_aside_and_keeps_them(tmp_path):
     assert [p.name for p in moved] == ["rep2.2026-11-22T000200+0000.json"]
     assert (runs / "a" / "rep1.json").exists() and not (runs / "a" / "rep2.json").exists()
     assert moved[0].with_suffix(".log").read_text() == "log"
+
+
+def test_retry_forgets_failed_fetches_and_keeps_their_archives(tmp_path):
+    raw = tmp_path / "raw"
+    for family, status in (("mnist", "failed"), ("cifar10", "ok")):
+        (raw / family).mkdir(parents=True)
+        (raw / family / "fetch.json").write_text(json.dumps({"status": status, "reason": ""}))
+        (raw / family / "archive.gz").write_text("kept")
+    assert retry.forget_failed_fetches(raw) == [raw / "mnist" / "fetch.json"]
+    assert (raw / "cifar10" / "fetch.json").exists() and (raw / "mnist" / "archive.gz").read_text() == "kept"

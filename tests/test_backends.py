@@ -14,7 +14,7 @@ from .conftest import ROOT, run_in
 
 def _generated(root, family, train=40, test=20):
     datasets.generate(family, root / family / "raw", train_images=train, test_images=test, seed=5)
-    datasets.unpack(family, root / family / "raw", root / family / "data", None)
+    datasets.unpack(family, root / family / "raw", root / family / "data")
     return root / family / "data"
 
 
@@ -49,7 +49,7 @@ def test_tensorflow_reads_the_tfrecords_back_and_batches_them(tmp_path, tensorfl
                         log=lambda line: None)
     raw, index = tmp_path / "imagenet" / "raw", tmp_path / "imagenet" / "index"
     ilsvrc12.generate(raw, classes=3, train_images=9, test_images=3, seed=2)
-    ilsvrc12.build_index(raw, index, None, log=lambda line: None)
+    ilsvrc12.build_index(raw, index, log=lambda line: None)
     shards = []
     for number in range(2):
         shard = formats.Shard("tfrecord", "train", number, 2, "jpeg", (3, 224, 224))

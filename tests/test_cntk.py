@@ -109,7 +109,7 @@ def test_the_runner_times_the_worker_steps_on_synthetic_data(tmp_path, standin_w
 
 def test_the_worker_reads_the_map_file_from_the_format_directory(tmp_path, standin_worker):
     datasets.generate("cifar10", tmp_path / "raw", train_images=40, test_images=10, seed=3)
-    datasets.unpack("cifar10", tmp_path / "raw", tmp_path / "data", None)
+    datasets.unpack("cifar10", tmp_path / "raw", tmp_path / "data")
     formats.convert("cntk", "cifar10", tmp_path / "data", tmp_path / "cntk", seed=7, log=lambda line: None)
     spec = _spec(dataset="cifar10-generated", network="alexnet", data_dir=str(tmp_path / "cntk"))
     config = cntk_backend.worker_config(spec, networks.network("alexnet", "cifar10"), tmp_path)
@@ -166,7 +166,7 @@ def test_real_cntk_trains_on_synthetic_data_and_says_why_its_image_reader_cannot
     assert result["framework_version"] == "2.7" and result["python"].startswith("3.6.")
     assert 0 < result["final_loss"] < 10 and result["timed_window"]["cpu_seconds"] > 0
     datasets.generate("mnist", tmp_path / "raw", train_images=64, test_images=16, seed=3)
-    datasets.unpack("mnist", tmp_path / "raw", tmp_path / "data", None)
+    datasets.unpack("mnist", tmp_path / "raw", tmp_path / "data")
     formats.convert("cntk", "mnist", tmp_path / "data", tmp_path / "cntk", seed=7, log=lambda line: None)
     result = _run(_spec(dataset="mnist-generated", data_dir=str(tmp_path / "cntk")), tmp_path)
     # CNTK 2.7's image reader is built against Ubuntu 16.04's OpenCV 3.1 dependencies (libjpeg8, ...).

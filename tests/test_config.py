@@ -5,7 +5,7 @@ import sys
 
 import pytest
 import yaml
-from dlbench.config import FIGURE_4_5, ConfigError, cases
+from dlbench.config import FIGURE_4_5, ConfigError, cases, check_devices
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
@@ -33,11 +33,24 @@ def test_defaults_are_filled_in_and_figure_4_5_applies():
     ({"frameworks": ["tensorflw"]}, (r"'tensorflw' is not one of \['caffe', 'tensorflow', 'pytorch', 'mxnet', 'cntk', "
                                      r"'keras-tensorflow', 'keras-jax', 'keras-torch'\]")),
     ({"repetitons": 3}, r"'repetitons' was unexpected"),
-    ({"devices": ["gpu0"]}, r"'gpu0' does not match"),
 ])
 def test_schema_names_the_key_and_the_allowed_values(change, message):
     with pytest.raises(WorkflowError, match=message):
         validated({**GOOD, **change})
+
+
+def test_a_bad_device_is_explained_in_words():
+    with pytest.raises(ConfigError, match=r"devices\[1\]: bad device 'gpu0'; allowed: cpu, gpuN \(N ≥ 1 GPUs\) or "
+                                          r"<n>x<cpu\|gpuN> \(n ≥ 2 processes"):
+        check_devices({**GOOD, "devices": ["cpu", "gpu0"]})
+    check_devices({**GOOD, "devices": ["cpu", "gpu2", "2xgpu1", "4xcpu"]})
+
+
+def test_the_documented_defaults_are_the_schemas():
+    schema = yaml.safe_load((ROOT / "config" / "schema.yaml").read_text())
+    frameworks = schema["properties"]["frameworks"]["default"]
+    assert f"| `frameworks` | `[{', '.join(frameworks)}]` |" in (ROOT / "config" / "README.md").read_text()
+    assert yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["frameworks"] == frameworks
 
 
 def test_negative_iterations_are_rejected():

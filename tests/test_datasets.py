@@ -1,9 +1,12 @@
 """Stand-ins in the real on-disk formats; downloads verified by checksum; corrupt files never used."""
 import dataclasses
 import gzip
+import http.server
 import pickle
+import socket
 import struct
 import tarfile
+import threading
 
 import numpy as np
 import pytest
@@ -16,7 +19,7 @@ def test_generated_mnist_is_idx_gz_with_mnist_shapes(tmp_path):
     with gzip.open(tmp_path / "raw" / "train-images-idx3-ubyte.gz", "rb") as f:
         magic, count, rows, cols = struct.unpack(">IIII", f.read(16))  # the IDX header as MNIST documents it
     assert (magic, count, rows, cols) == (0x803, 300, 28, 28)
-    datasets.unpack("mnist", tmp_path / "raw", tmp_path / "mnist", None)
+    datasets.unpack("mnist", tmp_path / "raw", tmp_path / "mnist")
     images, labels = datasets.load_split("mnist", tmp_path / "mnist", "train")
     assert images.shape == (300, 1, 28, 28) and images.dtype == np.uint8
     assert labels.shape == (300,) and set(labels) <= set(range(10))
@@ -31,7 +34,7 @@ def test_generated_cifar10_is_the_python_pickle_tarball(tmp_path):
     assert names == sorted(datasets.FAMILIES["cifar10"].unpacked)
     assert batch[b"data"].shape == (100, 3072) and batch[b"data"].dtype == np.uint8
     assert len(batch[b"labels"]) == 100
-    datasets.unpack("cifar10", tmp_path / "raw", tmp_path / "cifar10", None)
+    datasets.unpack("cifar10", tmp_path / "raw", tmp_path / "cifar10")
     images, _ = datasets.load_split("cifar10", tmp_path / "cifar10", "train")
     assert images.shape == (500, 3, 32, 32)
     test_images, _ = datasets.load_split("cifar10", tmp_path / "cifar10", "test")
@@ -40,7 +43,7 @@ def test_generated_cifar10_is_the_python_pickle_tarball(tmp_path):
 
 def test_generated_images_carry_a_learnable_class_signal(tmp_path):
     datasets.generate("mnist", tmp_path / "raw", train_images=2000, test_images=10, seed=0)
-    datasets.unpack("mnist", tmp_path / "raw", tmp_path / "mnist", None)
+    datasets.unpack("mnist", tmp_path / "raw", tmp_path / "mnist")
     images, labels = datasets.load_split("mnist", tmp_path / "mnist", "train")
     flat = images.reshape(len(images), -1).astype(float)
     centroids = np.stack([flat[labels == c].mean(0) for c in range(10)])
@@ -94,12 +97,63 @@ def test_no_intact_copy_anywhere_fails_and_leaves_nothing(tmp_path, mirrored_arc
     assert not target.exists()
 
 
-def test_unpack_refuses_a_real_archive_that_fails_its_checksum(tmp_path):
+def test_archives_placed_by_hand_that_fail_are_all_named_and_kept(tmp_path):
     raw = tmp_path / "raw"
     datasets.generate("mnist", raw, train_images=20, test_images=5, seed=0)  # not the real MNIST bytes
-    with pytest.raises(datasets.ChecksumError, match="train-images-idx3-ubyte.gz: checksum mismatch"):
-        datasets.unpack("mnist", raw, tmp_path / "mnist", datasets.MNIST_IDX)
-    assert not (tmp_path / "mnist" / "train-images-idx3-ubyte").exists()
+    (raw / "t10k-labels-idx1-ubyte.gz").unlink()
+    before = {path.name: path.read_bytes() for path in raw.glob("*.gz")}
+    status = datasets.obtain("mnist", raw, datasets.MNIST_IDX, [], "Replace or delete them.", log=lambda line: None)
+    assert status["status"] == "failed"
+    assert status["reason"].startswith("4 of 4 mnist archive(s) cannot be had (files already there are kept")
+    for name in before:
+        assert f"{raw / name}: checksum mismatch" in status["reason"]
+    assert f"{raw / 't10k-labels-idx1-ubyte.gz'}: missing" in status["reason"]
+    assert status["reason"].endswith("Replace or delete them.")
+    assert {path.name: path.read_bytes() for path in raw.glob("*.gz")} == before
+
+
+def test_obtain_verifies_what_is_there_and_downloads_what_is_missing(tmp_path, mirrored_archive):
+    mirror, name = mirrored_archive
+    expected = {name: datasets.FAMILIES["mnist"].archives[name]}
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / name).write_bytes((mirror / name).read_bytes())  # put there by hand, intact
+    lines = []
+    assert datasets.obtain("mnist", here, expected, [], "", log=lines.append)["status"] == "ok"
+    assert f"verifying {here / name} (md5)" in lines
+    empty = tmp_path / "empty"
+    assert datasets.obtain("mnist", empty, expected, [mirror.as_uri()], "", log=lines.append)["status"] == "ok"
+    assert (empty / name).read_bytes() == (mirror / name).read_bytes()
+    failed = datasets.obtain("mnist", tmp_path / "other", expected, [(tmp_path / "nowhere").as_uri()], "",
+                             log=lines.append)
+    assert failed["status"] == "failed" and f"could not fetch {name} from any mirror" in failed["reason"]
+
+
+class _ResetAfterTenBytes(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        self.wfile.write(b"0123456789")
+        self.wfile.flush()
+        self.connection.shutdown(socket.SHUT_RDWR)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_connection_reset_leaves_no_partial_file_and_the_next_mirror_is_tried(tmp_path, mirrored_archive):
+    mirror, name = mirrored_archive
+    server = http.server.HTTPServer(("127.0.0.1", 0), _ResetAfterTenBytes)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        lines = []
+        datasets.download("mnist", name, tmp_path / "got" / name,
+                          [f"http://127.0.0.1:{server.server_port}/", mirror.as_uri()], log=lines.append)
+    finally:
+        server.shutdown()
+    assert "  failed: connection closed after 10 of 100,000 bytes" in lines
+    assert sorted(p.name for p in (tmp_path / "got").iterdir()) == [name]  # no .part
 
 
 def test_kmnist_is_an_mnist_format_dataset_with_its_own_checksums(tmp_path):
@@ -107,6 +161,6 @@ def test_kmnist_is_an_mnist_format_dataset_with_its_own_checksums(tmp_path):
     assert kmnist.archives.keys() == datasets.MNIST_IDX.keys() and kmnist.archives != datasets.MNIST_IDX
     assert kmnist.variant == "mnist" and kmnist.mirrors[0].startswith("http://codh.rois.ac.jp/")
     datasets.generate("kmnist", tmp_path / "raw", train_images=64, test_images=8, seed=0)
-    datasets.unpack("kmnist", tmp_path / "raw", tmp_path / "kmnist", None)
+    datasets.unpack("kmnist", tmp_path / "raw", tmp_path / "kmnist")
     images, _ = datasets.load_split("kmnist", tmp_path / "kmnist", "test")
     assert images.shape == (8, 1, 28, 28)

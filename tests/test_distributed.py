@@ -22,11 +22,11 @@ def test_pytorch_trains_over_two_processes_with_gloo(tmp_path):
 
 
 def test_in_a_slurm_allocation_each_node_starts_one_process_that_meets_at_the_first():
-    env = {"SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_ID": "41", "SLURM_JOB_NODELIST": "localhost"}
+    env = {"SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_ID": "41", "SLURM_JOB_NODELIST": "node7,node8"}
     command = launch.runner_command("python", "pytorch", 2, ["spec.json", "result.json"], env)
     assert command == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "python", "-m",
                        "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
-                       "--rdzv-id=41", "--rdzv-endpoint=localhost:29500", "-m", "dlbench.runner", "spec.json",
+                       "--rdzv-id=41", "--rdzv-endpoint=node7:29500", "-m", "dlbench.runner", "spec.json",
                        "result.json"]
     assert launch.local_processes(2, env) == 1 and launch.local_processes(2, {}) == 2
 

@@ -15,7 +15,7 @@ WORKFLOW_ENV_FORMATS = sorted(set(formats.MODULES) - set(formats.WRITER_ENVIRONM
 def unpacked(request, tmp_path_factory):
     root = tmp_path_factory.mktemp(request.param)
     datasets.generate(request.param, root / "raw", train_images=120, test_images=30, seed=5)
-    datasets.unpack(request.param, root / "raw", root / "data", None)
+    datasets.unpack(request.param, root / "raw", root / "data")
     return request.param, root
 
 

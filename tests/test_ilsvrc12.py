@@ -14,7 +14,7 @@ SHAPE = (3, 224, 224)
 def indexed(tmp_path_factory):
     root = tmp_path_factory.mktemp("ilsvrc12")
     truth = ilsvrc12.generate(root / "raw", classes=5, train_images=30, test_images=12, seed=3)
-    counts = ilsvrc12.build_index(root / "raw", root / "index", None, log=lambda line: None)
+    counts = ilsvrc12.build_index(root / "raw", root / "index", log=lambda line: None)
     return root, truth, counts
 
 
@@ -49,12 +49,14 @@ def test_a_corrupt_archive_is_caught_by_its_checksum_and_kept(indexed, tmp_path)
     for name in ilsvrc12.ARCHIVES:
         (tmp_path / name).write_bytes((root / "raw" / name).read_bytes())
     expected = {name: datasets.md5sum(tmp_path / name) for name in ilsvrc12.ARCHIVES}
-    ilsvrc12.build_index(tmp_path, tmp_path / "index-ok", expected, log=lambda line: None)  # intact: accepted
+    quiet = {"remedy": "Put the published archives there.", "log": lambda line: None}
+    assert datasets.obtain("imagenet", tmp_path, expected, [], **quiet)["status"] == "ok"  # intact: accepted
     data = (tmp_path / ilsvrc12.VAL_TAR).read_bytes()
     (tmp_path / ilsvrc12.VAL_TAR).write_bytes(data[: len(data) // 2])  # an interrupted copy
-    with pytest.raises(datasets.ChecksumError, match="ILSVRC2012_img_val.tar: checksum mismatch"):
-        ilsvrc12.build_index(tmp_path, tmp_path / "index", expected, log=lambda line: None)
-    assert (tmp_path / ilsvrc12.VAL_TAR).exists() and not (tmp_path / "index").exists()
+    status = datasets.obtain("imagenet", tmp_path, expected, [], **quiet)
+    assert status["status"] == "failed" and status["reason"].startswith("1 of 3 imagenet archive(s) cannot be had")
+    assert "ILSVRC2012_img_val.tar: checksum mismatch" in status["reason"]
+    assert (tmp_path / ilsvrc12.VAL_TAR).read_bytes() == data[: len(data) // 2]
 
 
 def _write_all_shards(root, format_name, counts):

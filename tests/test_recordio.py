@@ -9,9 +9,9 @@ from .conftest import run_in
 def test_recordio_round_trips_through_mxnet(tmp_path, mxnet_python):
     for family in ("mnist", "cifar10"):
         datasets.generate(family, tmp_path / family / "raw", train_images=120, test_images=30, seed=5)
-        datasets.unpack(family, tmp_path / family / "raw", tmp_path / family / "data", None)
+        datasets.unpack(family, tmp_path / family / "raw", tmp_path / family / "data")
     ilsvrc12.generate(tmp_path / "ilsvrc12" / "raw", classes=4, train_images=8, test_images=12, seed=2)
-    ilsvrc12.build_index(tmp_path / "ilsvrc12" / "raw", tmp_path / "ilsvrc12" / "index", None, log=lambda line: None)
+    ilsvrc12.build_index(tmp_path / "ilsvrc12" / "raw", tmp_path / "ilsvrc12" / "index", log=lambda line: None)
     result = run_in(mxnet_python, "recordio_in_mxnet.py", tmp_path)
     for family in ("mnist", "cifar10"):
         for split, count in (("train", 120), ("test", 30)):

@@ -2,10 +2,12 @@
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
 from itertools import combinations
+from pathlib import Path
 
 import pytest
 from dlbench import monitor, slots
@@ -21,10 +23,10 @@ JOB = """
 import json, sys, time
 from pathlib import Path
 from dlbench import slots
-with slots.hold("gpu", {node!r}, 1, Path(sys.argv[1]), timeout_s=60, log=lambda line: None) as held:
+with slots.hold("gpu", {node!r}, 1, Path(sys.argv[1]), wait_s=60, log=lambda line: None) as held:
     start = time.time()
     {body}
-    print(json.dumps({{"gpus": held, "start": start, "end": time.time()}}), flush=True)
+    print(json.dumps({{"gpus": held.devices, "start": start, "end": time.time()}}), flush=True)
 """
 
 
@@ -51,27 +53,27 @@ def test_a_killed_job_releases_its_gpu(tmp_path):
         time.sleep(0.05)
     lines = []
     with (pytest.raises(slots.SlotsBusy, match=rf"held: {{'GPU-fake-0': '{job.pid}'}}"),
-          slots.hold("gpu", NODE[:1], 1, tmp_path / "locks", timeout_s=0.5, log=lines.append)):
+          slots.hold("gpu", NODE[:1], 1, tmp_path / "locks", wait_s=0.5, log=lines.append)):
         pass
     assert lines == [f"waiting for 1 free gpu(s); held now (device: pid): {{'GPU-fake-0': '{job.pid}'}}"]
     job.send_signal(signal.SIGKILL)
     job.wait()
     started = time.monotonic()
-    with slots.hold("gpu", NODE[:1], 1, tmp_path / "locks", timeout_s=5) as held:
-        assert held == ["GPU-fake-0"] and time.monotonic() - started < 1
+    with slots.hold("gpu", NODE[:1], 1, tmp_path / "locks", wait_s=5) as held:
+        assert held.devices == ["GPU-fake-0"] and time.monotonic() - started < 1
 
 
 def test_a_job_never_holds_part_of_its_gpus_while_it_waits(tmp_path):
     """Two 2-GPU jobs on a 3-GPU node each holding one and waiting for the other would deadlock."""
     node = ["GPU-a", "GPU-b", "GPU-c"]
     with slots.hold("gpu", node[1:2], 1, tmp_path):  # another job has GPU-b
-        with slots.hold("gpu", node, 2, tmp_path, timeout_s=5) as held:
-            assert held == ["GPU-a", "GPU-c"]
+        with slots.hold("gpu", node, 2, tmp_path, wait_s=5) as held:
+            assert held.devices == ["GPU-a", "GPU-c"]
         with (pytest.raises(slots.SlotsBusy),
-              slots.hold("gpu", node[:2], 2, tmp_path, timeout_s=0.3, log=lambda line: None)):
+              slots.hold("gpu", node[:2], 2, tmp_path, wait_s=0.3, log=lambda line: None)):
             pass
-        with slots.hold("gpu", node[:1], 1, tmp_path, timeout_s=0.3) as held:
-            assert held == ["GPU-a"]  # the failed attempt let GPU-a go
+        with slots.hold("gpu", node[:1], 1, tmp_path, wait_s=0.3) as held:
+            assert held.devices == ["GPU-a"]  # the failed attempt let GPU-a go
 
 
 def test_the_record_names_the_gpus_and_cores_the_run_held(tmp_path, monkeypatch):
@@ -95,3 +97,52 @@ def test_a_device_the_node_lacks_is_unavailable(tmp_path, monkeypatch):
                          nvml=FakeNVML(), lock_dir=tmp_path / "locks")
     assert record["status"] == "unavailable" and record["reason"] == "unavailable: gpu4 needs 4 GPU(s); this node has 2"
     assert record["memory"]["reasons"]["gpu_device_peak_mib"] == record["reason"]
+
+
+def test_a_symlinked_lock_file_is_refused_and_its_target_untouched(tmp_path):
+    locks, victim = tmp_path / "locks", tmp_path / "victim"
+    locks.mkdir(mode=0o700)
+    victim.write_text("precious")
+    (locks / "core-0.lock").symlink_to(victim)
+    with pytest.raises(slots.SlotError, match=r"core-0.lock: it is a symbolic link \(refused\)"):
+        with slots.hold("core", ["0"], 1, locks, wait_s=1):
+            pass
+    assert victim.read_text() == "precious"
+
+
+def test_a_lock_directory_another_user_could_tamper_with_is_refused(tmp_path):
+    others = tmp_path / "others"
+    others.mkdir()
+    os.chown(others, 4321, 4321)  # the tests run as root (Slurm's daemons need it too)
+    with pytest.raises(slots.SlotError, match=r"belongs to uid 4321, not to you"):
+        slots.prepare(others)
+    everyone = tmp_path / "everyone"
+    everyone.mkdir()
+    everyone.chmod(0o777)
+    with pytest.raises(slots.SlotError, match=r"writable by every user \(mode drwxrwxrwx\)"):
+        slots.prepare(everyone)
+
+
+def test_the_lock_directory_is_private_by_default_and_configurable(tmp_path, monkeypatch):
+    monkeypatch.delenv(slots.DIRECTORY_VARIABLE, raising=False)
+    assert slots.lock_dir() == Path(f"/tmp/dlbench-slots-{os.geteuid()}")
+    monkeypatch.setenv(slots.DIRECTORY_VARIABLE, str(tmp_path / "from-env"))
+    assert slots.lock_dir() == tmp_path / "from-env"
+    assert slots.lock_dir(str(tmp_path / "from-config")) == tmp_path / "from-config"
+    made = slots.prepare(tmp_path / "new" / "locks")
+    assert made.is_dir() and stat.S_IMODE(made.stat().st_mode) == 0o700
+
+
+def test_a_lock_file_is_never_written(tmp_path):
+    with slots.hold("core", ["0"], 1, tmp_path / "locks", wait_s=1):
+        pass
+    assert (tmp_path / "locks" / "core-0.lock").read_bytes() == b""
+
+
+def test_an_unusable_lock_directory_is_a_failed_record(tmp_path):
+    everyone = tmp_path / "everyone"
+    everyone.mkdir()
+    everyone.chmod(0o777)
+    record = monitor.run(spec(), sys.executable, tmp_path / "run.log", 120, 20, "sha", lock_dir=everyone)
+    assert record["status"] == "failed"
+    assert record["reason"].startswith(f"SlotError: slot lock directory {everyone} is writable by every user")

@@ -130,6 +130,11 @@ def test_the_thesis_config_schedules_one_job_per_run_and_every_format(tmp_path):
     thesis["ilsvrc12"]["directory"] = str(tmp_path / "ILSVRC2012")  # the user's archives (a miniature here)
     ilsvrc12.generate(tmp_path / "ILSVRC2012", classes=2, train_images=4, test_images=2, seed=0)
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(thesis))
+    # Real datasets as once fetched (the fetch checkpoint's statuses): the conversions are then known
+    # before the run, as a dry run lists them.
+    for family in ("mnist", "cifar10", "imagenet"):
+        (tmp_path / "data" / "raw" / family).mkdir(parents=True)
+        (tmp_path / "data" / "raw" / family / "fetch.json").write_text(json.dumps({"status": "ok", "reason": ""}))
     result = snakemake(tmp_path, "-n", "--quiet", "rules")
     jobs = dict(line.split() for line in result.stdout.splitlines() if len(line.split()) == 2)
     assert jobs["train"] == str(5 * 9 * 3 * 3)  # frameworks x cases x devices x repetitions

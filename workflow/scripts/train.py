@@ -1,16 +1,26 @@
 """Snakemake entry point: one measured training run, whose record is written whatever happens."""
+import json
 from pathlib import Path
 
-from dlbench import envs, monitor
+from dlbench import envs, monitor, slots
 from dlbench.config import config_sha256
 from dlbench.jobs import logged
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     environment = envs.status(snakemake.input.get("environment"))  # noqa: F821
-    params = snakemake.params  # noqa: F821
-    record = monitor.run(params.spec, environment["python"], Path(snakemake.log[0]), params.timeout_s,  # noqa: F821
-                         params.sample_hz, config_sha256(snakemake.config),  # noqa: F821
-                         unavailable_reason=environment["reason"] or None,
-                         worker_python=environment.get("worker_python"))
+    params, config = snakemake.params, snakemake.config  # noqa: F821
+    cannot_run = None
+    if environment["reason"]:
+        cannot_run = {"status": "unavailable", "reason": environment["reason"]}
+    elif snakemake.input.get("fetch"):  # noqa: F821 - the run's real dataset could not be had
+        fetch = json.loads(Path(snakemake.input.fetch).read_text())  # noqa: F821
+        cannot_run = {"status": "failed", "reason": f"dataset {params.spec.dataset} could not be had: {fetch['reason']}"}
+    wait = config["slots"]["wait_minutes"]
+    record = monitor.run(params.spec, environment["python"], Path(snakemake.log[0]),  # noqa: F821
+                         config["measurement"]["timeout_minutes"] * 60, params.sample_hz, config_sha256(config),
+                         cannot_run=cannot_run,
+                         worker_python=environment.get("worker_python"),
+                         lock_dir=slots.lock_dir(config["slots"]["directory"]),
+                         slot_wait_s=None if wait is None else wait * 60)
     monitor.write_record(record, Path(snakemake.output[0]))  # noqa: F821
     print(f"{record['status']}: {record['timing']['images_per_second_mean'] or record['reason']}")

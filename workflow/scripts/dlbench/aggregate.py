@@ -56,16 +56,23 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns + [c for r in rows[:1] for c in r if c not in columns])
 
 
+def measured(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The runs whose value of ``metric`` counts: finished ``ok`` and measured. A failed run's partial
+    readings (its memory until it crashed, say) stay in runs.csv but never enter a mean, a spread or a bar."""
+    return runs[(runs["status"] == "ok") & runs[metric].notna()]
+
+
 def appendix(runs: pd.DataFrame) -> pd.DataFrame:
-    """Long table: metric × dataset × network × framework × device, mean, sd, n, and the cell text."""
+    """Long table: metric × dataset × network × framework × device, mean, sd, n (the ok runs that
+    measured it), and the cell text."""
     out = []
     for metric, (_, _, unit) in METRICS.items():
         for cell, group in runs.groupby(CELL_KEYS, sort=True):
-            values = group[metric].dropna().astype(float)
+            values = measured(group, metric)[metric].astype(float)
             row = dict(zip(CELL_KEYS, cell), metric=metric, unit=unit, n=len(values), runs=len(group))
             if len(values):
                 row["mean"], row["sd"] = values.mean(), values.std(ddof=1) if len(values) > 1 else float("nan")
-                row["cell"] = _format(row["mean"], row["sd"], len(values), len(group))
+                row["cell"] = _format(row["mean"], row["sd"], len(values), group)
             else:
                 row["mean"] = row["sd"] = float("nan")
                 row["cell"] = _why_missing(group, metric)
@@ -73,20 +80,24 @@ def appendix(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["metric", "unit", *CELL_KEYS, "n", "runs", "mean", "sd", "cell"])
 
 
-def _format(mean: float, sd: float, n: int, runs: int) -> str:
+def _format(mean: float, sd: float, n: int, group: pd.DataFrame) -> str:
     digits = 0 if abs(mean) >= 100 else 2 if abs(mean) >= 1 else 3
     spread = "" if pd.isna(sd) else f" ± {sd:,.{digits}f}"
-    missing = "" if n == runs else f" of {runs}"
+    others = group["status"][group["status"] != "ok"].value_counts()
+    not_counted = "".join(f", {count} {status}" for status, count in sorted(others.items()))
+    missing = "" if n == len(group) else f" of {len(group)}{not_counted}"
     return f"{mean:,.{digits}f}{spread} (n={n}{missing})"
 
 
 def _why_missing(group: pd.DataFrame, metric: str) -> str:
-    not_ok = group[group["status"] != "ok"]
-    if len(not_ok):
-        first = not_ok.iloc[0]
-        return first["reason"] if first["reason"].startswith(first["status"]) else f"{first['status']}: {first['reason']}"
-    reasons = group[f"{metric}_reason"].replace("", pd.NA).dropna()
-    return reasons.iloc[0] if len(reasons) else "unavailable: not recorded"
+    """Why a cell has no value: the ok runs' own reason for the metric (a CPU run has no GPU power),
+    else the first run's status and reason (all failed or unavailable)."""
+    ok = group[group["status"] == "ok"]
+    if len(ok):
+        reasons = ok[f"{metric}_reason"].replace("", pd.NA).dropna()
+        return reasons.iloc[0] if len(reasons) else "unavailable: not recorded"
+    first = group.iloc[0]
+    return first["reason"] if first["reason"].startswith(first["status"]) else f"{first['status']}: {first['reason']}"
 
 
 def appendix_wide(table: pd.DataFrame) -> pd.DataFrame:

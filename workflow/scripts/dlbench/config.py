@@ -53,6 +53,15 @@ class Case:
     learning_rate: float
 
 
+def check_devices(config: dict) -> None:
+    """Before the schema, whose pattern error shows only a regular expression: the device in words."""
+    for index, device in enumerate(config.get("devices") or []):
+        try:
+            parse_device(str(device))
+        except ValueError as error:
+            raise ConfigError(f"devices[{index}]: {error}") from None
+
+
 def cases(config: dict) -> list[Case]:
     found: dict[tuple, Case] = {}
     for index, bench in enumerate(config["benchmarks"]):

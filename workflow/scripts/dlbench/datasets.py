@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import http.client
 import io
+import json
 import pickle
 import shutil
 import struct
@@ -100,18 +102,24 @@ def verify(path: Path, expected_md5: str, delete: bool = True) -> None:
 def fetch(url: str, destination: Path, log=print) -> None:
     """Stream ``url`` to ``destination`` with progress lines; ``file://`` URLs work too."""
     partial = destination.with_name(destination.name + ".part")
-    with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as out:
-        total = int(response.headers.get("Content-Length") or 0)
-        done, last_report, started = 0, 0.0, time.monotonic()
-        for block in iter(lambda: response.read(1 << 20), b""):
-            out.write(block)
-            done += len(block)
-            now = time.monotonic()
-            if now - last_report >= 2 or (total and done == total):
-                share = f" of {total / 2**20:.1f} MiB ({100 * done / total:.0f} %)" if total else ""
-                log(f"  {destination.name}: {done / 2**20:.1f} MiB{share}, "
-                    f"{done / 2**20 / max(now - started, 1e-9):.1f} MiB/s")
-                last_report = now
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as out:
+            total = int(response.headers.get("Content-Length") or 0)
+            done, last_report, started = 0, 0.0, time.monotonic()
+            for block in iter(lambda: response.read(1 << 20), b""):
+                out.write(block)
+                done += len(block)
+                now = time.monotonic()
+                if now - last_report >= 2 or (total and done == total):
+                    share = f" of {total / 2**20:.1f} MiB ({100 * done / total:.0f} %)" if total else ""
+                    log(f"  {destination.name}: {done / 2**20:.1f} MiB{share}, "
+                        f"{done / 2**20 / max(now - started, 1e-9):.1f} MiB/s")
+                    last_report = now
+            if total and done < total:  # http.client reads short, without an error, when a connection drops
+                raise ConnectionResetError(f"connection closed after {done:,} of {total:,} bytes")
+    except BaseException:  # a reset connection, a full disk, Ctrl-C: no half file stays behind
+        partial.unlink(missing_ok=True)
+        raise
     partial.replace(destination)
 
 
@@ -128,10 +136,48 @@ def download(family: str, file_name: str, destination: Path, mirrors: list[str],
             verify(destination, expected)
             log(f"  {file_name}: md5 {expected} verified")
             return
-        except (OSError, ChecksumError) as error:  # URLError is an OSError
+        except (OSError, http.client.HTTPException, ChecksumError) as error:  # URLError is an OSError
             errors.append(f"{url}: {error}")
             log(f"  failed: {error}")
     raise RuntimeError(f"could not fetch {file_name} from any mirror:\n  " + "\n  ".join(errors))
+
+
+def obtain(family: str, directory: Path, expected_md5: dict, mirrors: list[str], remedy: str, log=print) -> dict:
+    """Every archive of a real dataset in ``directory``, verified: one already there (put there by the
+    user, or fetched before) is checked and kept whatever its checksum; a missing one is downloaded
+    from the first mirror that serves it intact. Never raises for an archive that cannot be had: the
+    status returned names every one, so that the runs on the dataset are recorded as failed with it."""
+    problems = []
+    for name, expected in expected_md5.items():
+        path = Path(directory, name)
+        try:
+            if path.exists():
+                log(f"verifying {path} (md5)")
+                verify(path, expected, delete=False)
+                log(f"  {name}: md5 {expected} verified")
+            elif mirrors:
+                download(family, name, path, mirrors, log)
+            else:
+                raise FileNotFoundError(f"{path}: missing")
+        except (RuntimeError, OSError) as error:  # ChecksumError and download's "no mirror" are RuntimeErrors
+            problems.append(str(error))
+            log(f"  {error}")
+    if not problems:
+        return {"status": "ok", "reason": "", "directory": str(directory)}
+    return {"status": "failed", "directory": str(directory),
+            "reason": f"{len(problems)} of {len(expected_md5)} {family} archive(s) cannot be had (files already "
+                      "there are kept as they are):\n  " + "\n  ".join(problems) + f"\n{remedy}"}
+
+
+def fetch_failed(status_path: Path) -> bool:
+    return json.loads(Path(status_path).read_text())["status"] != "ok"
+
+
+def require_fetched(status_path: Path) -> None:
+    """Raise the fetch's reason unless its archives were all had and verified."""
+    status = json.loads(Path(status_path).read_text())
+    if status["status"] != "ok":
+        raise ChecksumError(status["reason"])
 
 
 # ------------------------------------------------------------------ generated stand-ins
@@ -209,10 +255,8 @@ def _add_pickle(tar: tarfile.TarFile, name: str, content: dict) -> None:
 # ------------------------------------------------------------------ unpack and read
 
 
-def unpack(family: str, raw_dir: Path, out_dir: Path, verified_md5: dict | None) -> None:
-    """Unpack the archives; re-verify them first when their checksums are known (real data)."""
-    for name, expected in (verified_md5 or {}).items():
-        verify(raw_dir / name, expected)
+def unpack(family: str, raw_dir: Path, out_dir: Path) -> None:
+    """Unpack the archives (real ones were verified by :func:`obtain`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     layout = FAMILIES[family].layout
     if layout == "idx":

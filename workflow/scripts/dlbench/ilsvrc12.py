@@ -22,8 +22,6 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from .datasets import verify
-
 TRAIN_TAR, VAL_TAR, DEVKIT = "ILSVRC2012_img_train.tar", "ILSVRC2012_img_val.tar", "ILSVRC2012_devkit_t12.tar.gz"
 ARCHIVES = {  # published MD5 sums (image-net.org; the same in torchvision's ImageNet)
     TRAIN_TAR: "1d675b47d978889d74fa0da5fadfb00e",
@@ -53,16 +51,13 @@ def read_devkit(devkit: Path) -> tuple[list[tuple[str, str]], dict[int, str], li
     return classes, wnid_of, truth
 
 
-def build_index(archive_dir: Path, index_dir: Path, expected_md5: dict | None, log=print) -> dict:
-    """Verify the archives (real data), then write classes.tsv, train.tsv and test.tsv.
+def build_index(archive_dir: Path, index_dir: Path, log=print) -> dict:
+    """Write classes.tsv, train.tsv and test.tsv (the user's archives were verified by
+    :func:`dlbench.datasets.obtain`, and are only read).
 
     Index lines are ``<name>\\t<byte offset in the split's tar>\\t<size>\\t<label>``.
-    The user's archives are never deleted, even when their checksum is wrong.
     """
     archive_dir, index_dir = Path(archive_dir), Path(index_dir)
-    for name, md5 in (expected_md5 or {}).items():
-        log(f"verifying {archive_dir / name} (md5)")
-        verify(archive_dir / name, md5, delete=False)
     classes, wnid_of, truth = read_devkit(archive_dir / DEVKIT)
     label_of = {wnid: index for index, (wnid, _) in enumerate(classes)}
     entries = {"train": [], "test": []}

@@ -18,6 +18,9 @@ class NotLaunchable(Exception):
 
 
 def first_node(nodelist: str) -> str:
+    """The first host of a Slurm node list: ``a,b`` as it is; a range (``node[01-04]``) by scontrol."""
+    if "[" not in nodelist:
+        return nodelist.split(",")[0]
     return subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True,
                           check=True).stdout.split()[0]
 

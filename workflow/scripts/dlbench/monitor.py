@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from . import launch, slots
+from . import launch, lifeline, slots
 from .envs import WORKER_PYTHON_VARIABLE
 from .gpu import GpuProbe, inventory, summarise
 from .spec import RunSpec
@@ -120,6 +120,7 @@ def runner_environment(threads: int, gpus: list[str], worker_python: str | None 
     """Thread counts for every library the frameworks use, the job's own GPUs only (none for a CPU
     run), and the interpreter of a framework that runs in a worker process (CNTK)."""
     env = dict(os.environ)
+    env.pop(lifeline.VARIABLE, None)  # only the monitor that starts a runner gives it a lifeline
     if worker_python:
         env[WORKER_PYTHON_VARIABLE] = worker_python
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -134,52 +135,84 @@ class DevicesMissing(Exception):
     """The node has fewer GPUs than the run's device asks for."""
 
 
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP reached the monitor; like KeyboardInterrupt, no error handler catches it."""
+
+
 @contextlib.contextmanager
-def held_devices(spec: RunSpec, lock_dir: Path, timeout_s: float, nvml, log):
+def _interruptible():
+    """SIGTERM and SIGHUP unwind the monitor through its cleanup, as SIGINT (KeyboardInterrupt) does."""
+    def interrupted(signum, frame):
+        raise Interrupted(signal.Signals(signum).name)
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = {signum: signal.signal(signum, interrupted) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def held_devices(spec: RunSpec, lock_dir: Path, wait_s: float | None, nvml, log):
     """The GPUs (UUIDs) and cores the run holds for its life, given to no other run meanwhile
-    (:mod:`dlbench.slots`): its ``threads`` cores, so that runs side by side never share a core."""
+    (:mod:`dlbench.slots`): its ``threads`` cores, so that runs side by side never share a core.
+    Yields them, and the lock descriptors for the runner to inherit."""
     def note(line: str) -> None:
         log.write(line + "\n")
         log.flush()
 
     with contextlib.ExitStack() as stack:
-        gpus = []
+        gpus = slots.Held([], [])
         wanted = spec.gpus * launch.local_processes(spec.processes)
         if wanted:
             node_gpus, error = inventory(nvml)
             if len(node_gpus) < wanted:
                 raise DevicesMissing(f"unavailable: {spec.device} needs {wanted} GPU(s); this node has "
                                      f"{len(node_gpus)}" + (f" ({error.removeprefix('unavailable: ')})" if error else ""))
-            gpus = stack.enter_context(slots.hold("gpu", node_gpus, wanted, lock_dir, timeout_s, note))
+            gpus = stack.enter_context(slots.hold("gpu", node_gpus, wanted, lock_dir, wait_s, note))
         node_cores = slots.cores()
         cores = stack.enter_context(slots.hold("core", node_cores, min(spec.threads, len(node_cores)), lock_dir,
-                                               timeout_s, note))
-        note(f"holding GPUs {gpus or 'none'}, cores {','.join(cores)}")
-        yield gpus, [int(core) for core in cores]
+                                               wait_s, note))
+        note(f"holding GPUs {gpus.devices or 'none'}, cores {','.join(cores.devices)}")
+        yield gpus.devices, [int(core) for core in cores.devices], gpus.descriptors + cores.descriptors
 
 
 def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz: float,
-        config_sha256: str, unavailable_reason: str | None = None, nvml=None,
-        worker_python: str | None = None, lock_dir: Path = slots.LOCK_DIR) -> dict:
-    """Run one training job under measurement, on GPUs and cores it holds alone, and return its record."""
+        config_sha256: str, cannot_run: dict | None = None, nvml=None,
+        worker_python: str | None = None, lock_dir: Path | None = None, slot_wait_s: float | None = None) -> dict:
+    """Run one training job under measurement, on GPUs and cores it holds alone, and return its record.
+
+    ``cannot_run`` (status and reason) records a run that cannot take place (its environment could not
+    be built: unavailable; its dataset could not be had: failed) without starting anything.
+    ``timeout_s`` bounds the run; ``slot_wait_s`` (None: unbounded) the wait for its devices before it.
+    An interruption (SIGINT, SIGTERM, SIGHUP) stops the runner and propagates: no record is made.
+    """
     started_at, started = _now(), time.monotonic()
     result, sampler, probe, cores = {}, None, GpuProbe([], nvml), []
-    with open(log_path, "a") as log:
-        if unavailable_reason:
-            result = {"status": "unavailable", "reason": unavailable_reason}
-            log.write(f"{unavailable_reason}\n")
+    with open(log_path, "a") as log, _interruptible():
+        if cannot_run:
+            result = dict(cannot_run)
+            log.write(f"{cannot_run['status']}: {cannot_run['reason']}\n")
         else:
             try:
-                with held_devices(spec, lock_dir, timeout_s, nvml, log) as (gpus, cores):
+                with held_devices(spec, lock_dir or slots.lock_dir(), slot_wait_s, nvml, log) as (gpus, cores, locks):
                     probe = GpuProbe(gpus, nvml)
-                    result, sampler = _measure(spec, python, log, timeout_s, sample_hz, probe, gpus, cores,
+                    result, sampler = _measure(spec, python, log, timeout_s, sample_hz, probe, gpus, cores, locks,
                                                worker_python)
             except DevicesMissing as missing:
                 result = {"status": "unavailable", "reason": str(missing)}
                 probe.error = str(missing)
-            except slots.SlotsBusy as busy:
-                result = {"status": "failed", "reason": f"SlotsBusy: {busy}"}
-    if result["status"] == "failed":
+            except slots.SlotError as error:
+                result = {"status": "failed", "reason": f"{type(error).__name__}: {error}"}
+            except (KeyboardInterrupt, Interrupted) as interruption:
+                log.write(f"interrupted ({type(interruption).__name__} {interruption}): the runner was stopped; "
+                          "no record\n")
+                raise
+    if result["status"] == "failed" and not cannot_run:
         result["reason"] += "\nlast lines of the log:\n" + _log_tail(log_path)
     record = build_record(spec, result, sampler, probe, config_sha256)
     record["timing"]["wall_seconds"] = time.monotonic() - started
@@ -188,11 +221,42 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
     return record
 
 
+def stop_tree(pid: int, timeout_s: float = 10) -> None:
+    """Kill a process and all its descendants (torchrun starts its ranks in sessions of their own, so
+    a process group is not enough). Each is stopped before the tree is listed again, so none can
+    fork a child that escapes the listing; then all are killed."""
+    try:
+        root = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return
+    stopped: dict[int, psutil.Process] = {}
+    while True:
+        try:
+            found = [p for p in (root, *root.children(recursive=True)) if p.pid not in stopped]
+        except psutil.NoSuchProcess:
+            found = []
+        if not found:
+            break
+        for process in found:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.suspend()
+            stopped[process.pid] = process
+    for process in stopped.values():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(list(stopped.values()), timeout=timeout_s)
+
+
 def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float, probe: GpuProbe,
-             gpus: list[str], cores: list[int], worker_python: str | None) -> tuple[dict, Sampler | None]:
-    """Start the runner on the held devices, sample it until it exits or times out; its result."""
+             gpus: list[str], cores: list[int], locks: list[int],
+             worker_python: str | None) -> tuple[dict, Sampler | None]:
+    """Start the runner on the held devices, sample it until it exits or times out; its result.
+
+    The runner inherits the device locks and watches this process's lifeline (:mod:`dlbench.lifeline`).
+    However the wait ends, the runner and its descendants are gone before the scratch directory is."""
     # Beside the log, not in /tmp: the processes of a run over several nodes all read the spec.
-    with tempfile.TemporaryDirectory(prefix=".dlbench-", dir=Path(log.name).parent) as scratch:
+    with (tempfile.TemporaryDirectory(prefix=".dlbench-", dir=Path(log.name).parent) as scratch,
+          lifeline.held(Path(scratch), log) as lifeline_environment):
         spec_path, result_path = Path(scratch, "spec.json"), Path(scratch, "result.json")
         spec.dump(spec_path)
         try:
@@ -207,7 +271,8 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
         os.sched_setaffinity(0, cores)  # this thread's cores, which the runner inherits
         try:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                       env=runner_environment(threads, gpus, worker_python))
+                                       pass_fds=locks, env={**runner_environment(threads, gpus, worker_python),
+                                                            **lifeline_environment})
         except OSError as error:
             return {"status": "failed", "reason": f"cannot start the runner with {python}: {error}"}, None
         finally:
@@ -217,9 +282,13 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
         try:
             returncode = process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            stop_tree(process.pid)
             process.wait()
             return {"status": "failed", "reason": f"timeout: no result after {timeout_s:.0f} s"}, sampler
+        except BaseException:  # an interruption, or the monitor's own error: the runner must not outlive it
+            stop_tree(process.pid)
+            process.wait()
+            raise
         finally:
             sampler.stop()
         if result_path.exists():

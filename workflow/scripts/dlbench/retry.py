@@ -1,7 +1,9 @@
 """Set failed run records aside so that the next ``snakemake`` run redoes only those runs.
 
 Records are never deleted: a failed record and its log move to ``results/runs-failed/`` with
-their finish time in the name, and Snakemake sees the run's output as missing.
+their finish time in the name, and Snakemake sees the run's output as missing. A failed fetch's
+status (``data/raw/<family>/fetch.json``, which only says what could not be had) is removed, so that
+the dataset is fetched again; the archives beside it are left as they are.
 """
 from __future__ import annotations
 
@@ -24,3 +26,12 @@ def set_aside(runs_dir: Path, archive_dir: Path, statuses=("failed",)) -> list[P
             log.replace(target.with_suffix(".log"))
         moved.append(target)
     return moved
+
+
+def forget_failed_fetches(raw_dir: Path) -> list[Path]:
+    removed = []
+    for status in sorted(Path(raw_dir).glob("*/fetch.json")):
+        if json.loads(status.read_text())["status"] != "ok":
+            status.unlink()
+            removed.append(status)
+    return removed

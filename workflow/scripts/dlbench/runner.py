@@ -19,7 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
-from . import backends
+from . import backends, lifeline
 from .datasets import FAMILIES
 from .networks import network as describe_network
 from .spec import RunSpec
@@ -121,6 +121,7 @@ def _error_name(error: BaseException) -> str:
 
 
 def main(argv: list[str]) -> int:
+    lifeline.watch()  # before anything slow: a monitor killed meanwhile ends this run at once
     spec_path, result_path = map(Path, argv)
     spec = RunSpec.load(spec_path)
     try:

@@ -2,64 +2,145 @@
 
 Snakemake counts a ``gpu`` resource but does not say which GPU a job gets (snakemake issue #281):
 two jobs asking for one GPU each could both use GPU 0 and corrupt each other's speed, memory and
-power. Here every device (a GPU, a core) is a lock file in a node-wide directory, and a run holds
-an exclusive ``flock`` on the files of its devices for its whole life. The kernel drops a flock
-when the holder's file is closed, on any exit, SIGKILL included: a slot is never given twice and
-never leaks. The holder's PID is written into the file, for the message of a job that waits.
+power. Here every device (a GPU, a core) is a lock file in a lock directory, and a run holds an
+exclusive ``flock`` on the files of its devices for its whole life. The kernel drops a flock when
+the last descriptor of it is closed, on any exit, SIGKILL included: a slot is never given twice and
+never leaks. The monitor passes its descriptors on to the runner, so the devices stay held for as
+long as either process lives.
+
+The lock directory is the user's own (``/tmp/dlbench-slots-<uid>``, mode 0700) unless the config
+(``slots.directory``) or ``$DLBENCH_SLOTS_DIR`` names a shared one, e.g. a group directory that
+every user of a node locks in. It must be owned by this user or root and not writable by every
+user: anyone who can write there could hold every lock forever or plant links. Lock files are
+opened read-only, never through a symbolic link, and never written: who holds one is read from
+the kernel (``/proc/locks``).
 """
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
+import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-LOCK_DIR = Path("/tmp/dlbench-slots")  # node-wide: every job on the node must see the same files
+DIRECTORY_VARIABLE = "DLBENCH_SLOTS_DIR"
 POLL_S = 0.2
 
 
-class SlotsBusy(TimeoutError):
-    """The devices a run needs stayed held by other runs for the whole timeout."""
+class SlotError(RuntimeError):
+    """The run cannot hold its devices: the lock directory is unusable, or they stayed busy."""
 
 
-def _lock_path(lock_dir: Path, kind: str, ident: str) -> Path:
-    return lock_dir / f"{kind}-{ident.replace('/', '_')}.lock"
+class SlotsBusy(SlotError):
+    """The devices a run needs stayed held by other runs for the whole wait."""
+
+
+def lock_dir(configured: str | None = None) -> Path:
+    """The config's ``slots.directory``, else ``$DLBENCH_SLOTS_DIR``, else this user's own directory."""
+    return Path(configured or os.environ.get(DIRECTORY_VARIABLE) or f"/tmp/dlbench-slots-{os.geteuid()}")
+
+
+def prepare(directory: Path) -> Path:
+    """Create the lock directory (mode 0700) or check that another user cannot tamper with it."""
+    path = Path(os.path.realpath(directory))
+    advice = f"remove it, or set slots.directory (or ${DIRECTORY_VARIABLE}) to a directory of yours"
+    try:
+        path.mkdir(mode=0o700, parents=True)
+    except FileExistsError:
+        pass
+    except OSError as error:
+        raise SlotError(f"cannot create the slot lock directory {path}: {error}") from error
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode):
+        raise SlotError(f"slot lock directory {path} is not a directory; {advice}")
+    if info.st_uid not in (os.geteuid(), 0):
+        raise SlotError(f"slot lock directory {path} belongs to uid {info.st_uid}, not to you (uid {os.geteuid()}) "
+                        f"nor root: another user could hold its locks or plant links there; {advice}")
+    if info.st_mode & stat.S_IWOTH:
+        raise SlotError(f"slot lock directory {path} is writable by every user (mode {stat.filemode(info.st_mode)}):"
+                        f" anyone could hold its locks forever or plant links there; chmod o-w it, or {advice}")
+    return path
+
+
+@dataclass(frozen=True)
+class Held:
+    devices: list[str]  # identifiers, in inventory order
+    descriptors: list[int]  # the locks' file descriptors, for a child process that must keep them held
+
+
+def _lock_path(directory: Path, kind: str, ident: str) -> Path:
+    return directory / f"{kind}-{ident.replace('/', '_')}.lock"
+
+
+def _open(path: Path) -> int:
+    """A descriptor of the lock file, created if missing; never through a link, never a FIFO or device."""
+    try:
+        # O_NONBLOCK: a FIFO planted under the name would block a read-only open; it is refused below.
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        why = "it is a symbolic link (refused)" if os.path.islink(path) else error.strerror
+        raise SlotError(f"cannot open the slot lock file {path}: {why}") from error
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SlotError(f"slot lock file {path} is not a regular file (refused)")
+    return fd
 
 
 def _try_lock(path: Path) -> int | None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = _open(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
         return None
-    os.ftruncate(fd, 0)
-    os.write(fd, str(os.getpid()).encode())
     return fd
 
 
+def holders(paths: list[Path]) -> dict[Path, str]:
+    """The PID holding each lock file, as the kernel lists it (``?`` where it cannot be told)."""
+    pids = {}
+    try:
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()
+            if len(fields) >= 6 and fields[1] == "FLOCK":  # blocked waiters' lines read "N: -> FLOCK ..."
+                pids[fields[5]] = fields[4]
+    except OSError:
+        pass
+    found = {}
+    for path in paths:
+        try:
+            info = path.stat()
+            key = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+        except OSError:
+            key = None
+        found[path] = pids.get(key, "?")
+    return found
+
+
 @contextlib.contextmanager
-def hold(kind: str, inventory: list[str], count: int, lock_dir: Path = LOCK_DIR, timeout_s: float = 3600,
-         log=print):
+def hold(kind: str, inventory: list[str], count: int, directory: Path, wait_s: float | None = None, log=print):
     """Hold ``count`` of the ``inventory``'s devices (identifiers: GPU UUIDs, core numbers) exclusively
-    for the block; yield their identifiers. Waits while they are held by other runs; a partial set is
-    let go before waiting, so two runs that each need two GPUs cannot deadlock holding one each."""
+    for the block. Waits while they are held by other runs, at most ``wait_s`` seconds (None: as
+    long as it takes); a partial set is let go before waiting, so two runs that each need two GPUs
+    cannot deadlock holding one each."""
     if count > len(inventory):
         raise ValueError(f"{count} {kind}(s) requested; this node has {len(inventory)}: {', '.join(inventory)}")
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    deadline, reported = time.monotonic() + timeout_s, False
+    directory = prepare(directory)
+    deadline = None if wait_s is None else time.monotonic() + wait_s
+    reported = False
     held: dict[str, int] = {}
     try:
         while True:
-            busy = {}  # device: the PID written by its holder
+            busy = []
             for ident in inventory:
                 if len(held) == count:
                     break
-                path = _lock_path(lock_dir, kind, ident)
+                path = _lock_path(directory, kind, ident)
                 fd = _try_lock(path)
                 if fd is None:
-                    busy[ident] = path.read_text().strip() or "?"
+                    busy.append(ident)
                 else:
                     held[ident] = fd
             if len(held) == count:
@@ -67,13 +148,15 @@ def hold(kind: str, inventory: list[str], count: int, lock_dir: Path = LOCK_DIR,
             for fd in held.values():
                 os.close(fd)
             held.clear()
-            if time.monotonic() > deadline:
-                raise SlotsBusy(f"{count} {kind}(s) not free within {timeout_s:.0f} s; held: {busy}")
-            if not reported:
-                log(f"waiting for {count} free {kind}(s); held now (device: pid): {busy}")
+            timed_out = deadline is not None and time.monotonic() > deadline
+            if timed_out or not reported:
+                by_device = dict(zip(busy, holders([_lock_path(directory, kind, i) for i in busy]).values()))
+                if timed_out:
+                    raise SlotsBusy(f"{count} {kind}(s) not free within {wait_s:.0f} s; held: {by_device}")
+                log(f"waiting for {count} free {kind}(s); held now (device: pid): {by_device}")
                 reported = True
             time.sleep(POLL_S)
-        yield list(held)
+        yield Held(list(held), list(held.values()))
     finally:
         for fd in held.values():
             os.close(fd)

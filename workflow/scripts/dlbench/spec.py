@@ -37,7 +37,8 @@ def parse_device(device: str) -> tuple[int, int]:
     GPUs per process)."""
     found = DEVICE.fullmatch(device)
     if not found:
-        raise ValueError(f"bad device {device!r}: expected cpu, gpu<g> or <n>x<cpu|gpu<g>> with g >= 1, n >= 2")
+        raise ValueError(f"bad device {device!r}; allowed: cpu, gpuN (N ≥ 1 GPUs) or <n>x<cpu|gpuN> "
+                         "(n ≥ 2 processes, e.g. 2xcpu, 2xgpu1)")
     return int(found["processes"] or 1), int(found["gpus"] or 0)
 
 

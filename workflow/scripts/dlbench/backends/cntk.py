@@ -173,14 +173,20 @@ class Trainer:
             raise RuntimeError(f"the CNTK {description.name} has {hello['parameters']:,} trainable parameters, "
                                f"the description {expected:,}")
 
+    def _worker_exited(self) -> RuntimeError:
+        return RuntimeError(f"the CNTK worker exited with code {self.process.wait()} (its error is in the log)")
+
     def _send(self, command: str) -> None:
-        self.commands.write(command + "\n")
-        self.commands.flush()
+        try:
+            self.commands.write(command + "\n")
+            self.commands.flush()
+        except BrokenPipeError:  # it died before reading: the same failure as a reply that never comes
+            raise self._worker_exited() from None
 
     def _reply(self) -> dict:
         line = self.replies.readline()
         if not line:
-            raise RuntimeError(f"the CNTK worker exited with code {self.process.wait()} (its error is in the log)")
+            raise self._worker_exited()
         return json.loads(line)
 
     def _wait_for_oldest_step(self) -> None:
