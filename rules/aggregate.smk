@@ -5,7 +5,8 @@ rule runs_table:
     input:
         RUNS,
     output:
-        report("results/tables/runs.csv", category="Tables", labels={"table": "every run"}),
+        report("results/tables/runs.csv", caption="../report/runs.rst", category="Tables",
+               labels={"table": "every run"}),
     log:
         "logs/aggregate/runs_table.log",
     conda:
@@ -19,7 +20,8 @@ rule appendix_table:
         "results/tables/runs.csv",
     output:
         csv="results/tables/appendix.csv",
-        md=report("results/tables/appendix.md", category="Tables", labels={"table": "appendix"}),
+        md=report("results/tables/appendix.md", caption="../report/appendix.rst", category="Tables",
+                  labels={"table": "appendix"}),
         tex="results/tables/appendix.tex",
     log:
         "logs/aggregate/appendix_table.log",
@@ -35,6 +37,7 @@ rule figure:
     output:
         png=report(
             "results/figures/{dataset}/{network}/{metric}.png",
+            caption="../report/figure.rst",
             category="Figures",
             subcategory="{dataset} / {network}",
             labels={"metric": "{metric}"},
@@ -42,6 +45,8 @@ rule figure:
         svg="results/figures/{dataset}/{network}/{metric}.svg",
     wildcard_constraints:
         metric="|".join(METRICS),
+    params:
+        meaning=lambda wildcards: METRICS[wildcards.metric].meaning,  # for the caption
     log:
         "logs/aggregate/figure-{dataset}-{network}-{metric}.log",
     conda:

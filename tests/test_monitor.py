@@ -2,12 +2,15 @@
 import json
 import resource
 import sys
+import tomllib
 
 import jsonschema
 import pytest
 from dlbench import monitor
 from dlbench.aggregate import load_records
 from dlbench.spec import RunSpec
+
+from .conftest import ROOT
 
 
 def spec(**changes):
@@ -48,6 +51,9 @@ def test_a_real_run_records_timing_memory_and_provenance(tmp_path, record_schema
     assert provenance["packages"]["torch"] and provenance["python"] and provenance["cores"] >= 1
     assert provenance["started_at"] <= provenance["finished_at"]
     assert provenance["git_commit"]  # the checkout is a git repository
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert provenance["dlbench_version"] == project["version"]
+    assert f"## {project['version']}" in (ROOT / "CHANGELOG.md").read_text()
     log = (tmp_path / "run.log").read_text()
     assert "iteration 30/30 (timed)" in log
 

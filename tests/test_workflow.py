@@ -14,21 +14,7 @@ from .conftest import ROOT
 
 # CNTK 2.7's image reader needs Ubuntu 16.04's libjpeg8 and libpng12; it trains on synthetic data.
 CNTK_READER = "unavailable: CNTK's image reader cannot be loaded"
-TINY = {
-    "frameworks": ["pytorch", "tensorflow", "mxnet", "caffe", "cntk", "keras-tensorflow", "keras-jax", "keras-torch"],
-    "devices": ["cpu"],
-    "repetitions": 2,
-    "generated": {"train_images": 256, "test_images": 64,
-                  "imagenet": {"classes": 3, "train_images": 24, "test_images": 6, "train_shards": 2}},
-    "benchmarks": [
-        {"dataset": "mnist", "data": "generated", "networks": ["lenet"], "batch_size": 32, "iterations": 15,
-         "warmup_iterations": 5},
-        {"dataset": "cifar10", "data": "synthetic", "networks": ["vgg16"], "batch_size": 4, "iterations": 6,
-         "warmup_iterations": 2},
-        {"dataset": "imagenet", "data": "generated", "networks": ["alexnet"], "batch_size": 4, "iterations": 6,
-         "warmup_iterations": 2},
-    ],
-}
+TINY = yaml.safe_load((ROOT / ".test" / "config-tiny" / "config.yaml").read_text())
 
 
 def snakemake(workdir, *args, check=True):
@@ -113,6 +99,9 @@ def test_tables_figures_and_report(finished):
     assert len(figures) == 3 * 6
     report = (finished / "results" / "report.html").read_text()
     assert "train_speed" in report
+    # every figure and table has its caption (report/*.rst)
+    assert report.count("error bars one standard deviation") == len(figures)
+    assert "Appendix A layout" in report and "Every run of the workflow" in report
 
 
 @pytest.mark.slow

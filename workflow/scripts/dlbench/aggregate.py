@@ -5,18 +5,38 @@ Aggregation only reads records; it never writes beside them.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-# metric name -> (record section, field, unit); the thesis's three metrics first.
+@dataclass(frozen=True)
+class Metric:
+    section: str  # of the run record
+    field: str
+    unit: str
+    meaning: str  # for figure captions: what the number is and where it comes from
+
+
+# The one place a metric is added; the thesis's three first.
 METRICS = {
-    "train_speed": ("timing", "images_per_second_mean", "images/s"),
-    "gpu_memory": ("memory", "gpu_process_peak_mib", "MiB"),
-    "gpu_power": ("power", "gpu_mean_w", "W"),
-    "gpu_energy_per_image": ("power", "energy_per_image_j", "J/image"),
-    "host_memory": ("memory", "host_peak_rss_mib", "MiB"),
-    "cpu_per_wall": ("timing", "cpu_per_wall", "CPU s / wall s"),
+    "train_speed": Metric("timing", "images_per_second_mean", "images/s",
+                          "images per second over the timed iterations (warm-up excluded), with the global batch, "
+                          "from the training loop's own clock: each interval runs from one step's completion to "
+                          "the next"),
+    "gpu_memory": Metric("memory", "gpu_process_peak_mib", "MiB",
+                         "peak GPU memory of the run's processes, as NVML reports it, sampled through the run"),
+    "gpu_power": Metric("power", "gpu_mean_w", "W",
+                        "mean power of the run's GPUs over the timed iterations, from NVML (its energy counter "
+                        "where the GPU has one, else integrated power samples)"),
+    "gpu_energy_per_image": Metric("power", "energy_per_image_j", "J/image",
+                                   "GPU energy over the timed iterations divided by the images trained in them"),
+    "host_memory": Metric("memory", "host_peak_rss_mib", "MiB",
+                          "peak resident memory of the run's process tree (the runner, its input-pipeline workers), "
+                          "sampled through the run"),
+    "cpu_per_wall": Metric("timing", "cpu_per_wall", "CPU s / wall s",
+                           "CPU time of the training process over the timed iterations divided by their wall time: "
+                           "how many cores it kept busy"),
 }
 RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "repetition"]
 CELL_KEYS = ["dataset", "network", "framework", "device"]
@@ -46,10 +66,10 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
                    iterations=run["iterations"], warmup_iterations=run["warmup_iterations"],
                    threads=run["threads"], final_loss=record["quality"]["final_loss"],
                    started_at=record["provenance"].get("started_at"), record=record["path"])
-        for metric, (section, field, _) in METRICS.items():
-            block = record[section]
-            row[metric] = block.get(field)
-            reason = block.get("reasons", {}).get(field, "")
+        for metric, spec in METRICS.items():
+            block = record[spec.section]
+            row[metric] = block.get(spec.field)
+            reason = block.get("reasons", {}).get(spec.field, "")
             row[f"{metric}_reason"] = _first_line(reason) if row[metric] is None else ""
         rows.append(row)
     columns = RUN_KEYS + ["status", "reason"]
@@ -66,10 +86,10 @@ def appendix(runs: pd.DataFrame) -> pd.DataFrame:
     """Long table: metric × dataset × network × framework × device, mean, sd, n (the ok runs that
     measured it), and the cell text."""
     out = []
-    for metric, (_, _, unit) in METRICS.items():
+    for metric, spec in METRICS.items():
         for cell, group in runs.groupby(CELL_KEYS, sort=True):
             values = measured(group, metric)[metric].astype(float)
-            row = dict(zip(CELL_KEYS, cell), metric=metric, unit=unit, n=len(values), runs=len(group))
+            row = dict(zip(CELL_KEYS, cell), metric=metric, unit=spec.unit, n=len(values), runs=len(group))
             if len(values):
                 row["mean"], row["sd"] = values.mean(), values.std(ddof=1) if len(values) > 1 else float("nan")
                 row["cell"] = _format(row["mean"], row["sd"], len(values), group)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import subprocess
 
+from .backends import REGISTRY
+
 RENDEZVOUS_PORT = 29500
 
 
@@ -34,8 +36,9 @@ def runner_command(python: str, framework: str, processes: int, arguments: list[
     runner = ["-m", "dlbench.runner", *arguments]
     if processes == 1:
         return [python, *runner]
-    if framework != "pytorch":
-        raise NotLaunchable(f"{processes} processes: data parallelism over processes is wired for PyTorch only")
+    if not REGISTRY[framework].over_processes:
+        wired = ", ".join(name for name, f in REGISTRY.items() if f.over_processes)
+        raise NotLaunchable(f"{processes} processes: data parallelism over processes is wired for {wired} only")
     torchrun = [python, "-m", "torch.distributed.run"]
     if local_processes(processes, env) == processes:
         return [*torchrun, "--standalone", f"--nproc-per-node={processes}", *runner]

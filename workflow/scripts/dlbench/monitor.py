@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -93,6 +94,12 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def dlbench_version() -> str:
+    """The workflow's version, from its pyproject.toml (CHANGELOG.md says what each changed)."""
+    with open(PACKAGE_ROOT.parent.parent / "pyproject.toml", "rb") as stream:
+        return tomllib.load(stream)["project"]["version"]
 
 
 def git_commit() -> str | None:
@@ -344,7 +351,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
             "gpus": probe.describe() if probe.handles else [],
             "python": result.get("python"), "packages": result.get("packages", {}),
             "monitor_python": platform.python_version(),
-            "config_sha256": config_sha256, "git_commit": git_commit(),
+            "config_sha256": config_sha256, "dlbench_version": dlbench_version(), "git_commit": git_commit(),
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),  # where the run was a Slurm job
         },
     }

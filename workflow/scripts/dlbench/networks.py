@@ -323,10 +323,28 @@ def _classes(variant: str) -> int:
     return _CLASSES[variant]
 
 
-NETWORKS = {"lenet": lenet, "alexnet": alexnet, "resnet50": resnet50, "googlenet": googlenet, "vgg16": vgg16}
+@dataclass(frozen=True)
+class Entry:
+    """One row of the network registry."""
 
-# Figure 5.1 of the thesis: LeNet on MNIST only, the other four on CIFAR10 and ImageNet.
-VARIANTS = {"lenet": ("mnist",), **{name: ("cifar10", "imagenet") for name in NETWORKS if name != "lenet"}}
+    describe: Any  # variant -> Network
+    # Per variant (the dataset it is sized for), the training parameters of the thesis's Figure 4.5:
+    # effective (global) batch size, iterations, learning rate. Its keys are the network's variants.
+    figure_4_5: dict[str, tuple[int, int, float]]
+
+
+# The one place a network is added (Figure 5.1 of the thesis: LeNet on MNIST only, the other four on
+# CIFAR10 and ImageNet). config/schema.yaml, the run record's schema and config/README.md's Figure
+# 4.5 table are checked against it (tests/test_registry.py).
+REGISTRY = {
+    "lenet": Entry(lenet, {"mnist": (64, 938, 0.01)}),
+    "alexnet": Entry(alexnet, {"cifar10": (128, 390, 0.01), "imagenet": (128, 300, 0.01)}),
+    "resnet50": Entry(resnet50, {"cifar10": (128, 390, 0.1), "imagenet": (8, 300, 0.1)}),
+    "googlenet": Entry(googlenet, {"cifar10": (128, 390, 0.1), "imagenet": (8, 300, 0.1)}),
+    "vgg16": Entry(vgg16, {"cifar10": (128, 390, 0.01), "imagenet": (8, 300, 0.01)}),
+}
+NETWORKS = {name: entry.describe for name, entry in REGISTRY.items()}
+VARIANTS = {name: tuple(entry.figure_4_5) for name, entry in REGISTRY.items()}
 
 
 def network(name: str, variant: str) -> Network:

@@ -19,7 +19,7 @@ def figure(records: list[dict], metric: str, outputs: list[Path]) -> None:
     id names its cell (``bar <framework> <device>``)."""
     runs = runs_table(records)
     dataset, network = runs["dataset"].iloc[0], runs["network"].iloc[0]
-    _, _, unit = METRICS[metric]
+    unit = METRICS[metric].unit
     cells = appendix(runs).query("metric == @metric").set_index(["framework", "device"])
     frameworks = sorted(runs["framework"].unique())
     devices = sorted(runs["device"].unique())

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import os
 import platform
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 
@@ -23,23 +24,49 @@ class Unavailable(RuntimeError):
     """The run cannot take place on this machine (framework missing, too few GPUs, ...)."""
 
 
-# The thesis's five frameworks, then Keras 3's high-level API on three backends (seed 001's
-# keras-mxnet comparison in its modern form); each framework's backend module.
-FRAMEWORKS = ("caffe", "tensorflow", "pytorch", "mxnet", "cntk", "keras-tensorflow", "keras-jax", "keras-torch")
-MODULES = {**{framework: f"dlbench.backends.{framework}" for framework in FRAMEWORKS[:5]},
-           **{f"keras-{backend}": "dlbench.backends.keras_api" for backend in ("tensorflow", "jax", "torch")}}
-# The environment (envs/<name>.*, .venvs/<name>) each framework runs in: Keras shares its backend's.
-ENVIRONMENTS = {**{framework: framework for framework in FRAMEWORKS},
-                "keras-tensorflow": "tensorflow", "keras-jax": "jax", "keras-torch": "pytorch"}
+@dataclass(frozen=True)
+class Framework:
+    """One row of the framework registry: everything the workflow needs to know to run it."""
+
+    name: str  # as in configs, paths and records
+    module: str  # its backend, dlbench.backends.<module>
+    environment: str  # envs/<environment>.*, .venvs/<environment>: Keras shares its backend's
+    data_format: str  # the format its input pipeline reads (dlbench.formats)
+    over_processes: bool = False  # data parallelism over processes (<n>x<device>) is wired (dlbench.launch)
+
+
+# The one place a framework is added: the thesis's five, then Keras 3's high-level API on three
+# backends (seed 001's keras-mxnet comparison in its modern form). config/schema.yaml, the run
+# record's schema and README's table are checked against it (tests/test_registry.py).
+REGISTRY = {framework.name: framework for framework in (
+    Framework("caffe", "caffe", "caffe", "lmdb"),
+    Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord"),
+    Framework("pytorch", "pytorch", "pytorch", "lmdb", over_processes=True),
+    Framework("mxnet", "mxnet", "mxnet", "recordio"),
+    Framework("cntk", "cntk", "cntk", "cntk"),
+    Framework("keras-tensorflow", "keras_api", "tensorflow", "lmdb"),
+    Framework("keras-jax", "keras_api", "jax", "lmdb"),
+    Framework("keras-torch", "keras_api", "pytorch", "lmdb"),
+)}
+FRAMEWORKS = tuple(REGISTRY)
+ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}
+
+
+def registry_table() -> str:
+    """The registry as README's Markdown table."""
+    rows = ["| framework | backend module | environment | data format | over processes |", "|---|---|---|---|---|"]
+    rows += [f"| `{f.name}` | `backends/{f.module}.py` | `{f.environment}` | `{f.data_format}` | "
+             f"{'yes' if f.over_processes else 'no'} |" for f in REGISTRY.values()]
+    return "\n".join(rows)
 
 
 def load(framework: str) -> ModuleType:
-    if framework not in FRAMEWORKS:
+    if framework not in REGISTRY:
         raise KeyError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
     if framework.startswith("keras-"):
         os.environ["KERAS_BACKEND"] = framework.removeprefix("keras-")  # read when Keras is imported
     try:
-        return importlib.import_module(MODULES[framework])
+        return importlib.import_module(f"{__name__}.{REGISTRY[framework].module}")
     except ImportError as error:
         raise Unavailable(f"{framework} cannot be imported: {error}") from error
 

@@ -26,9 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..backends import REGISTRY
+
 # The formats each framework reads (thesis, section 4.5).
-FRAMEWORK_FORMATS = {"caffe": "lmdb", "pytorch": "lmdb", "tensorflow": "tfrecord", "mxnet": "recordio",
-                     "cntk": "cntk", **{f"keras-{backend}": "lmdb" for backend in ("tensorflow", "jax", "torch")}}
+FRAMEWORK_FORMATS = {name: framework.data_format for name, framework in REGISTRY.items()}
 MODULES = {"lmdb": "lmdb_datum", "tfrecord": "tfrecord_example", "recordio": "recordio_im2rec", "cntk": "cntk_map"}
 # The framework environment a writer needs; the others run in the workflow's environment.
 WRITER_ENVIRONMENTS = {"recordio": "mxnet"}

@@ -1,0 +1,51 @@
+"""Frameworks and networks are each named in one registry; the schemas and the docs must agree with it.
+(Add a dummy framework or network to a registry and these tests fail, naming what else to change.)"""
+import importlib.util
+import re
+
+import yaml
+from dlbench import backends, networks
+from dlbench.config import FIGURE_4_5
+from dlbench.datasets import FAMILIES
+
+from .conftest import ROOT
+
+CONFIG_SCHEMA = yaml.safe_load((ROOT / "config" / "schema.yaml").read_text())["properties"]
+RECORD_RUN = yaml.safe_load((ROOT / "workflow" / "schemas" / "run_record.schema.yaml").read_text())[
+    "properties"]["run"]["properties"]
+
+
+def test_the_config_schema_allows_exactly_the_registered_frameworks_networks_and_datasets():
+    assert CONFIG_SCHEMA["frameworks"]["items"]["enum"] == list(backends.REGISTRY)
+    case = CONFIG_SCHEMA["benchmarks"]["items"]["properties"]
+    assert case["networks"]["items"]["enum"] == list(networks.REGISTRY)
+    assert case["dataset"]["enum"] == list(FAMILIES)
+
+
+def test_the_run_record_schema_names_exactly_the_registered_frameworks_and_networks():
+    assert RECORD_RUN["framework"]["enum"] == list(backends.REGISTRY)
+    assert RECORD_RUN["network"]["enum"] == list(networks.REGISTRY)
+
+
+def test_every_registered_framework_has_its_backend_and_environments():
+    for framework in backends.REGISTRY.values():
+        assert importlib.util.find_spec(f"dlbench.backends.{framework.module}"), framework
+        for suffix in (".requirements.txt", ".yaml"):
+            assert (ROOT / "envs" / f"{framework.environment}{suffix}").exists(), (framework, suffix)
+
+
+def test_the_readme_table_is_the_framework_registry():
+    assert backends.registry_table() in (ROOT / "README.md").read_text(), (
+        "README.md's framework table differs from the registry; it should read:\n" + backends.registry_table())
+
+
+def test_the_documented_figure_4_5_is_the_network_registry():
+    """config/README.md's table of the thesis's Figure 4.5: every network, every value, as registered."""
+    text = (ROOT / "config" / "README.md").read_text().split("Figure 4.5 of the thesis (the defaults):")[1]
+    documented = {}
+    for family, names, batch, iterations, rate in re.findall(
+            r"^\| (\w+) \| ([\w, ]+) \| (\d+) \| (\d+) \| ([\d.]+) \|$", text, flags=re.MULTILINE):
+        for name in names.split(", "):
+            documented[(family.lower(), name.lower())] = (int(batch), int(iterations), float(rate))
+    registered = {key: value for key, value in FIGURE_4_5.items() if key[0] != "kmnist"}  # KMNIST: MNIST's
+    assert documented == registered
