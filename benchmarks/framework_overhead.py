@@ -116,7 +116,7 @@ INTERLEAVED_HEAD = """
 from dlbench import backends
 from dlbench.spec import RunSpec
 spec = RunSpec({framework!r}, "{variant}-synthetic", {network!r}, "cpu", 1, {batch}, 0, 0, 0.01, {threads})
-workflow_trainer = backends.load({framework!r}).trainer(spec, description)
+workflow_trainer = backends.load({framework!r}).Trainer(spec, description)
 """
 INTERLEAVED_TAIL = """
 import json, time

@@ -1,7 +1,9 @@
 """One description per network: published parameter counts, and the PyTorch build matches it."""
+import types
+
 import pytest
 import torch
-from dlbench import networks
+from dlbench import backends, networks
 from dlbench.backends.pytorch import build
 
 CASES = [(name, variant) for name, variants in networks.VARIANTS.items() for variant in variants]
@@ -48,3 +50,34 @@ def test_mismatched_residual_is_rejected():
     body = networks.Sequential((networks.Conv(8, 3, 2, 1),))
     with pytest.raises(ValueError, match="Residual body"):
         networks.walk(networks.Residual(body), (4, 8, 8))
+
+
+def _leaves(node):
+    for child in getattr(node, "layers", ()) or getattr(node, "branches", ()):
+        yield from _leaves(child)
+    if isinstance(node, networks.Residual):
+        yield from _leaves(node.body)
+        if node.shortcut is not None:
+            yield from _leaves(node.shortcut)
+    elif not isinstance(node, networks.Sequential | networks.Concat):
+        yield node
+
+
+def test_the_builder_contract_is_every_layer_kind_the_networks_use_and_the_builders_implement_it():
+    used = {type(leaf).__name__.lower() for name, variant in CASES for leaf in _leaves(networks.network(name, variant).body)}
+    contract = {name for name in vars(networks.Builder) if not name.startswith("_")}
+    assert contract == used | {"sequential", "concat", "residual"}
+    from dlbench.backends.cntk import CntkPlanner
+    from dlbench.backends.pytorch import TorchBuilder
+
+    for builder in (TorchBuilder, CntkPlanner):  # the others are checked by building in their environments
+        assert contract <= set(dir(builder)), builder
+
+
+def test_a_backend_missing_part_of_its_contract_is_refused():
+    assert backends.load("pytorch").Trainer and backends.load("cntk").Trainer
+    incomplete = types.ModuleType("dlbench.backends.incomplete")
+    incomplete.Trainer, incomplete.build = object, object
+    with pytest.raises(TypeError, match="does not implement backends.Backend: no PACKAGES, forward_shape, "
+                                        "framework_version, trainable_parameters"):
+        backends.check_contract(incomplete)

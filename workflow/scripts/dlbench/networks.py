@@ -131,12 +131,25 @@ def _leaf_shape_and_params(layer: Any, shape: Shape) -> tuple[Shape, int]:
 
 
 class Builder(Protocol):
-    """What a backend implements to turn a description into a model.
+    """What a backend implements to turn a description into a model: one method per leaf layer kind,
+    named after its class in lower case and given ``(layer, input_shape)``, and the three
+    combinators, given their already-built children."""
 
-    Leaf methods are named after the layer class in lower case (``conv``, ``batchnorm``,
-    ``relu``, ``maxpool``, ``globalavgpool``, ``flatten``, ``dense``, ``dropout``) and take
-    ``(layer, input_shape)``. Combinators take already-built children.
-    """
+    def conv(self, layer: Conv, shape: Shape) -> Any: ...
+
+    def batchnorm(self, layer: BatchNorm, shape: Shape) -> Any: ...
+
+    def relu(self, layer: ReLU, shape: Shape) -> Any: ...
+
+    def maxpool(self, layer: MaxPool, shape: Shape) -> Any: ...
+
+    def globalavgpool(self, layer: GlobalAvgPool, shape: Shape) -> Any: ...
+
+    def flatten(self, layer: Flatten, shape: Shape) -> Any: ...
+
+    def dense(self, layer: Dense, shape: Shape) -> Any: ...
+
+    def dropout(self, layer: Dropout, shape: Shape) -> Any: ...
 
     def sequential(self, children: list) -> Any: ...
 
@@ -145,7 +158,7 @@ class Builder(Protocol):
     def residual(self, body: Any, shortcut: Any | None) -> Any: ...
 
 
-def walk(node: Any, shape: Shape, builder: Any | None = None) -> tuple[Any, Shape, int]:
+def walk(node: Any, shape: Shape, builder: Builder | None = None) -> tuple[Any, Shape, int]:
     """Walk a description from ``shape``; return (built model or None, output shape, params)."""
     if isinstance(node, Sequential):
         children, total = [], 0
@@ -177,7 +190,7 @@ def walk(node: Any, shape: Shape, builder: Any | None = None) -> tuple[Any, Shap
     return built, out_shape, params
 
 
-def build(network: Network, builder: Any) -> Any:
+def build(network: Network, builder: Builder) -> Any:
     model, shape, _ = walk(network.body, network.input_shape, builder)
     if shape != (network.num_classes,):
         raise ValueError(f"{network.name}: output shape {shape}, expected ({network.num_classes},)")

@@ -104,7 +104,7 @@ def _quiet(*args, **kwargs) -> None:
 def run(spec: RunSpec) -> dict:
     backend = backends.load(spec.framework)
     result = backends.describe(backend)
-    trainer = backend.trainer(spec, describe_network(spec.network, FAMILIES[spec.family].variant))
+    trainer = backend.Trainer(spec, describe_network(spec.network, FAMILIES[spec.family].variant))
     progress = print if _first_process() else _quiet
     progress(f"{spec.framework} {result['framework_version']}: {spec.network} on {spec.dataset}, "
              f"{spec.device}, batch {spec.batch_size_global}, {spec.iterations} iterations "

@@ -1,23 +1,83 @@
-"""Framework backends behind one interface.
+"""Framework backends behind one contract.
 
-A backend module defines ``framework_version()`` and ``PACKAGES`` (the distributions whose versions
-the record keeps), ``build(network)``, ``trainable_parameters(model)``, ``forward_shape(model,
-images)`` and ``trainer(spec, network)`` returning an object with ``step()`` (dispatches one
-training step and returns a callable that blocks until that step has finished), ``synchronize()``
-(waits for all pending work), ``final_loss()`` and ``allocator_peak_mib()``. A framework that
-trains in a worker process under another interpreter (CNTK) has ``describe()`` instead of the
-first two, builds its models in the worker, and its trainer adds ``worker_cpu_seconds()``.
-Modules are imported lazily, inside the framework's own environment, so the package itself imports
-with no framework installed.
+A backend module implements :class:`Backend` (or, for a framework that trains in a worker process
+under another interpreter, CNTK, :class:`WorkerBackend`), and its ``Trainer`` class implements
+:class:`Trainer`; :func:`load` checks the module against its contract. The checks every backend
+makes are written once here (:func:`require_gpus`, :func:`require_one_batch`). Modules are imported
+lazily, inside the framework's own environment, so the package itself imports with no framework
+installed (standard library only).
 """
 from __future__ import annotations
 
 import importlib
 import os
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..networks import Network
+    from ..spec import RunSpec
+
+
+class Trainer(Protocol):
+    """What the runner's timed loop (:func:`dlbench.runner.timed_loop`) drives."""
+
+    def __init__(self, spec: RunSpec, network: Network) -> None:
+        """Build the network and its input pipeline for the run; raise :class:`Unavailable` when the
+        run cannot take place here."""
+
+    def step(self) -> Callable[[], None]:
+        """Dispatch one training step; return a callable that blocks until that step has finished,
+        or :func:`already_finished` when it had finished by the time ``step`` returned."""
+
+    def synchronize(self) -> None:
+        """Wait for all dispatched work."""
+
+    def final_loss(self) -> float | None:
+        """The last step's loss."""
+
+    def allocator_peak_mib(self) -> float | None:
+        """The framework allocator's peak; None where the framework keeps none."""
+
+
+class WorkerTrainer(Trainer, Protocol):
+    def worker_cpu_seconds(self) -> float:
+        """CPU time of the worker process, which the runner's own does not include."""
+
+
+class Backend(Protocol):
+    """A backend module whose framework trains in the runner's process."""
+
+    PACKAGES: tuple[str, ...]  # distributions whose versions the record keeps
+    Trainer: type[Trainer]
+
+    def framework_version(self) -> str: ...
+
+    def build(self, network: Network) -> Any:
+        """The framework's model of a description (see :class:`dlbench.networks.Builder`)."""
+
+    def trainable_parameters(self, model: Any) -> int: ...
+
+    def forward_shape(self, model: Any, images: np.ndarray) -> tuple: ...
+
+
+class WorkerBackend(Protocol):
+    """A backend module whose framework builds and trains in a worker under another interpreter."""
+
+    Trainer: type[WorkerTrainer]
+
+    def describe(self) -> dict:
+        """The worker's Python, framework and package versions, for the record."""
+
+
+def _members(contract: type) -> set[str]:
+    return {name for name in vars(contract) if not name.startswith("_")} | set(contract.__annotations__)
 
 
 class Unavailable(RuntimeError):
@@ -66,9 +126,31 @@ def load(framework: str) -> ModuleType:
     if framework.startswith("keras-"):
         os.environ["KERAS_BACKEND"] = framework.removeprefix("keras-")  # read when Keras is imported
     try:
-        return importlib.import_module(f"{__name__}.{REGISTRY[framework].module}")
+        module = importlib.import_module(f"{__name__}.{REGISTRY[framework].module}")
     except ImportError as error:
         raise Unavailable(f"{framework} cannot be imported: {error}") from error
+    return check_contract(module)
+
+
+def check_contract(module: ModuleType) -> ModuleType:
+    """The module, if it has everything of its contract (:class:`Backend` or :class:`WorkerBackend`)."""
+    contract = WorkerBackend if hasattr(module, "describe") else Backend
+    missing = sorted(_members(contract) - set(dir(module)))
+    if missing:
+        raise TypeError(f"{module.__name__} does not implement backends.{contract.__name__}: no {', '.join(missing)}")
+    return module
+
+
+def require_gpus(spec: RunSpec, needed: int, visible: int, framework: str) -> None:
+    """The run cannot take place where its framework sees fewer GPUs than it needs."""
+    if visible < needed:
+        raise Unavailable(f"{spec.device} needs {needed} GPU(s); {framework} sees {visible}")
+
+
+def require_one_batch(spec: RunSpec, images: int, batch: int) -> None:
+    """A dataset smaller than one batch cannot feed a step."""
+    if images < batch:
+        raise ValueError(f"{spec.dataset} has {images} training images, fewer than one batch of {batch}")
 
 
 def already_finished() -> None:

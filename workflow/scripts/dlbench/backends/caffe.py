@@ -245,7 +245,3 @@ class Trainer:
 
     def allocator_peak_mib(self) -> None:
         return None  # Caffe keeps no allocator statistics
-
-
-def trainer(spec: RunSpec, description: networks.Network) -> Trainer:
-    return Trainer(spec, description)

@@ -214,7 +214,3 @@ class Trainer:
 
     def allocator_peak_mib(self) -> None:
         return None  # CNTK keeps no allocator statistics that its Python API exposes
-
-
-def trainer(spec: RunSpec, description: networks.Network) -> Trainer:
-    return Trainer(spec, description)

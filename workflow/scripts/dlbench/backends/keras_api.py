@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import networks
 from ..spec import RunSpec
-from . import Unavailable, already_finished, inputs
+from . import Unavailable, already_finished, inputs, require_gpus, require_one_batch
 from .keras_layers import build, forward_shape, trainable_parameters  # noqa: F401 - the backend interface
 from .lmdb_records import LmdbRecords, shuffled_runs
 
@@ -45,8 +45,7 @@ def _configure(spec: RunSpec) -> None:
         import jax
 
         visible = sum(device.platform == "gpu" for device in jax.devices())
-    if visible < spec.gpus:
-        raise Unavailable(f"{spec.device} needs a GPU; Keras's {backend} backend sees none")
+    require_gpus(spec, spec.gpus, visible, f"Keras's {backend} backend")
 
 
 def _nhwc(images: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
@@ -67,8 +66,7 @@ class Trainer:
             self.next_batch = lambda: resident
         else:
             records = LmdbRecords(inputs.train_shards(spec), description.input_shape, spec.seed)
-            if len(records) < spec.batch_size_global:
-                raise ValueError(f"{spec.dataset} has {len(records)} training images, fewer than one batch")
+            require_one_batch(spec, len(records), spec.batch_size_global)
             rng, runs = np.random.default_rng(spec.seed), len(records) // spec.batch_size_global
 
             def epochs():
@@ -93,7 +91,3 @@ class Trainer:
 
     def allocator_peak_mib(self) -> None:
         return None  # Keras has no backend-neutral allocator statistics
-
-
-def trainer(spec: RunSpec, description: networks.Network) -> Trainer:
-    return Trainer(spec, description)

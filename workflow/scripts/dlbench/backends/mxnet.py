@@ -17,7 +17,7 @@ from mxnet.gluon.contrib.nn import HybridConcurrent
 from .. import networks
 from ..formats import recordio_im2rec
 from ..spec import RunSpec
-from . import Unavailable, inputs
+from . import inputs, require_gpus, require_one_batch
 
 
 def framework_version() -> str:
@@ -103,9 +103,7 @@ class RecordBatches:
     def __init__(self, spec: RunSpec, description: networks.Network):
         self.shards = inputs.train_shards(spec)
         images = sum(len((shard / recordio_im2rec.IDX).read_text().splitlines()) for shard in self.shards)
-        if images < spec.batch_size_global:
-            raise ValueError(f"{spec.dataset} has {images} training images, fewer than one batch of "
-                             f"{spec.batch_size_global}")
+        require_one_batch(spec, images, spec.batch_size_global)
         channels = description.input_shape[0]
         mean, std = inputs.pixel_statistics(spec)
         normalise = {f"{kind}_{colour}": float(value) for kind, values in (("mean", mean), ("std", std))
@@ -141,9 +139,7 @@ class RecordBatches:
 def _contexts(spec: RunSpec) -> list[mx.Context]:
     if spec.gpus == 0:
         return [mx.cpu()]
-    visible = mx.context.num_gpus()
-    if visible < spec.gpus:
-        raise Unavailable(f"{spec.device} needs {spec.gpus} GPU(s); MXNet {mx.__version__} sees {visible}")
+    require_gpus(spec, spec.gpus, mx.context.num_gpus(), f"MXNet {mx.__version__}")
     return [mx.gpu(index) for index in range(spec.gpus)]
 
 
@@ -200,7 +196,3 @@ class Trainer:
 
     def allocator_peak_mib(self) -> None:
         return None  # MXNet 1.9 reports free/total GPU memory, not its allocator's peak
-
-
-def trainer(spec: RunSpec, description: networks.Network) -> Trainer:
-    return Trainer(spec, description)

@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader
 
 from .. import networks
 from ..spec import RunSpec
-from . import Unavailable, already_finished, inputs
+from . import Unavailable, already_finished, inputs, require_gpus, require_one_batch
 from .lmdb_records import LmdbRecords, shuffled_runs
 
 
@@ -112,10 +112,7 @@ def _devices(spec: RunSpec) -> list[torch.device]:
     if spec.gpus == 0:
         return [torch.device("cpu")]
     first = int(os.environ.get("LOCAL_RANK", "0")) * spec.gpus
-    visible = torch.cuda.device_count()
-    if visible < first + spec.gpus:
-        raise Unavailable(f"{spec.device} needs {first + spec.gpus} CUDA GPU(s) here; torch {torch.__version__} "
-                          f"sees {visible}")
+    require_gpus(spec, first + spec.gpus, torch.cuda.device_count(), f"torch {torch.__version__}")
     return [torch.device("cuda", index) for index in range(first, first + spec.gpus)]
 
 
@@ -174,8 +171,7 @@ class _Batches:
             return
         self.synthetic = None
         dataset = LmdbDataset(inputs.train_shards(spec), description.input_shape, spec.seed + rank)
-        if len(dataset) < self.batch:
-            raise ValueError(f"{spec.dataset} has {len(dataset)} training images, fewer than one batch of {self.batch}")
+        require_one_batch(spec, len(dataset), self.batch)
         workers = spec.loader_workers
         generator = torch.Generator().manual_seed(spec.seed + rank)  # each process its own order
         self.loader = DataLoader(dataset, batch_sampler=ShuffledRuns(len(dataset), self.batch, generator),
@@ -248,7 +244,3 @@ class Trainer:
         if self.devices[0].type != "cuda":
             return None
         return sum(torch.cuda.max_memory_allocated(d) for d in self.devices) / 2**20
-
-
-def trainer(spec: RunSpec, description: networks.Network) -> Trainer:
-    return Trainer(spec, description)

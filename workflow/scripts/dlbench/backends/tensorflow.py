@@ -13,7 +13,7 @@ import tensorflow as tf
 from .. import networks
 from ..formats import TFRECORD_FILE
 from ..spec import RunSpec
-from . import Unavailable, already_finished, inputs
+from . import already_finished, inputs, require_gpus
 from .keras_layers import build, forward_shape, trainable_parameters  # noqa: F401 - the backend interface
 
 SHUFFLE_BUFFER = 10_000  # records, as the model garden's ImageNet input
@@ -72,8 +72,7 @@ def _devices(spec: RunSpec) -> list[str]:
     visible = configure_runtime(spec.threads)
     if spec.gpus == 0:
         return ["/cpu:0"]
-    if visible < spec.gpus:
-        raise Unavailable(f"{spec.device} needs {spec.gpus} GPU(s); TensorFlow {tf.__version__} sees {visible}")
+    require_gpus(spec, spec.gpus, visible, f"TensorFlow {tf.__version__}")
     return [f"/gpu:{index}" for index in range(spec.gpus)]
 
 
@@ -133,7 +132,3 @@ class Trainer:
             return None
         return sum(tf.config.experimental.get_memory_info(gpu.lstrip("/").upper())["peak"]
                    for gpu in self.gpus) / 2**20
-
-
-def trainer(spec: RunSpec, description: networks.Network) -> Trainer:
-    return Trainer(spec, description)
