@@ -11,8 +11,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as bench_config  # noqa: E402
 from dlbench.aggregate import METRICS  # noqa: E402
 from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
-from dlbench import ilsvrc12, summary  # noqa: E402
-from dlbench import datasets  # noqa: E402
+from dlbench import datasets, ilsvrc12, summary  # noqa: E402
 from dlbench.datasets import FAMILIES  # noqa: E402
 from dlbench.envs import SOURCE_BUILDS, WORKER_PYTHONS  # noqa: E402
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
@@ -34,8 +33,8 @@ RUNS = [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, repetitio
 CELLS = sorted({(c.dataset, c.network) for c in CASES.values()})
 FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metric in METRICS
            for ext in ("png", "svg")]
-REAL_FAMILIES = list(FAMILIES)  # fetched: downloaded (those with mirrors) or the user's (ILSVRC12)
-GENERATABLE = list(FAMILIES)
+# Every dataset family is fetched when real (downloaded, or ILSVRC12 the user's) and can be generated.
+DATASET_FAMILIES = list(FAMILIES)
 # Datasets read from files: (label, family, mode) for every non-synthetic case. MNIST-like and
 # CIFAR10 datasets are unpacked and converted whole; ILSVRC12 is indexed and converted in shards.
 FILE_DATASETS = sorted({(c.dataset, c.family, c.data_mode) for c in CASES.values() if c.data_mode != "synthetic"})
@@ -135,8 +134,9 @@ def failed_fetch(run):
 def train_inputs(wildcards):
     run = case(wildcards)
     inputs = {}
-    if failed_fetch(run):  # the run is recorded as failed with the fetch's reason
-        inputs["fetch"] = ancient(failed_fetch(run))
+    fetch = failed_fetch(run)
+    if fetch:  # the run is recorded as failed with the fetch's reason
+        inputs["fetch"] = ancient(fetch)
     elif data_input(run):
         inputs["data"] = data_input(run)
     if BUILD_VENVS:

@@ -10,7 +10,7 @@ checkpoint fetch:
     output:
         "data/raw/{family}/fetch.json",
     wildcard_constraints:
-        family="|".join(REAL_FAMILIES),
+        family="|".join(DATASET_FAMILIES),
     # The mirrors are read from the config inside the job: editing them refetches nothing.
     params:
         archive_dir=lambda wildcards: archive_dir(wildcards.family),
@@ -22,7 +22,7 @@ checkpoint fetch:
         "../workflow/scripts/fetch.py"
 
 
-for _family in GENERATABLE:
+for _family in DATASET_FAMILIES:
 
     rule:
         name:
