@@ -11,25 +11,25 @@ from dlbench.plots import figure
 
 def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status="ok", reason=""):
     return {
-        "schema": 1, "status": status, "reason": reason,
+        "schema": 2, "status": status, "reason": reason,
         "run": {"framework": framework, "framework_version": "1", "dataset": "mnist-generated",
                 "data_mode": "generated", "network": "lenet", "device": device, "repetition": repetition,
                 "batch_size_global": 64, "iterations": 20, "warmup_iterations": 10, "learning_rate": 0.01,
                 "precision": "fp32", "threads": 2},
         "timing": {"iteration_seconds": [0.1] * 20, "images_per_second_mean": speed if status == "ok" else None,
                    "images_per_second_median": speed, "wall_seconds": 3.0, "cpu_per_wall": 1.9,
-                   "reasons": {} if status == "ok" else {"images_per_second_mean": reason}},
+                   "reasons": {} if status == "ok" else {"images_per_second_mean": f"see the run's reason ({status})"}},
         "memory": {"host_peak_rss_mib": 300.0, "gpu_process_peak_mib": None, "gpu_device_peak_mib": None,
                    "framework_allocator_peak_mib": None,
-                   "reasons": {"gpu_process_peak_mib": "unavailable: CPU run (no GPU used)"}},
+                   "reasons": {"gpu_process_peak_mib": "CPU run (no GPU used)"}},
         "power": {"gpu_mean_w": None, "gpu_peak_w": None, "gpu_energy_j": None, "energy_per_image_j": None, "cpu_energy_j": None,
-                  "samples": 10, "sample_hz": 20.0, "reasons": {"gpu_mean_w": "unavailable: CPU run (no GPU used)"}},
+                  "samples": 10, "sample_hz": 20.0, "reasons": {"gpu_mean_w": "CPU run (no GPU used)"}},
         "quality": {"final_loss": 2.3, "accuracy": None},
         "provenance": {"started_at": "2026-11-22T00:00:00+00:00", "finished_at": f"2026-11-22T00:0{repetition}:00+00:00"},
     }
 
 
-CNTK_REASON = "unavailable: CNTK 2.7 requires CPython 3.6"
+CNTK_REASON = "CNTK 2.7 requires CPython 3.6"
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_appendix_reports_mean_sd_and_n_or_the_reason(records, tmp_path):
     assert (speed["mean"], speed["sd"], speed["n"]) == (110.0, 10.0, 3)
     assert speed["cell"] == "110 ± 10 (n=3)"
     cntk = table.query("metric == 'train_speed' and framework == 'cntk'").iloc[0]
-    assert cntk["cell"] == CNTK_REASON and cntk["n"] == 0
+    assert cntk["cell"] == f"unavailable: {CNTK_REASON}" and cntk["n"] == 0
     memory = table.query("metric == 'gpu_memory' and framework == 'pytorch'").iloc[0]
     assert memory["cell"] == "unavailable: CPU run (no GPU used)"
     markdown = (tmp_path / "a.md").read_text()
@@ -98,10 +98,23 @@ def test_figure_is_written_for_values_and_for_missing_metrics(records, tmp_path)
     assert "unavailable: CPU run" in (tmp_path / "gpu_power.svg").read_text()
 
 
+def test_records_of_schema_1_read_as_today(tmp_path):
+    """Schema 1 wrote the status into the reasons; kept records still make the same cells."""
+    old = record(framework="cntk", status="unavailable", reason=f"unavailable: {CNTK_REASON}")
+    old["schema"] = 1
+    old["memory"]["reasons"]["gpu_process_peak_mib"] = "unavailable: CPU run (no GPU used)"
+    write_record(old, tmp_path / "rep1.json")
+    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    assert upgraded["schema"] == 2 and upgraded["reason"] == CNTK_REASON
+    assert upgraded["memory"]["reasons"]["gpu_process_peak_mib"] == "CPU run (no GPU used)"
+    cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
+    assert cells["train_speed"] == f"unavailable: {CNTK_REASON}"
+
+
 def test_retry_sets_failed_records_aside_and_keeps_them(tmp_path):
     runs = tmp_path / "runs"
     write_record(record(repetition=1), runs / "a" / "rep1.json")
-    write_record(record(repetition=2, status="failed", reason="failed: x"), runs / "a" / "rep2.json")
+    write_record(record(repetition=2, status="failed", reason="x"), runs / "a" / "rep2.json")
     (runs / "a" / "rep2.log").write_text("log")
     moved = retry.set_aside(runs, tmp_path / "runs-failed")
     assert [p.name for p in moved] == ["rep2.2026-11-22T000200+0000.json"]

@@ -120,8 +120,8 @@ def test_the_worker_reads_the_map_file_from_the_format_directory(tmp_path, stand
     assert result["status"] == "ok", result["reason"]
 
 
-@pytest.mark.parametrize("device,reason", [("gpu1", "unavailable: this CNTK has no GPU support"),
-                                           ("gpu2", "unavailable: multi-GPU CNTK")])
+@pytest.mark.parametrize("device,reason", [("gpu1", "this CNTK has no GPU support"),
+                                           ("gpu2", "multi-GPU CNTK")])
 def test_gpu_runs_the_worker_cannot_make_are_unavailable(tmp_path, standin_worker, device, reason):
     result = _run(_spec(device=device), tmp_path)
     assert result["status"] == "unavailable" and result["reason"].startswith(reason)
@@ -139,7 +139,7 @@ def test_without_python_3_6_the_cntk_environment_is_unavailable(tmp_path, monkey
     monkeypatch.setenv("PYENV_ROOT", str(tmp_path))  # nor in pyenv
     with open(tmp_path / "build.log", "w") as log:
         status = envs.build_environment(ROOT / "envs" / "cntk.requirements.txt", tmp_path / "cntk", 1, log)
-    assert status == {"status": "unavailable", "python": None, "reason": "unavailable: CNTK 2.7 requires "
+    assert status == {"status": "unavailable", "python": None, "reason": "CNTK 2.7 requires "
                       "CPython 3.6 (its last wheels are cp36 only), and this machine has none (no working python3.6 on PATH "
                       "or in pyenv)"}
 
@@ -173,4 +173,4 @@ def test_real_cntk_trains_on_synthetic_data_and_says_why_its_image_reader_cannot
     result = _run(_spec(dataset="mnist-generated", data_dir=str(tmp_path / "cntk")), tmp_path)
     # CNTK 2.7's image reader is built against Ubuntu 16.04's OpenCV 3.1 dependencies (libjpeg8, ...).
     assert result["status"] == "unavailable"
-    assert result["reason"].startswith("unavailable: CNTK's image reader cannot be loaded: Plugin not found")
+    assert result["reason"].startswith("CNTK's image reader cannot be loaded: Plugin not found")

@@ -34,7 +34,7 @@ def test_in_a_slurm_allocation_each_node_starts_one_process_that_meets_at_the_fi
 def test_other_frameworks_over_processes_are_unavailable(tmp_path):
     record = run(tmp_path, spec(framework="mxnet", device="2xcpu"), python=sys.executable)
     assert record["status"] == "unavailable"
-    assert record["reason"] == ("unavailable: 2xcpu: 2 processes: data parallelism over processes is wired for "
+    assert record["reason"] == ("2xcpu: 2 processes: data parallelism over processes is wired for "
                                 "pytorch only")
 
 

@@ -83,7 +83,7 @@ def test_power_and_energy_over_the_timed_window(energy_counter, method):
 
 def test_without_nvml_every_gpu_field_is_null_with_a_reason():
     probe = gpu.GpuProbe(["GPU-fake-0"], FakeNVML(fail_init=True))
-    assert probe.error == "unavailable: NVML: Driver Not Loaded"
+    assert probe.error == "NVML: Driver Not Loaded"
     memory, power = gpu.summarise([], window=(0, 1), images=10, error=probe.error)
     assert memory["gpu_process_peak_mib"] is None and power["gpu_mean_w"] is None
     assert memory["reasons"]["gpu_device_peak_mib"] == probe.error
@@ -92,7 +92,7 @@ def test_without_nvml_every_gpu_field_is_null_with_a_reason():
 
 def test_cpu_runs_do_not_touch_nvml():
     probe = gpu.GpuProbe([], FakeNVML(fail_init=True))
-    assert probe.error == "unavailable: CPU run (no GPU used)" and probe.handles == []
+    assert probe.error == "CPU run (no GPU used)" and probe.handles == []
 
 
 def test_a_window_shorter_than_two_samples_says_so():
@@ -114,4 +114,4 @@ def test_the_node_inventory_is_what_the_scheduler_left_visible_by_uuid(monkeypat
 
 def test_without_nvml_the_node_has_no_gpus_and_says_why(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    assert gpu.inventory(FakeNVML(fail_init=True)) == ([], "unavailable: NVML: Driver Not Loaded")
+    assert gpu.inventory(FakeNVML(fail_init=True)) == ([], "NVML: Driver Not Loaded")

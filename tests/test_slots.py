@@ -95,7 +95,7 @@ def test_a_device_the_node_lacks_is_unavailable(tmp_path, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     record = monitor.run(spec(device="gpu4"), sys.executable, tmp_path / "run.log", 120, 20, "sha",
                          nvml=FakeNVML(), lock_dir=tmp_path / "locks")
-    assert record["status"] == "unavailable" and record["reason"] == "unavailable: gpu4 needs 4 GPU(s); this node has 2"
+    assert record["status"] == "unavailable" and record["reason"] == "gpu4 needs 4 GPU(s); this node has 2"
     assert record["memory"]["reasons"]["gpu_device_peak_mib"] == record["reason"]
 
 
@@ -104,9 +104,9 @@ def test_a_symlinked_lock_file_is_refused_and_its_target_untouched(tmp_path):
     locks.mkdir(mode=0o700)
     victim.write_text("precious")
     (locks / "core-0.lock").symlink_to(victim)
-    with pytest.raises(slots.SlotError, match=r"core-0.lock: it is a symbolic link \(refused\)"):
-        with slots.hold("core", ["0"], 1, locks, wait_s=1):
-            pass
+    with (pytest.raises(slots.SlotError, match=r"core-0.lock: it is a symbolic link \(refused\)"),
+          slots.hold("core", ["0"], 1, locks, wait_s=1)):
+        pass
     assert victim.read_text() == "precious"
 
 

@@ -8,5 +8,5 @@ from dlbench.jobs import logged
 with logged(snakemake.log[0]) as log:  # noqa: F821 - injected by Snakemake
     status_path = Path(snakemake.output[0])  # noqa: F821
     status = build_environment(Path(snakemake.input[0]), status_path.parent, snakemake.threads, log)  # noqa: F821
-    print(status["reason"] or f"environment ready: {status['python']}")
+    print(f"{status['status']}: {status['reason']}" if status["reason"] else f"environment ready: {status['python']}")
     status_path.write_text(json.dumps(status, indent=1))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+
 @dataclass(frozen=True)
 class Metric:
     section: str  # of the run record
@@ -45,10 +46,24 @@ CELL_KEYS = ["dataset", "network", "framework", "device"]
 def load_records(paths) -> list[dict]:
     records = []
     for path in paths:
-        record = json.loads(Path(path).read_text())
+        record = upgrade(json.loads(Path(path).read_text()))
         record["path"] = str(path)
         records.append(record)
     return records
+
+
+def upgrade(record: dict) -> dict:
+    """A record of an older schema in today's form, so that records kept from an earlier version
+    aggregate beside new ones (CHANGELOG.md says what each schema changed)."""
+    if record["schema"] == 1:  # its reasons began with "unavailable: "; today the status is only data
+        def words(reason: str) -> str:
+            return reason.removeprefix("unavailable: ")
+        record["reason"] = words(record["reason"])
+        for section in ("timing", "memory", "power", "quality"):
+            reasons = record[section].get("reasons", {})
+            reasons.update({field: words(reason) for field, reason in reasons.items()})
+        record["schema"] = 2
+    return record
 
 
 def _first_line(text: str | None) -> str:
@@ -110,14 +125,14 @@ def _format(mean: float, sd: float, n: int, group: pd.DataFrame) -> str:
 
 
 def _why_missing(group: pd.DataFrame, metric: str) -> str:
-    """Why a cell has no value: the ok runs' own reason for the metric (a CPU run has no GPU power),
-    else the first run's status and reason (all failed or unavailable)."""
+    """Why a cell has no value: the ok runs' own reason for the metric, which they could not measure
+    (a CPU run has no GPU power), else the first run's status and reason (all failed or unavailable)."""
     ok = group[group["status"] == "ok"]
     if len(ok):
         reasons = ok[f"{metric}_reason"].replace("", pd.NA).dropna()
-        return reasons.iloc[0] if len(reasons) else "unavailable: not recorded"
+        return f"unavailable: {reasons.iloc[0] if len(reasons) else 'not recorded'}"
     first = group.iloc[0]
-    return first["reason"] if first["reason"].startswith(first["status"]) else f"{first['status']}: {first['reason']}"
+    return f"{first['status']}: {first['reason']}"
 
 
 def appendix_wide(table: pd.DataFrame) -> pd.DataFrame:

@@ -89,7 +89,7 @@ def build(venv_dir: Path, jobs: int, log) -> dict:
     """
     missing = missing_prerequisites()
     if missing:
-        return {"status": "unavailable", "reason": "unavailable: building Caffe needs " + ", ".join(missing)
+        return {"status": "unavailable", "reason": "building Caffe needs " + ", ".join(missing)
                 + " (Debian: make system-packages)"}
     python = venv_dir.absolute() / "bin" / "python"
     python_tag, numpy_version = _ask(python, "import sys, numpy; print(sys.implementation.cache_tag, numpy.__version__)")

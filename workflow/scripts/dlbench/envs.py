@@ -67,7 +67,7 @@ def build_venv(requirements: Path, venv_dir: Path, log, base_python: str | None 
                                 check=True).stdout.split()
     except (OSError, subprocess.CalledProcessError) as error:
         return {"status": "unavailable", "python": None,
-                "reason": f"unavailable: environment from {requirements} could not be built ({error}); "
+                "reason": f"environment from {requirements} could not be built ({error}); "
                           "see its log"}
     return {"status": "ok", "python": str(python.absolute()), "reason": "", "packages": frozen}
 
@@ -87,7 +87,7 @@ def build_environment(requirements: Path, venv_dir: Path, jobs: int, log) -> dic
             status.update(source_build(venv_dir, jobs, log))
         except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
             status.update(status="unavailable",
-                          reason=f"unavailable: {venv_dir.name} could not be built ({error}); see its log")
+                          reason=f"{venv_dir.name} could not be built ({error}); see its log")
     return status
 
 
@@ -97,14 +97,14 @@ def build_worker_venv(requirements: Path, venv_dir: Path, log) -> dict:
         base_python = find_worker_python(venv_dir.name)
     except LookupError as error:
         log.write(f"{error}\n")
-        return {"status": "unavailable", "python": None, "reason": f"unavailable: {error}"}
+        return {"status": "unavailable", "python": None, "reason": str(error)}
     status = build_venv(requirements, venv_dir, log, base_python)
     if status["status"] != "ok":
         return status
     try:
         WORKER_SETUP[venv_dir.name](venv_dir, log)
     except (OSError, RuntimeError) as error:
-        return {"status": "unavailable", "python": None, "reason": f"unavailable: {error}"}
+        return {"status": "unavailable", "python": None, "reason": str(error)}
     return {**status, "python": sys.executable, "worker_python": status["python"]}
 
 

@@ -25,7 +25,7 @@ def _load_nvml():
 
 
 def _nvml_error(error: Exception) -> str:
-    return f"unavailable: NVML: {_text(error) or type(error).__name__}"
+    return f"NVML: {_text(error) or type(error).__name__}"
 
 
 def _handle(nvml, ident: str):
@@ -64,7 +64,7 @@ class GpuProbe:
     def __init__(self, uuids: list[str], nvml=None):
         self.nvml, self.handles, self.error = None, [], None
         if not uuids:
-            self.error = "unavailable: CPU run (no GPU used)"
+            self.error = "CPU run (no GPU used)"
             return
         try:
             self.nvml = nvml or _load_nvml()
@@ -109,14 +109,14 @@ def summarise(samples: list[list[dict]], window: tuple[float, float] | None, ima
     power = {"gpu_mean_w": None, "gpu_peak_w": None, "gpu_energy_j": None, "energy_per_image_j": None,
              "method": None}
     if error or not samples:
-        reason = error or "unavailable: no GPU samples were taken"
+        reason = error or "no GPU samples were taken"
         return ({**memory, "reasons": {k: reason for k in memory}},
                 {**power, "reasons": {k: reason for k in power if k != "method"}})
     memory["gpu_process_peak_mib"] = max(sum(r["process_mib"] for r in tick) for tick in samples)
     memory["gpu_device_peak_mib"] = max(sum(r["device_mib"] for r in tick) for tick in samples)
     inside = [tick for tick in samples if window and window[0] <= tick[0]["time"] <= window[1]]
     if len(inside) < 2:
-        reason = "unavailable: fewer than 2 GPU samples inside the timed window"
+        reason = "fewer than 2 GPU samples inside the timed window"
         return memory, {**power, "reasons": {k: reason for k in power if k != "method"}}
     power["gpu_peak_w"] = max(sum(r["power_w"] for r in tick) for tick in inside)
     span = inside[-1][0]["time"] - inside[0][0]["time"]

@@ -3,7 +3,8 @@
 The record is written in every case: ``ok``, ``failed`` (exception, crash, timeout; the reason
 ends with the last lines of the log) or ``unavailable`` (framework not installed or not
 implemented, environment not built, too few GPUs). Unknown values are ``null`` with a reason
-under the section's ``reasons``, never 0.
+under the section's ``reasons``, never 0. A status is data, never part of a reason's words: tables
+write "<status>: <reason>" where they show one.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from .envs import WORKER_PYTHON_VARIABLE
 from .gpu import GpuProbe, inventory, summarise
 from .spec import RunSpec
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts, put on the runner's path
 LOG_TAIL_LINES = 15
 
@@ -178,8 +179,8 @@ def held_devices(spec: RunSpec, lock_dir: Path, wait_s: float | None, nvml, log)
         if wanted:
             node_gpus, error = inventory(nvml)
             if len(node_gpus) < wanted:
-                raise DevicesMissing(f"unavailable: {spec.device} needs {wanted} GPU(s); this node has "
-                                     f"{len(node_gpus)}" + (f" ({error.removeprefix('unavailable: ')})" if error else ""))
+                raise DevicesMissing(f"{spec.device} needs {wanted} GPU(s); this node has {len(node_gpus)}"
+                                     + (f" ({error})" if error else ""))
             gpus = stack.enter_context(slots.hold("gpu", node_gpus, wanted, lock_dir, wait_s, note))
         node_cores = slots.cores()
         cores = stack.enter_context(slots.hold("core", node_cores, min(spec.threads, len(node_cores)), lock_dir,
@@ -269,7 +270,7 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
         try:
             command = launch.runner_command(python, spec.framework, spec.processes, [str(spec_path), str(result_path)])
         except launch.NotLaunchable as error:
-            return {"status": "unavailable", "reason": f"unavailable: {spec.device}: {error}"}, None
+            return {"status": "unavailable", "reason": f"{spec.device}: {error}"}, None
         # Processes on this machine share its held threads (torchrun --standalone).
         threads = max(1, spec.threads // launch.local_processes(spec.processes))
         log.write(f"runner: {' '.join(command)} (threads {threads}, timeout {timeout_s:.0f} s)\n")
@@ -306,7 +307,7 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
 def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: GpuProbe,
                  config_sha256: str) -> dict:
     ok = result["status"] == "ok"
-    not_ok = result["reason"] if not ok else None
+    not_ok = None if ok else f"see the run's reason ({result['status']})"  # not repeated in every metric
     times = result.get("iteration_seconds") or []
     window = result.get("timed_window") or {}
     timed = times[spec.warmup_iterations:]
@@ -327,13 +328,13 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
               "framework_allocator_peak_mib": allocator}
     memory["reasons"] = dict(gpu_memory.get("reasons", {}))
     if memory["host_peak_rss_mib"] is None:
-        memory["reasons"]["host_peak_rss_mib"] = not_ok or "unavailable: no host samples"
+        memory["reasons"]["host_peak_rss_mib"] = not_ok or "no host samples"
     if allocator is None:
         memory["reasons"]["framework_allocator_peak_mib"] = not_ok or (
-            probe.error if spec.gpus == 0 else "unavailable: the framework reports no allocator peak")
+            probe.error if spec.gpus == 0 else "the framework reports no allocator peak")
     power.update(samples=sampler.ticks if sampler else 0, sample_hz=sampler.achieved_hz if sampler else None,
                  cpu_energy_j=None)
-    power.setdefault("reasons", {})["cpu_energy_j"] = "unavailable: RAPL is not read yet"
+    power.setdefault("reasons", {})["cpu_energy_j"] = "RAPL is not read yet"
     if not ok:
         timing["reasons"] = {k: not_ok for k, v in timing.items() if v is None and k != "wall_seconds"}
     return {
@@ -345,7 +346,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         "memory": memory,
         "power": power,
         "quality": {"final_loss": result.get("final_loss"), "accuracy": None,
-                    "reasons": {"accuracy": "unavailable: not measured (speed benchmark)"}},
+                    "reasons": {"accuracy": "not measured (speed benchmark)"}},
         "provenance": {
             "hostname": socket.gethostname(), "cpu_model": cpu_model(), "cores": os.cpu_count(),
             "gpus": probe.describe() if probe.handles else [],

@@ -128,7 +128,7 @@ def main(argv: list[str]) -> int:
         result = {"status": "ok", "reason": "", **run(spec)}
         code = 0
     except backends.Unavailable as error:
-        result, code = {"status": "unavailable", "reason": f"unavailable: {error}"}, 0
+        result, code = {"status": "unavailable", "reason": str(error)}, 0
     except Exception as error:  # noqa: BLE001 - any failure becomes the record's reason
         traceback.print_exc()
         result, code = {"status": "failed", "reason": f"{_error_name(error)}: {error}"}, 1
