@@ -15,21 +15,21 @@ from dlbench import datasets, ilsvrc12, summary  # noqa: E402
 from dlbench.datasets import FAMILIES  # noqa: E402
 from dlbench.envs import SOURCE_BUILDS, WORKER_PYTHONS  # noqa: E402
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
-from dlbench.spec import RunSpec, gpu_count, parse_dataset_label  # noqa: E402
+from dlbench.spec import COMPILED, PRECISIONS, RunSpec, gpu_count, parse_dataset_label  # noqa: E402
 
 try:
     bench_config.check_devices(config)
     validate(config, "../config/schema.yaml")
-    CASES = {(c.framework, c.dataset, c.network, c.device): c for c in bench_config.cases(config)}
+    CASES = {(c.framework, c.dataset, c.network, c.device, c.variant): c for c in bench_config.cases(config)}
 except bench_config.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 BUILD_VENVS = config["environment"] == "venv" and not USE_CONDA  # per-framework pip virtualenvs
 REPETITIONS = range(1, config["repetitions"] + 1)
-RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{device}/rep{repetition}.json"
-RUNS = [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, repetition=r)
-        for (f, d, n, v) in CASES for r in REPETITIONS]
+RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{device}/{variant}/rep{repetition}.json"
+RUNS = [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, variant=m, repetition=r)
+        for (f, d, n, v, m) in CASES for r in REPETITIONS]
 CELLS = sorted({(c.dataset, c.network) for c in CASES.values()})
 FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metric in METRICS
            for ext in ("png", "svg")]
@@ -44,11 +44,12 @@ wildcard_constraints:
     framework="|".join(FRAMEWORKS),
     environment="|".join(sorted(set(ENVIRONMENTS.values()))),
     device=r"(\d+x)?(cpu|gpu\d+)",
+    variant="(" + "|".join(PRECISIONS) + f")(-{COMPILED})?",
     repetition=r"\d+",
 
 
 def case(wildcards):
-    return CASES[(wildcards.framework, wildcards.dataset, wildcards.network, wildcards.device)]
+    return CASES[(wildcards.framework, wildcards.dataset, wildcards.network, wildcards.device, wildcards.variant)]
 
 
 def unpacked_files(label):
@@ -182,11 +183,12 @@ def run_spec(wildcards, threads):
         warmup_iterations=run.warmup_iterations, learning_rate=run.learning_rate, threads=threads,
         data_dir=data_input(run),
         loader_workers=loader_workers(run.device, threads),
+        precision=run.precision, compile=run.compile,
         seed=int(wildcards.repetition),
     )
 
 
 def cell_records(wildcards):
-    return [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, repetition=r)
-            for (f, d, n, v) in CASES if (d, n) == (wildcards.dataset, wildcards.network)
+    return [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, variant=m, repetition=r)
+            for (f, d, n, v, m) in CASES if (d, n) == (wildcards.dataset, wildcards.network)
             for r in REPETITIONS]

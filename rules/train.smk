@@ -33,9 +33,9 @@ rule train:
     input:
         unpack(train_inputs),
     output:
-        "results/runs/{framework}/{dataset}/{network}/{device}/rep{repetition}.json",
+        RUN_RECORD,
     log:
-        "results/runs/{framework}/{dataset}/{network}/{device}/rep{repetition}.log",
+        RUN_RECORD.removesuffix(".json") + ".log",
     # Params are what is measured: a change reruns the run. The timeout and the slot settings
     # (how long to wait, where the locks are) change no measurement; train.py reads them from the config.
     params:

@@ -9,13 +9,14 @@ from dlbench.monitor import write_record
 from dlbench.plots import figure
 
 
-def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status="ok", reason=""):
+def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status="ok", reason="", precision="fp32",
+           compile=False):
     return {
         "schema": 2, "status": status, "reason": reason,
         "run": {"framework": framework, "framework_version": "1", "dataset": "mnist-generated",
                 "data_mode": "generated", "network": "lenet", "device": device, "repetition": repetition,
                 "batch_size_global": 64, "iterations": 20, "warmup_iterations": 10, "learning_rate": 0.01,
-                "precision": "fp32", "threads": 2},
+                "precision": precision, "compile": compile, "threads": 2},
         "timing": {"iteration_seconds": [0.1] * 20, "images_per_second_mean": speed if status == "ok" else None,
                    "images_per_second_median": speed, "wall_seconds": 3.0, "cpu_per_wall": 1.9,
                    "reasons": {} if status == "ok" else {"images_per_second_mean": f"see the run's reason ({status})"}},
@@ -47,7 +48,7 @@ def records(tmp_path):
 
 def test_appendix_reports_mean_sd_and_n_or_the_reason(records, tmp_path):
     runs = aggregate.runs_table(records)
-    assert len(runs) == 6 and list(runs.columns[:6]) == aggregate.RUN_KEYS
+    assert len(runs) == 6 and list(runs.columns[:len(aggregate.RUN_KEYS)]) == aggregate.RUN_KEYS
     runs.to_csv(tmp_path / "runs.csv", index=False)
     aggregate.write_appendix(tmp_path / "runs.csv", tmp_path / "a.csv", tmp_path / "a.md", tmp_path / "a.tex")
     table = pd.read_csv(tmp_path / "a.csv")
@@ -96,6 +97,24 @@ def test_figure_is_written_for_values_and_for_missing_metrics(records, tmp_path)
         figure(records, metric, outputs)
         assert all(path.stat().st_size > 1000 for path in outputs)
     assert "unavailable: CPU run" in (tmp_path / "gpu_power.svg").read_text()
+
+
+def test_the_variants_of_a_cell_stand_side_by_side(tmp_path):
+    """Cells that differ only in precision or compile are columns of one row, and bars of one group."""
+    variants = [("fp32", False, 100.0), ("bf16", False, 150.0), ("fp32", True, 120.0), ("bf16", True, 180.0)]
+    records = [{**record(precision=p, compile=c, speed=s, repetition=r), "path": f"{p}{c}{r}.json"}
+               for p, c, s in variants for r in (1, 2)]
+    runs = aggregate.runs_table(records)
+    wide = aggregate.appendix_wide(aggregate.appendix(runs))
+    settings = ["cpu fp32", "cpu fp32-compiled", "cpu bf16", "cpu bf16-compiled"]
+    assert list(wide.columns) == ["metric", "unit", "dataset", "network", "framework", *settings]
+    speed = wide[wide["metric"] == "train_speed"].iloc[0]
+    assert list(speed[settings]) == ["100 ± 0 (n=2)", "120 ± 0 (n=2)", "150 ± 0 (n=2)", "180 ± 0 (n=2)"]
+    figure(records, "train_speed", [tmp_path / "speed.svg"])
+    svg = (tmp_path / "speed.svg").read_text()
+    assert all(f'id="bar pytorch cpu {v}"' in svg for v in ("fp32", "bf16", "fp32-compiled", "bf16-compiled"))
+    plain = aggregate.appendix_wide(aggregate.appendix(runs[runs["variant"] == "fp32"]))
+    assert "cpu" in plain.columns  # the thesis's layout where every run is plain fp32
 
 
 def test_records_of_schema_1_read_as_today(tmp_path):

@@ -53,6 +53,14 @@ def test_the_documented_defaults_are_the_schemas():
     assert yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["frameworks"] == frameworks
 
 
+def test_precisions_and_compile_multiply_the_cases():
+    config = validated({**GOOD, "precisions": ["fp32", "bf16"], "compile": [False, True]})
+    assert sorted(case.variant for case in cases(config)) == ["bf16", "bf16-compiled", "fp32", "fp32-compiled"]
+    assert [case.variant for case in cases(validated(GOOD))] == ["fp32"]
+    with pytest.raises(WorkflowError, match=r"'fp8' is not one of \['fp32', 'tf32', 'bf16', 'fp16'\]"):
+        validated({**GOOD, "precisions": ["fp8"]})
+
+
 def test_negative_iterations_are_rejected():
     bad = copy.deepcopy(GOOD)
     bad["benchmarks"][0]["iterations"] = -5

@@ -89,6 +89,28 @@ def test_a_gpu_run_without_a_gpu_is_unavailable(tmp_path, record_schema):
     assert record["memory"]["reasons"]["gpu_device_peak_mib"] == record["reason"]
 
 
+@pytest.mark.parametrize("changes,reason", [
+    ({"precision": "tf32"}, "tf32 on cpu: TF32 is a GPU math mode"),
+    ({"precision": "fp16"}, "fp16 on cpu: pytorch has fp32, bf16 wired on CPUs"),
+    ({"framework": "mxnet", "compile": True},
+     "compile: mxnet always compiles (Gluon hybridize (static graph)): its runs without compile are compiled"),
+])
+def test_numerics_a_framework_lacks_are_unavailable_before_it_is_loaded(tmp_path, record_schema, changes, reason):
+    record = run(tmp_path, spec(**changes))
+    assert (record["status"], record["reason"]) == ("unavailable", reason)
+    assert record["execution"]["precision"] == record["run"]["precision"] == changes.get("precision", "fp32")
+    record.pop("path")
+    jsonschema.validate(record, record_schema)
+
+
+def test_the_runner_has_tf32_off_unless_asked_and_jax_allocating_as_it_goes(monkeypatch):
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "1")
+    for precision in ("fp32", "bf16", "fp16"):
+        environment = monitor.runner_environment(2, [], precision=precision)
+        assert environment["NVIDIA_TF32_OVERRIDE"] == "0" and environment["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert "NVIDIA_TF32_OVERRIDE" not in monitor.runner_environment(2, ["GPU-1"], precision="tf32")
+
+
 def test_an_environment_that_could_not_be_built_is_unavailable(tmp_path, record_schema):
     reason = "environment from envs/x.txt could not be built"
     record = run(tmp_path, spec(), cannot_run={"status": "unavailable", "reason": reason})

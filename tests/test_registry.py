@@ -1,4 +1,5 @@
-"""Frameworks and networks are each named in one registry; the schemas and the docs must agree with it.
+"""Frameworks, networks and precisions are each named in one registry; the schemas and the docs must
+agree with it.
 (Add a dummy framework or network to a registry and these tests fail, naming what else to change.)"""
 import importlib.util
 import re
@@ -7,12 +8,13 @@ import yaml
 from dlbench import backends, networks
 from dlbench.config import FIGURE_4_5
 from dlbench.datasets import FAMILIES
+from dlbench.spec import PRECISIONS
 
 from .conftest import ROOT
 
 CONFIG_SCHEMA = yaml.safe_load((ROOT / "config" / "schema.yaml").read_text())["properties"]
-RECORD_RUN = yaml.safe_load((ROOT / "workflow" / "schemas" / "run_record.schema.yaml").read_text())[
-    "properties"]["run"]["properties"]
+RECORD = yaml.safe_load((ROOT / "workflow" / "schemas" / "run_record.schema.yaml").read_text())["properties"]
+RECORD_RUN = RECORD["run"]["properties"]
 
 
 def test_the_config_schema_allows_exactly_the_registered_frameworks_networks_and_datasets():
@@ -25,6 +27,15 @@ def test_the_config_schema_allows_exactly_the_registered_frameworks_networks_and
 def test_the_run_record_schema_names_exactly_the_registered_frameworks_and_networks():
     assert RECORD_RUN["framework"]["enum"] == list(backends.REGISTRY)
     assert RECORD_RUN["network"]["enum"] == list(networks.REGISTRY)
+
+
+def test_both_schemas_allow_exactly_the_registered_precisions_and_each_framework_names_its_own():
+    assert CONFIG_SCHEMA["precisions"]["items"]["enum"] == list(PRECISIONS)
+    assert RECORD_RUN["precision"]["enum"] == RECORD["execution"]["properties"]["precision"]["enum"] == list(PRECISIONS)
+    for framework in backends.REGISTRY.values():
+        assert set(framework.cpu_precisions) <= set(PRECISIONS) - {"tf32"}, framework
+        assert set(framework.gpu_precisions) <= set(PRECISIONS), framework
+        assert not (framework.compiler and framework.always_compiled == framework.compiler), framework
 
 
 def test_every_registered_framework_has_its_backend_and_environments():

@@ -130,3 +130,30 @@ def test_the_thesis_config_schedules_one_job_per_run_and_every_format(tmp_path):
     assert jobs["convert"] == str(2 * 4)  # MNIST and CIFAR10 into lmdb, tfrecord, recordio and cntk
     assert jobs["index_ilsvrc12"] == "1" and jobs["gather_shards"] == "4"
     assert jobs["convert_shard"] == str(4 * (1024 + 128))  # ILSVRC12: every format in independent shards
+
+
+@pytest.mark.slow
+def test_precision_and_compile_are_axes_of_the_benchmark(tmp_path, record_schema):
+    """fp32 and bf16, eager and compiled, in PyTorch and TensorFlow on CPU: every record states its
+    numerics, and the appendix puts a cell's four variants side by side."""
+    shutil.copy(ROOT / ".test" / "config-numerics" / "config.yaml", tmp_path / "config.yaml")
+    snakemake(tmp_path)
+    compilers = {"pytorch": "torch.compile", "tensorflow": "XLA (tf.function jit_compile)"}
+    for framework in ("pytorch", "tensorflow"):
+        for precision in ("fp32", "bf16"):
+            for compiled in (False, True):
+                variant = precision + ("-compiled" if compiled else "")
+                path = tmp_path / "results" / "runs" / framework / "mnist-synthetic" / "lenet" / "cpu" / variant
+                record = json.loads((path / "rep1.json").read_text())
+                jsonschema.validate(record, record_schema)
+                assert record["status"] == "ok", record["reason"]
+                assert (record["run"]["precision"], record["run"]["compile"]) == (precision, compiled)
+                execution = record["execution"]
+                assert execution["tf32"] is False and execution["loss_scaling"] is False
+                assert execution["compute_dtype"] == {"fp32": "float32", "bf16": "bfloat16"}[precision]
+                assert execution["compiler"] == (compilers[framework] if compiled else
+                                                 {"pytorch": None, "tensorflow": "tf.function graph"}[framework])
+    header = next(line for line in (tmp_path / "results" / "tables" / "appendix.md").read_text().splitlines()
+                  if line.startswith("|"))
+    assert [name.strip() for name in header.strip("|").split("|")][-4:] == [
+        "cpu fp32", "cpu fp32-compiled", "cpu bf16", "cpu bf16-compiled"]

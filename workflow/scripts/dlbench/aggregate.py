@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .spec import PRECISIONS, parse_variant, variant_label
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -39,8 +41,8 @@ METRICS = {
                            "CPU time of the training process over the timed iterations divided by their wall time: "
                            "how many cores it kept busy"),
 }
-RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "repetition"]
-CELL_KEYS = ["dataset", "network", "framework", "device"]
+RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "variant", "repetition"]
+CELL_KEYS = ["dataset", "network", "framework", "device", "variant"]
 
 
 def load_records(paths) -> list[dict]:
@@ -62,6 +64,8 @@ def upgrade(record: dict) -> dict:
         for section in ("timing", "memory", "power", "quality"):
             reasons = record[section].get("reasons", {})
             reasons.update({field: words(reason) for field, reason in reasons.items()})
+        record["run"]["compile"] = False  # the precision axis and the compile axis came with schema 2
+        record["execution"] = None  # unknown: each framework used its own default math
         record["schema"] = 2
     return record
 
@@ -75,7 +79,8 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
     rows = []
     for record in records:
         run = record["run"]
-        row = {key: run[key] for key in RUN_KEYS}
+        row = {key: run[key] for key in RUN_KEYS if key != "variant"}
+        row["variant"] = variant_label(run["precision"], run["compile"])
         row.update(status=record["status"], reason=_first_line(record["reason"]),
                    framework_version=run.get("framework_version"), batch_size_global=run["batch_size_global"],
                    iterations=run["iterations"], warmup_iterations=run["warmup_iterations"],
@@ -135,10 +140,29 @@ def _why_missing(group: pd.DataFrame, metric: str) -> str:
     return f"{first['status']}: {first['reason']}"
 
 
+def settings(table: pd.DataFrame) -> pd.Series:
+    """Each row's device, and its variant where the table has another than plain fp32: the columns
+    of the appendix and the bars of a figure, so that a cell's variants stand side by side."""
+    if set(table["variant"]) == {"fp32"}:
+        return table["device"]
+    return table["device"] + " " + table["variant"]
+
+
+def setting_order(table: pd.DataFrame) -> list[str]:
+    """The settings of ``table`` by device, then precision (as spec.PRECISIONS lists them), eager first."""
+    def key(row) -> tuple:
+        precision, compiled = parse_variant(row.variant)
+        return row.device, list(PRECISIONS).index(precision), compiled
+    rows = table[["device", "variant"]].drop_duplicates().assign(setting=lambda t: settings(t))
+    return [row.setting for row in sorted(rows.itertuples(), key=key)]
+
+
 def appendix_wide(table: pd.DataFrame) -> pd.DataFrame:
-    """The thesis's layout: one row per metric/dataset/network/framework, one column per device."""
-    wide = table.pivot_table(index=["metric", "unit", "dataset", "network", "framework"], columns="device",
-                             values="cell", aggfunc="first", sort=False)
+    """The thesis's layout: one row per metric/dataset/network/framework, one column per device (and
+    variant: precision, compiled)."""
+    wide = table.assign(setting=settings(table)).pivot_table(
+        index=["metric", "unit", "dataset", "network", "framework"], columns="setting", values="cell",
+        aggfunc="first", sort=False)[setting_order(table)]
     wide.columns.name = None
     return wide.reset_index()
 

@@ -7,13 +7,14 @@ and names the offending key and what is allowed.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 from dataclasses import dataclass
 
 from .datasets import FAMILIES
 from .networks import REGISTRY, VARIANTS
-from .spec import dataset_label, parse_device
+from .spec import dataset_label, parse_device, variant_label
 
 # Figure 4.5 per (dataset family, network): a family takes the values of the variant sized for it
 # (KMNIST, not in the thesis, MNIST's: same size and shape).
@@ -31,7 +32,7 @@ def default_warmup(iterations: int) -> int:
 
 @dataclass(frozen=True)
 class Case:
-    """One (framework, dataset, network, device) cell; it runs ``repetitions`` times."""
+    """One (framework, dataset, network, device, variant) cell; it runs ``repetitions`` times."""
 
     framework: str
     dataset: str  # label: mnist, mnist-generated, imagenet-synthetic, ...
@@ -43,6 +44,12 @@ class Case:
     iterations: int
     warmup_iterations: int
     learning_rate: float
+    precision: str = "fp32"
+    compile: bool = False
+
+    @property
+    def variant(self) -> str:
+        return variant_label(self.precision, self.compile)
 
 
 def check_devices(config: dict) -> None:
@@ -83,13 +90,14 @@ def cases(config: dict) -> list[Case]:
                 if batch % shares:
                     raise ConfigError(f"{where}.batch_size: {batch} cannot be split over {shares} devices "
                                       f"({network} on {device}); allowed: a multiple of {shares}")
-                for framework in config["frameworks"]:
+                for framework, precision, compile in itertools.product(
+                        config["frameworks"], config["precisions"], config["compile"]):
                     label = dataset_label(family, mode)
-                    key = (framework, label, network, device)
+                    key = (framework, label, network, device, variant_label(precision, compile))
                     if key in found:
                         raise ConfigError(f"{where}: {network} on {label} is listed twice")
                     found[key] = Case(framework, label, family, mode, network, device,
-                                      batch, iterations, warmup, rate)
+                                      batch, iterations, warmup, rate, precision, compile)
     return list(found.values())
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from . import launch, lifeline, slots
+from . import backends, launch, lifeline, slots
 from .envs import WORKER_PYTHON_VARIABLE
 from .gpu import GpuProbe, inventory, summarise
 from .spec import RunSpec
@@ -124,9 +124,12 @@ def _log_tail(log_path: Path) -> str:
     return "\n".join(lines[-LOG_TAIL_LINES:])
 
 
-def runner_environment(threads: int, gpus: list[str], worker_python: str | None = None) -> dict:
+def runner_environment(threads: int, gpus: list[str], worker_python: str | None = None,
+                       precision: str = "fp32") -> dict:
     """Thread counts for every library the frameworks use, the job's own GPUs only (none for a CPU
-    run), and the interpreter of a framework that runs in a worker process (CNTK)."""
+    run), the interpreter of a framework that runs in a worker process (CNTK), TF32 off in cuDNN and
+    cuBLAS unless the run's precision is tf32, and JAX allocating what it uses (by default it takes
+    75 % of the GPU at start, which the GPU-memory figure would report)."""
     env = dict(os.environ)
     env.pop(lifeline.VARIABLE, None)  # only the monitor that starts a runner gives it a lifeline
     if worker_python:
@@ -136,6 +139,11 @@ def runner_environment(threads: int, gpus: list[str], worker_python: str | None 
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+    if precision == "tf32":
+        env.pop("NVIDIA_TF32_OVERRIDE", None)
+    else:
+        env["NVIDIA_TF32_OVERRIDE"] = "0"
+    env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
     return env
 
 
@@ -279,7 +287,7 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
         os.sched_setaffinity(0, cores)  # this thread's cores, which the runner inherits
         try:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                       pass_fds=locks, env={**runner_environment(threads, gpus, worker_python),
+                                       pass_fds=locks, env={**runner_environment(threads, gpus, worker_python, spec.precision),
                                                             **lifeline_environment})
         except OSError as error:
             return {"status": "failed", "reason": f"cannot start the runner with {python}: {error}"}, None
@@ -342,6 +350,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         "run": spec.record_block(result.get("framework_version")),
         "status": result["status"],
         "reason": result["reason"],
+        "execution": backends.execution(spec),
         "timing": timing,
         "memory": memory,
         "power": power,

@@ -102,12 +102,13 @@ def _quiet(*args, **kwargs) -> None:
 
 
 def run(spec: RunSpec) -> dict:
+    backends.require_numerics(spec)
     backend = backends.load(spec.framework)
     result = backends.describe(backend)
     trainer = backend.Trainer(spec, describe_network(spec.network, FAMILIES[spec.family].variant))
     progress = print if _first_process() else _quiet
     progress(f"{spec.framework} {result['framework_version']}: {spec.network} on {spec.dataset}, "
-             f"{spec.device}, batch {spec.batch_size_global}, {spec.iterations} iterations "
+             f"{spec.device}, {spec.variant}, batch {spec.batch_size_global}, {spec.iterations} iterations "
              f"({spec.warmup_iterations} warm-up), {spec.threads} threads", flush=True)
     result.update(timed_loop(trainer, spec.iterations, spec.warmup_iterations, progress))
     result["final_loss"] = trainer.final_loss()

@@ -42,6 +42,28 @@ def parse_device(device: str) -> tuple[int, int]:
     return int(found["processes"] or 1), int(found["gpus"] or 0)
 
 
+# The one place a precision is added; config/schema.yaml and the record schema are tested against it.
+PRECISIONS = {
+    "fp32": "IEEE fp32 in every operation: TF32 off (NVIDIA_TF32_OVERRIDE=0 and the framework's own switch)",
+    "tf32": "fp32 storage; convolutions and matrix products on TF32 tensor cores (NVIDIA GPUs, Ampere on)",
+    "bf16": "mixed: bf16 compute (the framework's autocast or policy), fp32 master weights and loss",
+    "fp16": "mixed: fp16 compute, fp32 master weights and loss, dynamic loss scaling",
+}
+COMPILED = "compiled"  # a variant's suffix when the framework's compiler is switched on
+
+
+def variant_label(precision: str, compile: bool) -> str:
+    """How a run's numerics are named in paths and tables: ``fp32``, ``bf16-compiled``."""
+    return f"{precision}-{COMPILED}" if compile else precision
+
+
+def parse_variant(label: str) -> tuple[str, bool]:
+    precision, _, suffix = label.partition("-")
+    if precision not in PRECISIONS or suffix not in ("", COMPILED):
+        raise ValueError(f"bad variant {label!r}: expected <{'|'.join(PRECISIONS)}>[-{COMPILED}]")
+    return precision, bool(suffix)
+
+
 def gpu_count(device: str) -> int:
     """All the GPUs a run on ``device`` uses: ``gpu2`` -> 2, ``2xgpu1`` -> 2, ``cpu`` -> 0."""
     processes, gpus = parse_device(device)
@@ -62,7 +84,8 @@ class RunSpec:
     threads: int
     data_dir: str | None = None  # the dataset in the framework's format; None in synthetic mode
     loader_workers: int = 0  # input-pipeline worker processes
-    precision: str = "fp32"
+    precision: str = "fp32"  # one of PRECISIONS
+    compile: bool = False  # the framework's compiler (backends.REGISTRY[...].compiler)
     seed: int = 0
 
     @property
@@ -81,6 +104,10 @@ class RunSpec:
     @property
     def processes(self) -> int:
         return parse_device(self.device)[0]
+
+    @property
+    def variant(self) -> str:
+        return variant_label(self.precision, self.compile)
 
     def record_block(self, framework_version: str | None) -> dict:
         block = asdict(self)

@@ -29,8 +29,9 @@ class Trainer(Protocol):
     """What the runner's timed loop (:func:`dlbench.runner.timed_loop`) drives."""
 
     def __init__(self, spec: RunSpec, network: Network) -> None:
-        """Build the network and its input pipeline for the run; raise :class:`Unavailable` when the
-        run cannot take place here."""
+        """Build the network and its input pipeline for the run, in its precision and compiled if
+        ``spec.compile`` (:func:`require_numerics` has checked that the framework has both); raise
+        :class:`Unavailable` when the run cannot take place here."""
 
     def step(self) -> Callable[[], None]:
         """Dispatch one training step; return a callable that blocks until that step has finished,
@@ -93,20 +94,34 @@ class Framework:
     environment: str  # envs/<environment>.*, .venvs/<environment>: Keras shares its backend's
     data_format: str  # the format its input pipeline reads (dlbench.formats)
     over_processes: bool = False  # data parallelism over processes (<n>x<device>) is wired (dlbench.launch)
+    # Of spec.PRECISIONS, those the backend sets up (tf32: a switch for both its cuDNN and its
+    # cuBLAS calls; NVIDIA_TF32_OVERRIDE=0 can only switch TF32 off). TF32 is a GPU math mode.
+    cpu_precisions: tuple[str, ...] = ("fp32",)
+    gpu_precisions: tuple[str, ...] = ("fp32",)
+    compiler: str | None = None  # what compile: true switches on
+    always_compiled: str | None = None  # what compiles every run, compile: false too
 
 
+MIXED = ("bf16", "fp16")
 # The one place a framework is added: the thesis's five, then Keras 3's high-level API on three
 # backends (seed 001's keras-mxnet comparison in its modern form). config/schema.yaml, the run
 # record's schema and README's table are checked against it (tests/test_registry.py).
 REGISTRY = {framework.name: framework for framework in (
-    Framework("caffe", "caffe", "caffe", "lmdb"),
-    Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord"),
-    Framework("pytorch", "pytorch", "pytorch", "lmdb", over_processes=True),
-    Framework("mxnet", "mxnet", "mxnet", "recordio"),
-    Framework("cntk", "cntk", "cntk", "cntk"),
-    Framework("keras-tensorflow", "keras_api", "tensorflow", "lmdb"),
-    Framework("keras-jax", "keras_api", "jax", "lmdb"),
-    Framework("keras-torch", "keras_api", "pytorch", "lmdb"),
+    Framework("caffe", "caffe", "caffe", "lmdb", always_compiled="Caffe's static net"),
+    Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord", cpu_precisions=("fp32", "bf16"),
+              gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (tf.function jit_compile)",
+              always_compiled="tf.function graph"),
+    Framework("pytorch", "pytorch", "pytorch", "lmdb", over_processes=True, cpu_precisions=("fp32", "bf16"),
+              gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile"),
+    Framework("mxnet", "mxnet", "mxnet", "recordio", always_compiled="Gluon hybridize (static graph)"),
+    Framework("cntk", "cntk", "cntk", "cntk", always_compiled="CNTK's static graph"),
+    Framework("keras-tensorflow", "keras_api", "tensorflow", "lmdb", cpu_precisions=("fp32", "bf16"),
+              gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (Keras jit_compile)",
+              always_compiled="tf.function graph"),
+    Framework("keras-jax", "keras_api", "jax", "lmdb", cpu_precisions=("fp32", "bf16"),
+              gpu_precisions=("fp32", "tf32", *MIXED), always_compiled="jax.jit (XLA)"),
+    Framework("keras-torch", "keras_api", "pytorch", "lmdb", cpu_precisions=("fp32", "bf16"),
+              gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile (Keras jit_compile)"),
 )}
 FRAMEWORKS = tuple(REGISTRY)
 ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}
@@ -114,10 +129,39 @@ ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.item
 
 def registry_table() -> str:
     """The registry as README's Markdown table."""
-    rows = ["| framework | backend module | environment | data format | over processes |", "|---|---|---|---|---|"]
+    header = ("framework", "backend module", "environment", "data format", "over processes",
+              "precisions on CPUs", "on GPUs", "compile: true", "compiled always")
+    rows = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     rows += [f"| `{f.name}` | `backends/{f.module}.py` | `{f.environment}` | `{f.data_format}` | "
-             f"{'yes' if f.over_processes else 'no'} |" for f in REGISTRY.values()]
+             f"{'yes' if f.over_processes else 'no'} | {', '.join(f.cpu_precisions)} | {', '.join(f.gpu_precisions)} | "
+             f"{f.compiler or '—'} | {f.always_compiled or '—'} |" for f in REGISTRY.values()]
     return "\n".join(rows)
+
+
+def require_numerics(spec: RunSpec) -> None:
+    """The run's precision and compile setting are ones its framework has on its device."""
+    framework = REGISTRY[spec.framework]
+    on_gpu = spec.gpus > 0
+    allowed = framework.gpu_precisions if on_gpu else framework.cpu_precisions
+    if spec.precision not in allowed:
+        why = ("TF32 is a GPU math mode" if spec.precision == "tf32" and not on_gpu
+               else f"{spec.framework} has {', '.join(allowed)} wired on {'GPUs' if on_gpu else 'CPUs'}")
+        raise Unavailable(f"{spec.precision} on {spec.device}: {why}")
+    if spec.compile and not framework.compiler:
+        if framework.always_compiled:
+            raise Unavailable(f"compile: {spec.framework} always compiles ({framework.always_compiled}): "
+                              "its runs without compile are compiled")
+        raise Unavailable(f"compile: {spec.framework} has no compiler to switch on")
+
+
+def execution(spec: RunSpec) -> dict:
+    """How the run's math is done, for its record: what its precision and compile setting mean in
+    its framework."""
+    framework = REGISTRY[spec.framework]
+    return {"precision": spec.precision, "tf32": spec.precision == "tf32",
+            "compute_dtype": {"bf16": "bfloat16", "fp16": "float16"}.get(spec.precision, "float32"),
+            "loss_scaling": spec.precision == "fp16",
+            "compiler": framework.compiler if spec.compile else framework.always_compiled}
 
 
 def load(framework: str) -> ModuleType:

@@ -2,11 +2,13 @@
 ``keras-tensorflow``, ``keras-jax``, ``keras-torch``; :func:`dlbench.backends.load` sets
 ``KERAS_BACKEND`` before Keras is imported).
 
-The model is the same Keras model the TensorFlow backend builds, compiled with Keras's defaults
-(``jit_compile="auto"``: XLA on TensorFlow and JAX where it applies) and trained with
-``train_on_batch``, as a user of the API would; set beside each backend's native loop, the report
-shows what the high-level API costs (seed 002's question). Real and generated data come from
-Caffe's LMDB, read in-process in runs of stored records.
+The model is the same Keras model the TensorFlow backend builds, compiled by ``model.compile``
+and trained with ``train_on_batch``, as a user of the API would; set beside each backend's native
+loop, the report shows what the high-level API costs (seed 002's question). ``jit_compile`` is the
+run's compile setting (XLA on TensorFlow, ``torch.compile`` on PyTorch); on JAX it is always on, as
+JAX is meant to run. Mixed precision is Keras's dtype policy (``model.compile`` wraps the optimizer
+in a ``LossScaleOptimizer`` for fp16). Real and generated data come from Caffe's LMDB, read
+in-process in runs of stored records.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import numpy as np
 from .. import networks
 from ..spec import RunSpec
 from . import Unavailable, already_finished, inputs, require_gpus, require_one_batch
-from .keras_layers import build, forward_shape, trainable_parameters  # noqa: F401 - the backend interface
+from .keras_layers import build, forward_shape, set_precision, trainable_parameters  # noqa: F401 - the backend interface
 from .lmdb_records import LmdbRecords, shuffled_runs
 
 PACKAGES = ("keras", "tensorflow", "tensorflow-cpu", "jax", "jaxlib", "torch", "numpy")
@@ -27,25 +29,30 @@ def framework_version() -> str:
 
 
 def _configure(spec: RunSpec) -> None:
-    """The backend's threads (PyTorch and TensorFlow; XLA on CPU uses the cores it sees) and one GPU."""
+    """The backend's threads (PyTorch and TensorFlow; XLA on CPU uses the cores it sees), TF32 and
+    one GPU."""
     if spec.gpus > 1:
         raise Unavailable(f"{spec.device}: Keras's multi-device training is backend-specific "
                           "(keras.distribution is JAX-only); the native backends run on N GPUs")
     backend = keras.backend.backend()
+    tf32 = spec.precision == "tf32"
     if backend == "torch":
         import torch
 
         torch.set_num_threads(spec.threads)
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = tf32
         visible = torch.cuda.device_count()
     elif backend == "tensorflow":
         from .tensorflow import configure_runtime
 
-        visible = configure_runtime(spec.threads)
+        visible = configure_runtime(spec.threads, spec.precision)
     else:
         import jax
 
+        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if tf32 else "float32")
         visible = sum(device.platform == "gpu" for device in jax.devices())
     require_gpus(spec, spec.gpus, visible, f"Keras's {backend} backend")
+    set_precision(spec.precision)
 
 
 def _nhwc(images: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
@@ -55,10 +62,12 @@ def _nhwc(images: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
 class Trainer:
     def __init__(self, spec: RunSpec, description: networks.Network):
         _configure(spec)
+        self.gpus = spec.gpus
         keras.utils.set_random_seed(spec.seed)
         self.model = build(description)
         self.model.compile(optimizer=keras.optimizers.SGD(spec.learning_rate, momentum=0.9),
-                           loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+                           loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                           jit_compile=spec.compile or keras.backend.backend() == "jax")
         mean, std = inputs.pixel_statistics(spec)
         if spec.data_mode == "synthetic":
             images, labels = inputs.synthetic_batch(spec, description)
@@ -89,5 +98,20 @@ class Trainer:
     def final_loss(self) -> float | None:
         return None if self.loss is None else float(self.loss)
 
-    def allocator_peak_mib(self) -> None:
-        return None  # Keras has no backend-neutral allocator statistics
+    def allocator_peak_mib(self) -> float | None:
+        """The Keras backend's own allocator peak on the GPU (None on CPU)."""
+        if self.gpus == 0:
+            return None
+        backend = keras.backend.backend()
+        if backend == "torch":
+            import torch
+
+            return torch.cuda.max_memory_allocated() / 2**20
+        if backend == "tensorflow":
+            import tensorflow as tf
+
+            return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
+        import jax
+
+        return sum(device.memory_stats()["peak_bytes_in_use"] for device in jax.local_devices()
+                   if device.platform == "gpu") / 2**20

@@ -11,6 +11,13 @@ import numpy as np
 from .. import networks
 
 layers = keras.layers
+POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}  # Keras's names; else float32
+
+
+def set_precision(precision: str) -> None:
+    """Keras's dtype policy for the layers built next: mixed precision keeps the variables in fp32,
+    and Keras computes losses in fp32."""
+    keras.mixed_precision.set_dtype_policy(POLICIES.get(precision, "float32"))
 
 
 def _padding(layer, shape) -> str | None:

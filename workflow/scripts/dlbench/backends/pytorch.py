@@ -1,4 +1,6 @@
-"""PyTorch backend: a builder for the network descriptions and an eager training step."""
+"""PyTorch backend: a builder for the network descriptions and a training step, eager or
+``torch.compile``d, in fp32 (TF32 off or on) or mixed precision (``torch.autocast``; fp16 with a
+``GradScaler``), as PyTorch's AMP recipe has it."""
 from __future__ import annotations
 
 import os
@@ -195,6 +197,9 @@ class _Batches:
         return self._normalise(images), labels.to(self.device, non_blocking=True)
 
 
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
 class Trainer:
     def __init__(self, spec: RunSpec, description: networks.Network):
         # Processes of one run on one machine share its threads (torchrun sets LOCAL_WORLD_SIZE).
@@ -202,6 +207,8 @@ class Trainer:
         torch.manual_seed(spec.seed)
         rank, world = _process_group(spec)
         self.devices = _devices(spec)
+        # PyTorch's own default is TF32 for convolutions only; here it is the run's precision for both.
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = spec.precision == "tf32"
         if self.devices[0].type == "cuda":
             torch.backends.cudnn.benchmark = True  # as the reference training scripts do
         model = build(description).to(self.devices[0])
@@ -214,17 +221,25 @@ class Trainer:
             # Single-process data parallelism: the global batch is split over the GPUs.
             model = nn.DataParallel(model, device_ids=[d.index for d in self.devices])
         self.model = model.train()
+        self.forward = torch.compile(model) if spec.compile else model  # compiles in the first (warm-up) steps
         self.optimizer = torch.optim.SGD(model.parameters(), lr=spec.learning_rate, momentum=0.9)
         self.criterion = nn.CrossEntropyLoss()
+        device_type = self.devices[0].type
+        # Weights stay fp32; autocast runs each op in the dtype PyTorch lists for it (the loss in fp32).
+        self.autocast = torch.autocast(device_type, dtype=AUTOCAST_DTYPES.get(spec.precision),
+                                       enabled=spec.precision in AUTOCAST_DTYPES)
+        self.scaler = torch.amp.GradScaler(device_type, enabled=spec.precision == "fp16")
         self.batches = _Batches(spec, description, self.devices[0], rank, world)
         self.loss = None
 
     def step(self):
         images, labels = self.batches.next()
-        loss = self.criterion(self.model(images), labels)
+        with self.autocast:
+            loss = self.criterion(self.forward(images), labels)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
         self.loss = loss.detach()
         if self.devices[0].type != "cuda":
             return already_finished

@@ -3,7 +3,9 @@
 
 Images are NHWC, TensorFlow's native layout on CPU and GPU. GPU memory growth is enabled before
 TensorFlow touches a GPU: without it TensorFlow reserves nearly all memory and the monitor's
-GPU-memory figure says nothing about the network.
+GPU-memory figure says nothing about the network. Mixed precision is Keras's dtype policy (fp16
+with a ``LossScaleOptimizer``); compiling is XLA on the replica step (``jit_compile``), the input
+iterator staying outside it.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from .. import networks
 from ..formats import TFRECORD_FILE
 from ..spec import RunSpec
 from . import already_finished, inputs, require_gpus
-from .keras_layers import build, forward_shape, trainable_parameters  # noqa: F401 - the backend interface
+from .keras_layers import build, forward_shape, set_precision, trainable_parameters  # noqa: F401 - the backend interface
 
 SHUFFLE_BUFFER = 10_000  # records, as the model garden's ImageNet input
 
@@ -57,11 +59,12 @@ def dataset(spec: RunSpec, description: networks.Network) -> tf.data.Dataset:
     return pipeline.with_options(options)
 
 
-def configure_runtime(threads: int) -> int:
-    """Threads and GPU memory growth, both only settable before TensorFlow initialises (also for
-    Keras on TensorFlow); returns the number of visible GPUs."""
+def configure_runtime(threads: int, precision: str = "fp32") -> int:
+    """Threads, TF32 and GPU memory growth, all only settable before TensorFlow initialises (also
+    for Keras on TensorFlow); returns the number of visible GPUs."""
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(threads)
+    tf.config.experimental.enable_tensor_float_32_execution(precision == "tf32")  # TensorFlow's default: on
     gpus = tf.config.list_physical_devices("GPU")
     for gpu in gpus:
         tf.config.experimental.set_memory_growth(gpu, True)
@@ -69,7 +72,7 @@ def configure_runtime(threads: int) -> int:
 
 
 def _devices(spec: RunSpec) -> list[str]:
-    visible = configure_runtime(spec.threads)
+    visible = configure_runtime(spec.threads, spec.precision)
     if spec.gpus == 0:
         return ["/cpu:0"]
     require_gpus(spec, spec.gpus, visible, f"TensorFlow {tf.__version__}")
@@ -88,9 +91,12 @@ class Trainer:
         self.strategy = strategy = (tf.distribute.MirroredStrategy(devices) if len(devices) > 1
                                     else tf.distribute.get_strategy())
         keras.utils.set_random_seed(spec.seed)
+        set_precision(spec.precision)
         with strategy.scope(), tf.device(devices[0]):
             self.model = build(description)
             optimizer = keras.optimizers.SGD(spec.learning_rate, momentum=0.9)
+            if spec.precision == "fp16":
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
             # Momentum slots now, in the strategy's scope: created inside the traced step on a
             # replica, they fail under MirroredStrategy (uninitialised placeholder in a cond).
             optimizer.build(self.model.trainable_variables)
@@ -101,8 +107,13 @@ class Trainer:
             with tf.GradientTape() as tape:
                 loss = tf.nn.compute_average_loss(cross_entropy(labels, model(images, training=True)),
                                                   global_batch_size=batch)
-            optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+                scaled = optimizer.scale_loss(loss)  # the loss itself unless fp16's LossScaleOptimizer
+            gradients = tape.gradient(scaled, model.trainable_variables)
+            optimizer.apply_gradients(zip(gradients, model.trainable_variables))  # unscaled there
             return loss
+
+        if spec.compile:
+            replica_step = tf.function(replica_step, jit_compile=True)
 
         self.iterator = iterator = iter(strategy.experimental_distribute_dataset(dataset(spec, description)))
 
