@@ -13,7 +13,7 @@ from dlbench.aggregate import METRICS  # noqa: E402
 from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
 from dlbench import datasets, ilsvrc12, summary  # noqa: E402
 from dlbench.datasets import FAMILIES  # noqa: E402
-from dlbench.envs import SOURCE_BUILDS, WORKER_PYTHONS  # noqa: E402
+from dlbench.envs import CUDA_REQUIREMENTS, SOURCE_BUILDS, WORKER_PYTHONS  # noqa: E402
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
 from dlbench.spec import COMPILED, PRECISIONS, RunSpec, gpu_count, parse_dataset_label  # noqa: E402
 
@@ -58,8 +58,11 @@ def unpacked_files(label):
 
 
 def requirements(wildcards):
-    # Beside the Snakefile, so that --directory elsewhere still finds it.
-    return Path(workflow.basedir) / "envs" / f"{wildcards.environment}.requirements.txt"
+    """The environment's requirements, and their CUDA variant where it has one (the build job picks:
+    dlbench.envs.choose_requirements). Beside the Snakefile, so that --directory elsewhere finds them."""
+    envs_dir = Path(workflow.basedir) / "envs"
+    cuda = envs_dir / f"{wildcards.environment}{CUDA_REQUIREMENTS}"
+    return [envs_dir / f"{wildcards.environment}.requirements.txt", *([cuda] if cuda.exists() else [])]
 
 
 def env_build_threads(wildcards):

@@ -120,9 +120,24 @@ def test_the_worker_reads_the_map_file_from_the_format_directory(tmp_path, stand
     assert result["status"] == "ok", result["reason"]
 
 
-@pytest.mark.parametrize("device,reason", [("gpu1", "this CNTK has no GPU support"),
-                                           ("gpu2", "multi-GPU CNTK")])
-def test_gpu_runs_the_worker_cannot_make_are_unavailable(tmp_path, standin_worker, device, reason):
+def test_a_gpu_run_on_a_cpu_build_of_cntk_is_unavailable(tmp_path, standin_worker):
+    result = _run(_spec(device="gpu1"), tmp_path)
+    assert result["status"] == "unavailable"
+    assert result["reason"].startswith(f"cntk 2.7-standin in {sys.prefix} is a CPU build; ")
+
+
+@pytest.fixture
+def standin_gpu_build(tmp_path, standin_worker, monkeypatch):
+    """The stand-in installed as cntk-gpu is (its distribution's name says GPU), on a node without GPUs."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "cntk_gpu-2.7.dist-info").mkdir()
+    (tmp_path / "site" / "packages").mkdir()
+    (tmp_path / "site" / "packages" / "cntk.py").symlink_to(STANDIN / "cntk.py")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "site" / "packages"), os.environ["PYTHONPATH"]]))
+
+
+@pytest.mark.parametrize("device,reason", [("gpu1", "CNTK sees no GPU"), ("gpu2", "multi-GPU CNTK")])
+def test_gpu_runs_the_worker_cannot_make_are_unavailable(tmp_path, standin_gpu_build, device, reason):
     result = _run(_spec(device=device), tmp_path)
     assert result["status"] == "unavailable" and result["reason"].startswith(reason)
 
@@ -141,7 +156,8 @@ def test_without_python_3_6_the_cntk_environment_is_unavailable(tmp_path, monkey
         status = envs.build_environment(ROOT / "envs" / "cntk.requirements.txt", tmp_path / "cntk", 1, log)
     assert status == {"status": "unavailable", "python": None, "reason": "CNTK 2.7 requires "
                       "CPython 3.6 (its last wheels are cp36 only), and this machine has none (no working python3.6 on PATH "
-                      "or in pyenv)"}
+                      "or in pyenv)", "requirements": "cntk.requirements.txt",
+                      "choice": "CPU build: nvidia-smi lists no GPU on this node"}
 
 
 @pytest.mark.slow

@@ -78,6 +78,6 @@ def test_a_backend_missing_part_of_its_contract_is_refused():
     assert backends.load("pytorch").Trainer and backends.load("cntk").Trainer
     incomplete = types.ModuleType("dlbench.backends.incomplete")
     incomplete.Trainer, incomplete.build = object, object
-    with pytest.raises(TypeError, match="does not implement backends.Backend: no PACKAGES, forward_shape, "
-                                        "framework_version, trainable_parameters"):
+    with pytest.raises(TypeError, match="does not implement backends.Backend: no PACKAGES, cuda_build, "
+                                        "forward_shape, framework_version, trainable_parameters"):
         backends.check_contract(incomplete)

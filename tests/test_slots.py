@@ -78,7 +78,7 @@ def test_a_job_never_holds_part_of_its_gpus_while_it_waits(tmp_path):
 
 def test_the_record_names_the_gpus_and_cores_the_run_held(tmp_path, monkeypatch):
     """The runner (CPU-only PyTorch here) cannot use the fake GPU, but the monitor gave it GPU-fake-1:
-    GPU-fake-0 is held by another job."""
+    GPU-fake-0 is held by another job. On a CPU build the run is unavailable, never a CPU run."""
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     with slots.hold("gpu", NODE[:1], 1, tmp_path / "locks"):
         record = monitor.run(spec(device="gpu1", iterations=3, warmup_iterations=1), sys.executable,
@@ -86,6 +86,7 @@ def test_the_record_names_the_gpus_and_cores_the_run_held(tmp_path, monkeypatch)
     monitor.write_record(record, tmp_path / "rep1.json")
     record = load_records([tmp_path / "rep1.json"])[0]
     assert record["status"] == "unavailable"
+    assert record["reason"].startswith("pytorch 2.") and f" in {sys.prefix} is a CPU build; " in record["reason"]
     assert [(g["index"], g["uuid"]) for g in record["provenance"]["gpus"]] == [(1, "GPU-fake-1")]
     assert record["provenance"]["cores_held"] == sorted(os.sched_getaffinity(0))[:2]
     assert "holding GPUs ['GPU-fake-1'], cores" in (tmp_path / "run.log").read_text()

@@ -53,6 +53,7 @@ def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
         else:
             assert record["status"] == "ok", record["reason"]
             assert record["provenance"]["python"] and record["provenance"]["packages"][package[framework]]
+            assert record["provenance"]["framework_build"] == "cpu"  # what this machine's pip has
             assert f".venvs/{environment.get(framework, framework)}/" in path.with_suffix(".log").read_text()
             if record["run"]["network"] == "vgg16":  # enough compute per step to keep every thread busy
                 assert record["timing"]["cpu_per_wall"] > 1.5  # both cores, in every framework
@@ -138,6 +139,10 @@ def test_precision_and_compile_are_axes_of_the_benchmark(tmp_path, record_schema
     numerics, and the appendix puts a cell's four variants side by side."""
     shutil.copy(ROOT / ".test" / "config-numerics" / "config.yaml", tmp_path / "config.yaml")
     snakemake(tmp_path)
+    for environment in ("pytorch", "tensorflow"):  # no GPU here: CPU builds, asked of the frameworks
+        built = json.loads((tmp_path / ".venvs" / environment / "environment.json").read_text())
+        assert (built["framework_build"], built["requirements"]) == ("cpu", f"{environment}.requirements.txt")
+        assert built["choice"] == "CPU build: nvidia-smi lists no GPU on this node"
     compilers = {"pytorch": "torch.compile", "tensorflow": "XLA (tf.function jit_compile)"}
     for framework in ("pytorch", "tensorflow"):
         for precision in ("fp32", "bf16"):

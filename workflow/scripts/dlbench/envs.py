@@ -1,7 +1,10 @@
 """Per-framework pip virtualenvs, built by the workflow where conda is not used.
 
 Building never fails the workflow: a framework whose environment cannot be built here gets a
-status file saying why, and its runs are recorded as ``unavailable: <reason>``.
+status file saying why, and its runs are recorded as ``unavailable: <reason>``. On a node where
+``nvidia-smi`` lists GPUs an environment is built from its CUDA requirements
+(``envs/<environment>.cuda.requirements.txt``), and the status file says which build the
+framework turned out to be (``cpu`` or ``cuda <version>``, asked of the framework itself).
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import venv
 from pathlib import Path
 
 from . import caffe_build, cntk_setup
+from .backends import REGISTRY
 
 # Frameworks whose last release needs an older CPython than the workflow's: the runner stays on the
 # workflow's Python and drives the framework in a worker process under that interpreter.
@@ -76,11 +80,60 @@ def build_venv(requirements: Path, venv_dir: Path, log, base_python: str | None 
 SOURCE_BUILDS = {"caffe": caffe_build.build}
 
 
-def build_environment(requirements: Path, venv_dir: Path, jobs: int, log) -> dict:
-    """The virtualenv from ``requirements``, and the framework built into it where it has no package."""
+CUDA_REQUIREMENTS = ".cuda.requirements.txt"  # an environment's CUDA variant, beside its CPU requirements
+# Environments without a CUDA variant, and why (tests/test_registry.py: every environment has one or the other).
+NO_CUDA_VARIANT = {"caffe": "Caffe is compiled CPU_ONLY; its CUDA build (nvcc) is not wired yet"}
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts, for the framework probe
+# Run in the environment: what its framework says of its own build (dlbench.backends.describe).
+PROBE = "import json, sys; from dlbench import backends; print(json.dumps(backends.describe(backends.load(sys.argv[1]))))"
+
+
+def node_gpus() -> list[str]:
+    """The GPUs ``nvidia-smi -L`` lists on this node; none where it is missing or fails."""
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line for line in listed.stdout.splitlines() if line.startswith("GPU ")] if listed.returncode == 0 else []
+
+
+def choose_requirements(requirements: Path, gpus: list[str]) -> tuple[Path, str]:
+    """The environment's CUDA requirements on a node with GPUs (where it has them), else ``requirements``;
+    and why, in words."""
+    environment = requirements.name.removesuffix(".requirements.txt")
+    cuda = requirements.with_name(environment + CUDA_REQUIREMENTS)
+    if not gpus:
+        return requirements, "CPU build: nvidia-smi lists no GPU on this node"
+    if cuda.exists():
+        return cuda, f"CUDA build: nvidia-smi lists {len(gpus)} GPU(s)"
+    return requirements, f"CPU build: {NO_CUDA_VARIANT[environment]}"
+
+
+def framework_build(status: dict, environment: str) -> dict:
+    """Asks the environment's framework what it was built for: ``framework_build`` for the status file,
+    or why the framework cannot be imported there."""
+    framework = next(name for name, entry in REGISTRY.items() if entry.environment == environment)
+    variables = {**os.environ, "PYTHONPATH": str(PACKAGE_ROOT), WORKER_PYTHON_VARIABLE: status.get("worker_python") or ""}
+    try:
+        found = subprocess.run([status["python"], "-c", PROBE, framework], capture_output=True, text=True,
+                               env=variables, timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        found = subprocess.CompletedProcess([], 1, "", str(error))
+    if found.returncode:
+        last = (found.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"status": "unavailable", "reason": f"{framework} cannot be imported in {environment}: {last}"}
+    return {"framework_build": json.loads(found.stdout.splitlines()[-1])["framework_build"]}
+
+
+def build_environment(requirements: Path, venv_dir: Path, jobs: int, log, gpus: list[str] | None = None) -> dict:
+    """The virtualenv from ``requirements`` (its CUDA variant on a node with ``gpus``, by default those
+    nvidia-smi lists), the framework built into it where it has no package, and the build it is."""
+    requirements, choice = choose_requirements(requirements, node_gpus() if gpus is None else gpus)
+    log.write(f"{choice}: {requirements.name}\n")
     if venv_dir.name in WORKER_PYTHONS:
-        return build_worker_venv(requirements, venv_dir, log)
-    status = build_venv(requirements, venv_dir, log)
+        status = build_worker_venv(requirements, venv_dir, log)
+    else:
+        status = build_venv(requirements, venv_dir, log)
     source_build = SOURCE_BUILDS.get(venv_dir.name)
     if status["status"] == "ok" and source_build:
         try:
@@ -88,7 +141,9 @@ def build_environment(requirements: Path, venv_dir: Path, jobs: int, log) -> dic
         except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
             status.update(status="unavailable",
                           reason=f"{venv_dir.name} could not be built ({error}); see its log")
-    return status
+    if status["status"] == "ok":
+        status.update(framework_build(status, venv_dir.name))
+    return {**status, "requirements": requirements.name, "choice": choice}
 
 
 def build_worker_venv(requirements: Path, venv_dir: Path, log) -> dict:

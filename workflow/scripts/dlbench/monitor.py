@@ -360,6 +360,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
             "hostname": socket.gethostname(), "cpu_model": cpu_model(), "cores": os.cpu_count(),
             "gpus": probe.describe() if probe.handles else [],
             "python": result.get("python"), "packages": result.get("packages", {}),
+            "framework_build": result.get("framework_build"),  # cpu or cuda <version>
             "monitor_python": platform.python_version(),
             "config_sha256": config_sha256, "dlbench_version": dlbench_version(), "git_commit": git_commit(),
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),  # where the run was a Slurm job

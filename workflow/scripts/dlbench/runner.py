@@ -105,6 +105,7 @@ def run(spec: RunSpec) -> dict:
     backends.require_numerics(spec)
     backend = backends.load(spec.framework)
     result = backends.describe(backend)
+    backends.require_cuda_build(spec, result)
     trainer = backend.Trainer(spec, describe_network(spec.network, FAMILIES[spec.family].variant))
     progress = print if _first_process() else _quiet
     progress(f"{spec.framework} {result['framework_version']}: {spec.network} on {spec.dataset}, "

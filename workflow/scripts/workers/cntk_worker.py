@@ -11,6 +11,7 @@ workflow's Python, translates the network description into a plan of CNTK layer 
 
 Replies are JSON lines: the first says ready (with the parameter count) or unavailable.
 """
+import glob
 import json
 import os
 import platform
@@ -18,10 +19,16 @@ import sys
 
 import numpy as np
 
+CNTK_GPU_CUDA = "10.0"  # what CNTK 2.7's cntk-gpu wheels were built with
+
 
 def describe():
     import cntk
-    return {"python": platform.python_version(), "framework_version": cntk.__version__, "packages": {"cntk": cntk.__version__, "numpy": np.__version__}}
+    # cntk and cntk-gpu install the same package; only the distribution's name tells them apart.
+    gpu = glob.glob(os.path.join(os.path.dirname(os.path.dirname(cntk.__file__)), "cntk_gpu-*.dist-info"))
+    return {"python": platform.python_version(), "framework_version": cntk.__version__,
+            "packages": {"cntk": cntk.__version__, "numpy": np.__version__},
+            "cuda_build": CNTK_GPU_CUDA if gpu else None}
 
 
 def build(node, x):
@@ -80,7 +87,7 @@ def select_device(gpus):
         raise Unavailable("multi-GPU CNTK (a data_parallel_distributed_learner under mpiexec) "
                           "is not wired into the runner yet")
     if not any(device.type() == C.device.DeviceKind.GPU for device in C.device.all_devices()):
-        raise Unavailable("this CNTK has no GPU support (the cntk package; cntk-gpu has it)")
+        raise Unavailable("CNTK sees no GPU (C.device.all_devices())")
     return C.device.gpu(0)
 
 

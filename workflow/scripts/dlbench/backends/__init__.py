@@ -10,11 +10,13 @@ installed (standard library only).
 from __future__ import annotations
 
 import importlib
+import itertools
 import os
 import platform
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError, distributions, version
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -60,6 +62,9 @@ class Backend(Protocol):
 
     def framework_version(self) -> str: ...
 
+    def cuda_build(self) -> str | None:
+        """The CUDA version the installed framework was built for; None for a CPU build."""
+
     def build(self, network: Network) -> Any:
         """The framework's model of a description (see :class:`dlbench.networks.Builder`)."""
 
@@ -74,7 +79,8 @@ class WorkerBackend(Protocol):
     Trainer: type[WorkerTrainer]
 
     def describe(self) -> dict:
-        """The worker's Python, framework and package versions, for the record."""
+        """The worker's Python, framework and package versions, and ``cuda_build`` (see
+        :meth:`Backend.cuda_build`), for the record."""
 
 
 def _members(contract: type) -> set[str]:
@@ -202,11 +208,35 @@ def already_finished() -> None:
 
 
 def describe(backend: ModuleType) -> dict:
-    """The framework version, Python and package versions that the run's record keeps."""
+    """The framework version and build (``cpu`` or ``cuda <version>``), Python and package versions
+    that the run's record keeps."""
     if hasattr(backend, "describe"):  # the framework runs in a worker under another interpreter
-        return backend.describe()
-    return {"framework_version": backend.framework_version(), "python": platform.python_version(),
-            "packages": package_versions(backend.PACKAGES)}
+        found = backend.describe()
+        cuda = found.pop("cuda_build")
+    else:
+        found = {"framework_version": backend.framework_version(), "python": platform.python_version(),
+                 "packages": package_versions(backend.PACKAGES)}
+        cuda = backend.cuda_build()
+    return {**found, "framework_build": f"cuda {cuda}" if cuda else "cpu"}
+
+
+def require_cuda_build(spec: RunSpec, described: dict) -> None:
+    """A GPU run on a CPU build of its framework would train on the CPU: it cannot take place."""
+    if spec.gpus and described["framework_build"] == "cpu":
+        raise Unavailable(f"{spec.framework} {described['framework_version']} in {sys.prefix} is a CPU build; "
+                          "on a node where nvidia-smi lists GPUs the workflow builds the CUDA one (rebuild: "
+                          "snakemake --forcerun framework_venv)")
+
+
+def cuda_of_distribution(prefix: str) -> str | None:
+    """The CUDA version in the name of an installed distribution ``<prefix><digits>...`` (jax-cuda12-plugin:
+    "12", mxnet-cu117: "11.7"), for frameworks that say their build only in their package's name."""
+    for distribution in distributions():
+        name = (distribution.metadata["Name"] or "").lower()
+        if name.startswith(prefix) and name[len(prefix):][:1].isdigit():
+            digits = "".join(itertools.takewhile(str.isdigit, name[len(prefix):]))
+            return digits if len(digits) <= 2 else f"{digits[:-1]}.{digits[-1]}"
+    return None
 
 
 def package_versions(names: tuple[str, ...]) -> dict:

@@ -9,6 +9,7 @@ iteration, so the runner times Caffe like every other backend.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,8 @@ from .. import networks
 from ..spec import RunSpec
 from . import Unavailable, already_finished, inputs
 
+CUDA_RUNTIME = re.compile(r"libcudart\.so\.(\d+(?:\.\d+)?)")
+
 PACKAGES = ("numpy", "protobuf")  # their versions go into the run's record
 FILLER = caffe_pb2.FillerParameter(type="xavier")  # Caffe's default weight filler is all zeros
 FLOOR_POOLING = "ceil_mode" in caffe_pb2.PoolingParameter.DESCRIPTOR.fields_by_name
@@ -33,6 +36,13 @@ FLOOR_POOLING = "ceil_mode" in caffe_pb2.PoolingParameter.DESCRIPTOR.fields_by_n
 
 def framework_version() -> str:
     return caffe.__version__
+
+
+def cuda_build() -> str | None:
+    """The CUDA runtime pycaffe's library loads (a CPU_ONLY build loads none), as ldd lists it."""
+    libraries = subprocess.run(["ldd", caffe._caffe.__file__], capture_output=True, text=True, check=False).stdout
+    found = CUDA_RUNTIME.search(libraries)
+    return found[1] if found else None
 
 
 class NetWriter:

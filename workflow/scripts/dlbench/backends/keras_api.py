@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import networks
 from ..spec import RunSpec
-from . import Unavailable, already_finished, inputs, require_gpus, require_one_batch
+from . import Unavailable, already_finished, cuda_of_distribution, inputs, require_gpus, require_one_batch
 from .keras_layers import build, forward_shape, set_precision, trainable_parameters  # noqa: F401 - the backend interface
 from .lmdb_records import LmdbRecords, shuffled_runs
 
@@ -27,6 +27,19 @@ PACKAGES = ("keras", "tensorflow", "tensorflow-cpu", "jax", "jaxlib", "torch", "
 def framework_version() -> str:
     return keras.__version__
 
+
+def cuda_build() -> str | None:
+    """The Keras backend's framework's build."""
+    backend = keras.backend.backend()
+    if backend == "torch":
+        from .pytorch import cuda_build as torch_cuda_build
+
+        return torch_cuda_build()
+    if backend == "tensorflow":
+        from .tensorflow import cuda_build as tensorflow_cuda_build
+
+        return tensorflow_cuda_build()
+    return cuda_of_distribution("jax-cuda")  # jax[cuda12] installs jax-cuda12-plugin
 
 def _configure(spec: RunSpec) -> None:
     """The backend's threads (PyTorch and TensorFlow; XLA on CPU uses the cores it sees), TF32 and

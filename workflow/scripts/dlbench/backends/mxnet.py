@@ -17,11 +17,18 @@ from mxnet.gluon.contrib.nn import HybridConcurrent
 from .. import networks
 from ..formats import recordio_im2rec
 from ..spec import RunSpec
-from . import inputs, require_gpus, require_one_batch
+from . import cuda_of_distribution, inputs, require_gpus, require_one_batch
 
 
 def framework_version() -> str:
     return mx.__version__
+
+
+def cuda_build() -> str | None:
+    """MXNet's build says CUDA or not; its version is in the wheel's name (mxnet-cu117: 11.7)."""
+    if not mx.runtime.Features().is_enabled("CUDA"):
+        return None
+    return cuda_of_distribution("mxnet-cu") or "(version not in the package name)"
 
 
 PACKAGES = ("mxnet", "numpy", "opencv-python-headless")  # their versions go into the run's record

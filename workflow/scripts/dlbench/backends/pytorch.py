@@ -22,6 +22,10 @@ def framework_version() -> str:
     return torch.__version__
 
 
+def cuda_build() -> str | None:
+    return torch.version.cuda
+
+
 PACKAGES = ("torch", "numpy", "lmdb", "protobuf")  # their versions go into the run's record
 
 

@@ -25,6 +25,11 @@ def framework_version() -> str:
     return tf.__version__
 
 
+def cuda_build() -> str | None:
+    info = tf.sysconfig.get_build_info()
+    return info.get("cuda_version") if info.get("is_cuda_build") else None
+
+
 PACKAGES = ("tensorflow", "tensorflow-cpu", "keras", "numpy")  # their versions go into the run's record
 
 

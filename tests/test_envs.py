@@ -1,0 +1,70 @@
+"""Which build an environment gets: CUDA where nvidia-smi lists GPUs (a fake one here), else CPU; and
+what the framework itself says it is."""
+import os
+import sys
+
+import pytest
+from dlbench import envs
+from dlbench.backends import ENVIRONMENTS
+
+from .conftest import ROOT
+
+ENVS = ROOT / "envs"
+LISTING = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-3f1c0000-0000-0000-0000-000000000000)\n"
+           "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-3f1c0000-0000-0000-0000-000000000001)\n")
+
+
+@pytest.fixture
+def nvidia_smi(tmp_path, monkeypatch):
+    """An nvidia-smi on PATH that prints ``output`` and exits with ``code``."""
+    def install(output: str, code: int = 0) -> None:
+        (tmp_path / "listing").write_text(output)
+        script = tmp_path / "nvidia-smi"
+        script.write_text(f"#!/bin/sh\ncat {tmp_path / 'listing'}\nexit {code}\n")
+        script.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    return install
+
+
+def test_a_node_with_gpus_gets_the_cuda_build_of_every_environment_that_has_one(nvidia_smi):
+    nvidia_smi(LISTING)
+    gpus = envs.node_gpus()
+    assert len(gpus) == 2
+    for environment in sorted(set(ENVIRONMENTS.values())):
+        chosen, why = envs.choose_requirements(ENVS / f"{environment}.requirements.txt", gpus)
+        if environment in envs.NO_CUDA_VARIANT:
+            assert chosen.name == f"{environment}.requirements.txt"
+            assert why == f"CPU build: {envs.NO_CUDA_VARIANT[environment]}"
+        else:
+            assert chosen == ENVS / f"{environment}.cuda.requirements.txt" and chosen.exists()
+            assert why == "CUDA build: nvidia-smi lists 2 GPU(s)"
+
+
+@pytest.mark.parametrize("output,code", [
+    ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", 9),
+    ("No devices were found\n", 6),
+])
+def test_a_node_whose_nvidia_smi_lists_no_gpu_gets_cpu_builds(nvidia_smi, output, code):
+    nvidia_smi(output, code)
+    assert envs.node_gpus() == []
+    chosen, why = envs.choose_requirements(ENVS / "tensorflow.requirements.txt", envs.node_gpus())
+    assert chosen.name == "tensorflow.requirements.txt" and why == "CPU build: nvidia-smi lists no GPU on this node"
+
+
+def test_without_nvidia_smi_there_are_no_gpus(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert envs.node_gpus() == []
+
+
+def test_every_environment_has_a_cuda_variant_or_says_why_not():
+    for environment in set(ENVIRONMENTS.values()):
+        has_cuda = (ENVS / f"{environment}.cuda.requirements.txt").exists()
+        assert has_cuda != (environment in envs.NO_CUDA_VARIANT), environment
+
+
+def test_the_framework_says_which_build_it_is():
+    assert envs.framework_build({"python": sys.executable}, "pytorch") == {"framework_build": "cpu"}
+    missing = envs.framework_build({"python": sys.executable}, "mxnet")  # not in the tests' environment
+    assert missing["status"] == "unavailable"
+    assert missing["reason"].startswith("mxnet cannot be imported in mxnet: ") and "No module named 'mxnet'" in \
+        missing["reason"]
