@@ -11,6 +11,7 @@ import math
 import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
+from mxnet.contrib import amp
 from mxnet.gluon import nn
 from mxnet.gluon.contrib.nn import HybridConcurrent
 
@@ -143,6 +144,9 @@ class RecordBatches:
                     self.iterator = None
 
 
+AMP_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+
+
 def _contexts(spec: RunSpec) -> list[mx.Context]:
     if spec.gpus == 0:
         return [mx.cpu()]
@@ -156,6 +160,10 @@ class Trainer:
     def __init__(self, spec: RunSpec, description: networks.Network, contexts: list[mx.Context] | None = None):
         self.contexts = contexts or _contexts(spec)
         mx.random.seed(spec.seed)
+        # MXNet's AMP: operators on its lists run in the target dtype, weights stay fp32 (bf16 is
+        # oneDNN's, on CPUs); it patches the operators, so before the network is built.
+        if spec.precision in AMP_DTYPES:
+            amp.init(target_dtype=AMP_DTYPES[spec.precision])
         self.net = build(description)
         self.net.initialize(mx.init.Xavier(), ctx=self.contexts)
         self.net.hybridize(static_alloc=True, static_shape=True)
@@ -163,6 +171,9 @@ class Trainer:
         self.trainer = gluon.Trainer(self.net.collect_params(), "sgd",
                                      {"learning_rate": spec.learning_rate, "momentum": 0.9},
                                      kvstore="device" if len(self.contexts) > 1 else None)
+        self.loss_scaling = spec.precision == "fp16"
+        if self.loss_scaling:
+            amp.init_trainer(self.trainer)  # dynamic loss scaling
         self.criterion = gluon.loss.SoftmaxCrossEntropyLoss()
         self.batch = spec.batch_size_global
         if spec.data_mode == "synthetic":
@@ -182,7 +193,11 @@ class Trainer:
         parts = self.next_batch()
         with autograd.record():
             losses = [self.criterion(self.net(images), labels) for images, labels in parts]
-        autograd.backward(losses)
+            if self.loss_scaling:
+                with amp.scale_loss(losses, self.trainer) as scaled:
+                    autograd.backward(scaled)
+        if not self.loss_scaling:
+            autograd.backward(losses)
         self.trainer.step(self.batch)
         self.losses = losses
 
