@@ -13,7 +13,7 @@ from dlbench.aggregate import METRICS  # noqa: E402
 from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
 from dlbench import datasets, ilsvrc12, summary  # noqa: E402
 from dlbench.datasets import FAMILIES  # noqa: E402
-from dlbench.envs import CUDA_REQUIREMENTS, SOURCE_BUILDS, WORKER_PYTHONS  # noqa: E402
+from dlbench.envs import SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements, node_gpus  # noqa: E402
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
 from dlbench.spec import COMPILED, PRECISIONS, RunSpec, gpu_count, parse_dataset_label  # noqa: E402
 
@@ -61,8 +61,18 @@ def requirements(wildcards):
     """The environment's requirements, and their CUDA variant where it has one (the build job picks:
     dlbench.envs.choose_requirements). Beside the Snakefile, so that --directory elsewhere finds them."""
     envs_dir = Path(workflow.basedir) / "envs"
-    cuda = envs_dir / f"{wildcards.environment}{CUDA_REQUIREMENTS}"
+    cuda = envs_dir / f"{wildcards.environment}.cuda.requirements.txt"
     return [envs_dir / f"{wildcards.environment}.requirements.txt", *([cuda] if cuda.exists() else [])]
+
+
+# With --use-conda, Snakemake creates the environments before any job, here: their CUDA variants
+# where nvidia-smi lists GPUs on this node (on a cluster, run it from a GPU node for CUDA builds).
+CONDA_GPUS = node_gpus() if USE_CONDA else []
+
+
+def conda_file(environment):
+    chosen, _ = choose_requirements(Path(workflow.basedir) / "envs" / f"{environment}.yaml", CONDA_GPUS)
+    return f"../envs/{chosen.name}"
 
 
 def env_build_threads(wildcards):
@@ -87,7 +97,7 @@ def writer_environment(wildcards):
 
 def writer_conda(wildcards):
     framework = WRITER_ENVIRONMENTS.get(wildcards.format)
-    return f"../envs/{framework}.yaml" if framework else "../envs/workflow.yaml"
+    return conda_file(framework) if framework else "../envs/workflow.yaml"
 
 
 def archive_dir(label):
@@ -155,7 +165,7 @@ def train_conda(wildcards):
     framework = wildcards.framework
     if framework in WORKER_PYTHONS:
         return "../envs/workflow.yaml"
-    return f"../envs/{ENVIRONMENTS[framework]}.yaml"
+    return conda_file(ENVIRONMENTS[framework])
 
 
 def train_threads(wildcards):

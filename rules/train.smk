@@ -24,7 +24,7 @@ rule cntk_conda_environment:
     params:
         worker=Path(workflow.basedir) / "workflow" / "scripts" / "workers" / "cntk_worker.py",
     conda:
-        "../envs/cntk.yaml"
+        conda_file("cntk")
     shell:
         "python {params.worker:q} --environment {output:q} > {log:q} 2>&1"
 

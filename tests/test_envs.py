@@ -32,11 +32,13 @@ def test_a_node_with_gpus_gets_the_cuda_build_of_every_environment_that_has_one(
     assert len(gpus) == 2
     for environment in sorted(set(ENVIRONMENTS.values())):
         chosen, why = envs.choose_requirements(ENVS / f"{environment}.requirements.txt", gpus)
+        conda, _ = envs.choose_requirements(ENVS / f"{environment}.yaml", gpus)  # snakemake --use-conda's
         if environment in envs.NO_CUDA_VARIANT:
-            assert chosen.name == f"{environment}.requirements.txt"
+            assert (chosen.name, conda.name) == (f"{environment}.requirements.txt", f"{environment}.yaml")
             assert why == f"CPU build: {envs.NO_CUDA_VARIANT[environment]}"
         else:
             assert chosen == ENVS / f"{environment}.cuda.requirements.txt" and chosen.exists()
+            assert conda == ENVS / f"{environment}.cuda.yaml" and conda.exists()
             assert why == "CUDA build: nvidia-smi lists 2 GPU(s)"
 
 
@@ -58,8 +60,9 @@ def test_without_nvidia_smi_there_are_no_gpus(tmp_path, monkeypatch):
 
 def test_every_environment_has_a_cuda_variant_or_says_why_not():
     for environment in set(ENVIRONMENTS.values()):
-        has_cuda = (ENVS / f"{environment}.cuda.requirements.txt").exists()
-        assert has_cuda != (environment in envs.NO_CUDA_VARIANT), environment
+        for suffix in (".requirements.txt", ".yaml"):
+            has_cuda = (ENVS / f"{environment}.cuda{suffix}").exists()
+            assert has_cuda != (environment in envs.NO_CUDA_VARIANT), (environment, suffix)
 
 
 def test_the_framework_says_which_build_it_is():

@@ -80,7 +80,6 @@ def build_venv(requirements: Path, venv_dir: Path, log, base_python: str | None 
 SOURCE_BUILDS = {"caffe": caffe_build.build}
 
 
-CUDA_REQUIREMENTS = ".cuda.requirements.txt"  # an environment's CUDA variant, beside its CPU requirements
 # Environments without a CUDA variant, and why (tests/test_registry.py: every environment has one or the other).
 NO_CUDA_VARIANT = {"caffe": "Caffe is compiled CPU_ONLY; its CUDA build (nvcc) is not wired yet"}
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts, for the framework probe
@@ -98,10 +97,12 @@ def node_gpus() -> list[str]:
 
 
 def choose_requirements(requirements: Path, gpus: list[str]) -> tuple[Path, str]:
-    """The environment's CUDA requirements on a node with GPUs (where it has them), else ``requirements``;
-    and why, in words."""
-    environment = requirements.name.removesuffix(".requirements.txt")
-    cuda = requirements.with_name(environment + CUDA_REQUIREMENTS)
+    """The environment's CUDA variant on a node with GPUs (where it has one), else ``requirements``;
+    and why, in words. For pip requirements (``<env>.requirements.txt``) and conda env files
+    (``<env>.yaml``, whose variant is ``<env>.cuda.yaml``) alike."""
+    suffix = ".requirements.txt" if requirements.name.endswith(".requirements.txt") else ".yaml"
+    environment = requirements.name.removesuffix(suffix)
+    cuda = requirements.with_name(f"{environment}.cuda{suffix}")
     if not gpus:
         return requirements, "CPU build: nvidia-smi lists no GPU on this node"
     if cuda.exists():
