@@ -13,7 +13,7 @@ from dlbench.aggregate import METRICS  # noqa: E402
 from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
 from dlbench import datasets, ilsvrc12, summary  # noqa: E402
 from dlbench.datasets import FAMILIES  # noqa: E402
-from dlbench.envs import SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements, node_gpus  # noqa: E402
+from dlbench.envs import SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements, cuda_variant, node_gpus  # noqa: E402
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
 from dlbench.spec import COMPILED, PRECISIONS, RunSpec, gpu_count, parse_dataset_label  # noqa: E402
 
@@ -60,9 +60,8 @@ def unpacked_files(label):
 def requirements(wildcards):
     """The environment's requirements, and their CUDA variant where it has one (the build job picks:
     dlbench.envs.choose_requirements). Beside the Snakefile, so that --directory elsewhere finds them."""
-    envs_dir = Path(workflow.basedir) / "envs"
-    cuda = envs_dir / f"{wildcards.environment}.cuda.requirements.txt"
-    return [envs_dir / f"{wildcards.environment}.requirements.txt", *([cuda] if cuda.exists() else [])]
+    cpu = Path(workflow.basedir) / "envs" / f"{wildcards.environment}.requirements.txt"
+    return [cpu, *filter(Path.exists, [cuda_variant(cpu)])]
 
 
 # With --use-conda, Snakemake creates the environments before any job, here: their CUDA variants

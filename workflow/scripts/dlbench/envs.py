@@ -96,17 +96,22 @@ def node_gpus() -> list[str]:
     return [line for line in listed.stdout.splitlines() if line.startswith("GPU ")] if listed.returncode == 0 else []
 
 
-def choose_requirements(requirements: Path, gpus: list[str]) -> tuple[Path, str]:
-    """The environment's CUDA variant on a node with GPUs (where it has one), else ``requirements``;
-    and why, in words. For pip requirements (``<env>.requirements.txt``) and conda env files
-    (``<env>.yaml``, whose variant is ``<env>.cuda.yaml``) alike."""
+def cuda_variant(requirements: Path) -> Path:
+    """Where an environment's CUDA variant is: ``<env>.cuda.requirements.txt`` beside pip's
+    ``<env>.requirements.txt``, ``<env>.cuda.yaml`` beside conda's ``<env>.yaml``."""
     suffix = ".requirements.txt" if requirements.name.endswith(".requirements.txt") else ".yaml"
-    environment = requirements.name.removesuffix(suffix)
-    cuda = requirements.with_name(f"{environment}.cuda{suffix}")
+    return requirements.with_name(f"{requirements.name.removesuffix(suffix)}.cuda{suffix}")
+
+
+def choose_requirements(requirements: Path, gpus: list[str]) -> tuple[Path, str]:
+    """The environment's CUDA variant on a node with GPUs (where it has one), else ``requirements``
+    (pip requirements or a conda env file); and why, in words."""
+    cuda = cuda_variant(requirements)
     if not gpus:
         return requirements, "CPU build: nvidia-smi lists no GPU on this node"
     if cuda.exists():
         return cuda, f"CUDA build: nvidia-smi lists {len(gpus)} GPU(s)"
+    environment = requirements.name.split(".")[0]  # envs/<environment>.requirements.txt or .yaml
     return requirements, f"CPU build: {NO_CUDA_VARIANT[environment]}"
 
 

@@ -48,12 +48,13 @@ def _configure(spec: RunSpec) -> None:
         raise Unavailable(f"{spec.device}: Keras's multi-device training is backend-specific "
                           "(keras.distribution is JAX-only); the native backends run on N GPUs")
     backend = keras.backend.backend()
-    tf32 = spec.precision == "tf32"
     if backend == "torch":
         import torch
 
+        from .pytorch import set_tf32
+
         torch.set_num_threads(spec.threads)
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = tf32
+        set_tf32(spec.precision)
         visible = torch.cuda.device_count()
     elif backend == "tensorflow":
         from .tensorflow import configure_runtime
@@ -62,7 +63,7 @@ def _configure(spec: RunSpec) -> None:
     else:
         import jax
 
-        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if tf32 else "float32")
+        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if spec.precision == "tf32" else "float32")
         visible = sum(device.platform == "gpu" for device in jax.devices())
     require_gpus(spec, spec.gpus, visible, f"Keras's {backend} backend")
     set_precision(spec.precision)
@@ -119,11 +120,13 @@ class Trainer:
         if backend == "torch":
             import torch
 
-            return torch.cuda.max_memory_allocated() / 2**20
-        if backend == "tensorflow":
-            import tensorflow as tf
+            from .pytorch import gpu_allocator_peak_mib
 
-            return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
+            return gpu_allocator_peak_mib([torch.device("cuda", 0)])
+        if backend == "tensorflow":
+            from .tensorflow import gpu_allocator_peak_mib
+
+            return gpu_allocator_peak_mib(["/gpu:0"])
         import jax
 
         return sum(device.memory_stats()["peak_bytes_in_use"] for device in jax.local_devices()

@@ -26,6 +26,17 @@ def cuda_build() -> str | None:
     return torch.version.cuda
 
 
+def set_tf32(precision: str) -> None:
+    """TF32 in matrix products and cuDNN convolutions exactly when the precision is tf32 (PyTorch's
+    own default is TF32 for convolutions only). Also for Keras on PyTorch."""
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
+
+
+def gpu_allocator_peak_mib(devices: list[torch.device]) -> float:
+    """PyTorch's caching allocator's peak over the run, summed over the GPUs. Also for Keras on PyTorch."""
+    return sum(torch.cuda.max_memory_allocated(device) for device in devices) / 2**20
+
+
 PACKAGES = ("torch", "numpy", "lmdb", "protobuf")  # their versions go into the run's record
 
 
@@ -211,8 +222,7 @@ class Trainer:
         torch.manual_seed(spec.seed)
         rank, world = _process_group(spec)
         self.devices = _devices(spec)
-        # PyTorch's own default is TF32 for convolutions only; here it is the run's precision for both.
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = spec.precision == "tf32"
+        set_tf32(spec.precision)
         if self.devices[0].type == "cuda":
             torch.backends.cudnn.benchmark = True  # as the reference training scripts do
         model = build(description).to(self.devices[0])
@@ -260,6 +270,4 @@ class Trainer:
         return None if self.loss is None else float(self.loss)
 
     def allocator_peak_mib(self) -> float | None:
-        if self.devices[0].type != "cuda":
-            return None
-        return sum(torch.cuda.max_memory_allocated(d) for d in self.devices) / 2**20
+        return gpu_allocator_peak_mib(self.devices) if self.devices[0].type == "cuda" else None

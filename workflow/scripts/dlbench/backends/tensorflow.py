@@ -25,6 +25,11 @@ def framework_version() -> str:
     return tf.__version__
 
 
+def gpu_allocator_peak_mib(gpus: list[str]) -> float:
+    """TensorFlow's own peak over the run, summed over ``gpus`` ("/gpu:0", ...). Also for Keras on TensorFlow."""
+    return sum(tf.config.experimental.get_memory_info(gpu.lstrip("/").upper())["peak"] for gpu in gpus) / 2**20
+
+
 def cuda_build() -> str | None:
     info = tf.sysconfig.get_build_info()
     return info.get("cuda_version") if info.get("is_cuda_build") else None
@@ -143,8 +148,4 @@ class Trainer:
         return None if self.loss is None else float(self.loss)
 
     def allocator_peak_mib(self) -> float | None:
-        """TensorFlow's own peak over the run, summed over the GPUs (None on CPU)."""
-        if not self.gpus:
-            return None
-        return sum(tf.config.experimental.get_memory_info(gpu.lstrip("/").upper())["peak"]
-                   for gpu in self.gpus) / 2**20
+        return gpu_allocator_peak_mib(self.gpus) if self.gpus else None
