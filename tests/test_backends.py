@@ -94,6 +94,8 @@ def test_data_parallel_training_splits_the_global_batch(tmp_path, framework, req
 
 
 @pytest.mark.slow
-def test_a_gpu_run_on_a_cpu_only_caffe_is_unavailable_not_an_abort(caffe_python):
+def test_gpu_runs_on_a_cpu_only_caffe_are_unavailable_not_an_abort(caffe_python):
     assert run_in(caffe_python, "caffe_without_cuda.py") == {
-        "unavailable": "this Caffe has no CUDA support (a CPU_ONLY build)"}
+        "gpu1": "this Caffe has no CUDA support (a CPU_ONLY build)",
+        "gpu2": "multi-GPU Caffe: this Caffe's Python interface has no parallel solver (no caffe.NCCL, "
+                "set_solver_count, set_solver_rank)"}

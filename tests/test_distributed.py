@@ -35,7 +35,7 @@ def test_other_frameworks_over_processes_are_unavailable(tmp_path):
     record = run(tmp_path, spec(framework="mxnet", device="2xcpu"), python=sys.executable)
     assert record["status"] == "unavailable"
     assert record["reason"] == ("2xcpu: 2 processes: data parallelism over processes is wired for "
-                                "pytorch only")
+                                "pytorch, cntk only")
 
 
 def test_the_global_batch_must_split_over_every_device():

@@ -45,12 +45,12 @@ def started():
                 child.kill()
 
 
-def _start_training(tmp_path, run_spec, processes: int, started):
+def _start_training(tmp_path, run_spec, processes: int, started, **env_changes):
     """The monitor, once its runner trains; the monitor's descendants then."""
     log = tmp_path / "run" / "rep1.log"
     log.parent.mkdir()
     log.touch()
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts"), **env_changes}
     # A session of its own, as a terminal's foreground job: Ctrl-C signals the whole group.
     monitor = subprocess.Popen([sys.executable, "-c", MONITOR, json.dumps(dataclasses.asdict(run_spec)), str(log),
                                 str(tmp_path / "locks")], env=env, start_new_session=True)
@@ -93,16 +93,34 @@ def test_a_stopped_monitor_leaves_no_runner_no_scratch_and_frees_its_cores(tmp_p
         assert "the runner was stopped; no record" in log.read_text()
 
 
-def test_a_killed_monitor_ends_every_rank_of_a_data_parallel_run(tmp_path, started):
-    monitor, descendants, log = _start_training(
-        tmp_path, spec(device="2xcpu", batch_size_global=32, iterations=10**7, threads=2), 2, started)
+def _kill_and_expect_all_gone(monitor, descendants, log) -> None:
+    """SIGKILL the monitor; within 10 s none of its descendants is left."""
     monitor.send_signal(signal.SIGKILL)
     monitor.wait()
     deadline = time.monotonic() + 10
     while any(map(_alive, descendants)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [pid for pid in descendants if _alive(pid)], log.read_text()[-2000:]
+
+
+def test_a_killed_monitor_ends_every_rank_of_a_data_parallel_run(tmp_path, started):
+    monitor, descendants, log = _start_training(
+        tmp_path, spec(device="2xcpu", batch_size_global=32, iterations=10**7, threads=2), 2, started)
+    _kill_and_expect_all_gone(monitor, descendants, log)
     assert not list(log.parent.glob(".dlbench-*"))
+
+
+def test_a_killed_monitor_ends_every_mpi_rank_of_a_cntk_run(tmp_path, started):
+    """mpiexec starts CNTK's ranks in process groups of their own: each watches the lifeline itself
+    (in a step of a minute, none would see the runner's end before the step's)."""
+    monitor, descendants, log = _start_training(
+        tmp_path, spec(framework="cntk", device="2xcpu", batch_size_global=32, iterations=10**7, threads=2), 1,
+        started, DLBENCH_WORKER_PYTHON=sys.executable, CNTK_STANDIN_STEP_S="60",  # the CNTK stand-in
+        PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "cntk_standin"), str(ROOT / "workflow" / "scripts")]))
+    ranks = [p for p in map(psutil.Process, descendants) if "cntk_worker.py" in " ".join(p.cmdline())
+             and "mpiexec" not in p.cmdline()[0]]
+    assert len(ranks) == 2 and all(rank.pid == os.getpgid(rank.pid) for rank in ranks)
+    _kill_and_expect_all_gone(monitor, descendants, log)
 
 
 def test_a_runner_holds_its_cores_for_as_long_as_it_lives(tmp_path, started):

@@ -3,7 +3,8 @@ machine without CPython 3.6 (CNTK's wheels are cp36 only). It is no CNTK: it tra
 parameters by CNTK's rules (ConvolveGeometry: automatic padding gives one output per stride-th
 input position; without it, the windows inside the input, rounded down unless ceil_out_dim; a
 kernel larger than its input is refused, padded or not, as CNTK 2.7 does), reads the map and mean files as CNTK's ImageDeserializer would find them, and
-"trains" by sleeping. Set CNTK_STANDIN_EXIT_AT_STEP to make the worker die at that step.
+"trains" by sleeping (CNTK_STANDIN_STEP_S seconds a step, 2 ms unless set). Set
+CNTK_STANDIN_EXIT_AT_STEP to make the worker die at that step.
 """
 import math
 import os
@@ -29,6 +30,7 @@ class Variable:
 class Parameter:
     def __init__(self, *shape):
         self.shape = shape
+        self.value = np.zeros(shape, np.float32)
 
 
 def input_variable(shape, dtype=None):
@@ -113,7 +115,7 @@ class Trainer:
         self.steps += 1
         if str(self.steps) == os.environ.get("CNTK_STANDIN_EXIT_AT_STEP"):
             os._exit(3)
-        time.sleep(0.002)
+        time.sleep(float(os.environ.get("CNTK_STANDIN_STEP_S", "0.002")))
         self.previous_minibatch_loss_average = 2.3 / self.steps
 
 
@@ -160,7 +162,8 @@ class _MinibatchSource:
     def __init__(self, deserializer, randomize, max_sweeps):
         self.streams = types.SimpleNamespace(features="features", labels="labels")
 
-    def next_minibatch(self, size, input_map):
+    def next_minibatch(self, size, input_map, num_data_partitions=1, partition_index=0):
+        assert 0 <= partition_index < num_data_partitions
         return {variable: Value(np.zeros((size, 1))) for variable in input_map}
 
 
@@ -185,5 +188,11 @@ device.try_set_default_device = lambda chosen: True
 cntk_py = types.ModuleType("cntk.cntk_py")
 cntk_py.set_max_num_cputhreads = lambda count: None
 
+train = types.ModuleType("cntk.train")
+train.distributed = types.ModuleType("cntk.train.distributed")
+train.distributed.data_parallel_distributed_learner = lambda learner: learner  # no all-reduce: no MPI here
+train.distributed.Communicator = types.SimpleNamespace(finalize=lambda: None)
+
 sys.modules.update({"cntk.layers": layers, "cntk.io": io, "cntk.io.transforms": io.transforms,
-                    "cntk.device": device, "cntk.cntk_py": cntk_py})
+                    "cntk.device": device, "cntk.cntk_py": cntk_py, "cntk.train": train,
+                    "cntk.train.distributed": train.distributed})

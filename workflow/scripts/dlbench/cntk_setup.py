@@ -3,8 +3,8 @@
 CNTK 2.7's Linux wheels (built on Ubuntu 16.04) link against OpenMPI 1.10 (``libmpi.so.12``,
 ``libmpi_cxx.so.1``), which no current distribution ships. Debian 12 has OpenMPI 4.1
 (``libopenmpi3``); linked under the old names in the wheel's ``cntk/libs`` directory, which is on
-the RUNPATH of CNTK's libraries, it loads, and serves single-process training: CNTK calls MPI
-only for its distributed learners, which the runner does not use (multi-GPU CNTK is unavailable).
+the RUNPATH of CNTK's libraries, it loads; and its distributed learner runs on it, under Debian's
+``mpiexec`` (openmpi-bin): a ``2xcpu`` run trains over two ranks (tests/test_cntk.py).
 """
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 A run on ``<n>x<device>`` trains over n processes. PyTorch's launcher, torchrun, starts them and
 tells each its rank: on one machine as n local processes (``--standalone``); inside a Slurm
 allocation of n nodes as one process per node, started by ``srun``, that meet at the first node
-(c10d rendezvous). The other frameworks' launchers (README: several nodes) are not wired in.
+(c10d rendezvous). CNTK's one runner starts its MPI ranks itself (``backends.cntk``). The other
+frameworks' launchers (README: several nodes) are not wired in.
 """
 from __future__ import annotations
 
@@ -36,9 +37,12 @@ def runner_command(python: str, framework: str, processes: int, arguments: list[
     runner = ["-m", "dlbench.runner", *arguments]
     if processes == 1:
         return [python, *runner]
-    if not REGISTRY[framework].over_processes:
-        wired = ", ".join(name for name, f in REGISTRY.items() if f.over_processes)
+    launcher = REGISTRY[framework].launcher
+    if launcher is None:
+        wired = ", ".join(name for name, f in REGISTRY.items() if f.launcher)
         raise NotLaunchable(f"{processes} processes: data parallelism over processes is wired for {wired} only")
+    if launcher == "mpiexec":
+        return [python, *runner]
     torchrun = [python, "-m", "torch.distributed.run"]
     if local_processes(processes, env) == processes:
         return [*torchrun, "--standalone", f"--nproc-per-node={processes}", *runner]

@@ -6,12 +6,12 @@ lifeline file in its scratch directory for as long as it lives, and every runner
 rank of a data-parallel group too, whose launcher starts them in sessions of their own) waits in
 a thread for a shared lock on that file. The kernel drops the monitor's lock when it dies, the
 waiter gets its lock, removes the scratch directory the monitor could not remove, and kills its
-process group: the runner and what it started (input-pipeline workers, the CNTK worker).
+process group: the runner and what it started (input-pipeline workers, the CNTK worker). CNTK's
+MPI ranks, which mpiexec starts in groups of their own, watch it too.
 
-Standard library only: runners import it inside framework environments.
+Standard library only, and Python 3.6 code: runners import it inside framework environments, and
+the CNTK worker under CNTK's Python 3.6.
 """
-from __future__ import annotations
-
 import contextlib
 import fcntl
 import os
@@ -58,7 +58,8 @@ def _end_with_monitor(path: Path) -> None:
     except OSError as error:
         print(f"dlbench: cannot watch the monitor ({path}: {error})", file=sys.stderr, flush=True)
         return
-    print("dlbench: the monitor of this run has ended; stopping the run", file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError):  # stderr may be a pipe whose reader is gone (mpiexec's, for a rank)
+        print("dlbench: the monitor of this run has ended; stopping the run", file=sys.stderr, flush=True)
     shutil.rmtree(path.parent, ignore_errors=True)
     if os.getpgrp() == os.getpid():  # the leader of the group it was started in: it and its children
         os.killpg(0, signal.SIGKILL)

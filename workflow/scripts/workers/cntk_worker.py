@@ -3,23 +3,38 @@
 It imports nothing of dlbench (whose modules need a newer Python), only the standard library,
 numpy and cntk, and is written for Python 3.6 (tests check that with vermin). The runner, on the
 workflow's Python, translates the network description into a plan of CNTK layer calls
-(:mod:`dlbench.backends.cntk`) and drives this worker over two pipes::
+(:mod:`dlbench.backends.cntk`) and drives this worker over a Unix socket that it listens on::
 
-    python3.6 cntk_worker.py CONFIG.json COMMAND_FD REPLY_FD   train: one "step" line, one reply each
-    python3.6 cntk_worker.py --describe                         the Python and package versions
-    python3.6 cntk_worker.py --environment OUTPUT.json          a conda environment's status file
+    python3.6 cntk_worker.py CONFIG.json SOCKET       train: one "step" line, one reply each
+    python3.6 cntk_worker.py --describe               the Python and package versions
+    python3.6 cntk_worker.py --environment OUTPUT.json  a conda environment's status file
 
+A run on several devices starts one worker per device under ``mpiexec`` (CNTK's data-parallel
+learner is MPI's): each is a rank, trains on its share of the global batch, and connects to the
+runner on its own, which sends each rank the same commands.
 Replies are JSON lines: the first says ready (with the parameter count) or unavailable.
 """
 import glob
+import importlib.util
 import json
 import os
 import platform
+import socket
 import sys
 
 import numpy as np
 
 CNTK_GPU_CUDA = "10.0"  # what CNTK 2.7's cntk-gpu wheels were built with
+LIFELINE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dlbench", "lifeline.py")
+
+
+def watch_the_monitor():
+    """End with the run's monitor (dlbench.lifeline, by its path: the rest of dlbench needs a newer
+    Python): mpiexec starts each rank in a process group of its own, out of the runner's reach."""
+    spec = importlib.util.spec_from_file_location("lifeline", LIFELINE)
+    lifeline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lifeline)
+    lifeline.watch()
 
 
 def describe():
@@ -79,19 +94,23 @@ class Unavailable(Exception):
     pass
 
 
-def select_device(gpus):
+def launched_rank():
+    """This worker's rank, as OpenMPI's (or another MPI's) launcher told it; 0 when started alone."""
+    return int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
+
+
+def select_device(gpus, rank):
+    """The CPU, or the rank's own GPU: one rank per GPU, as CNTK's data-parallel training has it."""
     import cntk as C
     if gpus == 0:
         return C.device.cpu()
-    if gpus > 1:
-        raise Unavailable("multi-GPU CNTK (a data_parallel_distributed_learner under mpiexec) "
-                          "is not wired into the runner yet")
-    if not any(device.type() == C.device.DeviceKind.GPU for device in C.device.all_devices()):
-        raise Unavailable("CNTK sees no GPU (C.device.all_devices())")
-    return C.device.gpu(0)
+    found = sum(device.type() == C.device.DeviceKind.GPU for device in C.device.all_devices())
+    if found <= rank:
+        raise Unavailable(f"CNTK sees {found} GPU(s) (C.device.all_devices()); rank {rank} needs GPU {rank}")
+    return C.device.gpu(rank)
 
 
-def minibatch_source(config, features, labels):
+def minibatch_source(config, features, labels, rank):
     """CNTK's ImageDeserializer on the map file, as CNTK's CIFAR-10 and ImageNet examples read it:
     random crop to the input (with its flip) for colour images, scale, mean image subtracted."""
     import cntk as C
@@ -110,23 +129,27 @@ def minibatch_source(config, features, labels):
             raise
         raise Unavailable("CNTK's image reader cannot be loaded: " + str(error).splitlines()[0])
     input_map = {features: source.streams.features, labels: source.streams.labels}
-    batch = config["batch_size"]
-    return lambda: source.next_minibatch(batch, input_map=input_map)
+    batch, ranks = config["batch_size"] // config["ranks"], config["ranks"]
+    return lambda: source.next_minibatch(batch, input_map=input_map, num_data_partitions=ranks,
+                                         partition_index=rank)
 
 
-def resident_batch(config, features, labels, device):
-    """The synthetic batch (already normalised, written by the runner) as CNTK values, kept resident."""
+def resident_batch(config, features, labels, device, rank):
+    """The rank's share of the synthetic batch (already normalised, written by the runner) as CNTK
+    values, kept resident."""
     import cntk as C
-    images = np.load(config["synthetic_images"])
-    one_hot = np.eye(config["num_classes"], dtype=np.float32)[np.load(config["synthetic_labels"])]
+    share = slice(rank * config["batch_size"] // config["ranks"], (rank + 1) * config["batch_size"] // config["ranks"])
+    images = np.load(config["synthetic_images"])[share]
+    one_hot = np.eye(config["num_classes"], dtype=np.float32)[np.load(config["synthetic_labels"])[share]]
     batch = {features: C.Value(batch=images, device=device), labels: C.Value(batch=one_hot, device=device)}
     return lambda: batch
 
 
 class Worker:
-    def __init__(self, config):
+    def __init__(self, config, rank):
         import cntk as C
-        device = select_device(config["gpus"])
+        self.distributed = config["ranks"] > 1
+        device = select_device(config["gpus"], rank)
         C.device.try_set_default_device(device)
         C.cntk_py.set_max_num_cputhreads(config["threads"])  # else CNTK takes every core of the machine
         features = C.input_variable(tuple(config["input_shape"]), np.float32)
@@ -138,11 +161,13 @@ class Worker:
         loss = C.cross_entropy_with_softmax(self.model, labels)
         learner = C.momentum_sgd(self.model.parameters, C.learning_parameter_schedule(config["learning_rate"]),
                                  C.momentum_schedule(0.9))
+        if self.distributed:  # gradients summed over the ranks (MPI all-reduce) before each update
+            learner = C.train.distributed.data_parallel_distributed_learner(learner)
         self.trainer = C.Trainer(self.model, loss, [learner])
         if config["synthetic_images"]:
-            self.next_batch = resident_batch(config, features, labels, device)
+            self.next_batch = resident_batch(config, features, labels, device, rank)
         else:
-            self.next_batch = minibatch_source(config, features, labels)
+            self.next_batch = minibatch_source(config, features, labels, rank)
         self.loss = None
 
     def step(self):
@@ -150,31 +175,45 @@ class Worker:
         # Reading the loss back waits for the step's device work, as Caffe's solver does.
         self.loss = float(self.trainer.previous_minibatch_loss_average)
 
+    def weights_sum(self):
+        """A fingerprint of the weights, the same on every rank of a data-parallel group."""
+        return float(sum(np.sum(parameter.value, dtype=np.float64) for parameter in self.model.parameters))
 
-def serve(config_path, command_fd, reply_fd):
-    commands, replies = os.fdopen(command_fd, "r"), os.fdopen(reply_fd, "w")
+    def finish(self):
+        if self.distributed:
+            import cntk as C
+            C.train.distributed.Communicator.finalize()
+
+
+def serve(config_path, socket_path):
+    rank = launched_rank()
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.connect(socket_path)
+    commands, replies = connection.makefile("r"), connection.makefile("w")
 
     def reply(**message):
-        replies.write(json.dumps(message) + "\n")
+        replies.write(json.dumps(dict(message, rank=rank)) + "\n")
         replies.flush()
 
     with open(config_path) as stream:
         config = json.load(stream)
     try:
-        worker = Worker(config)
+        worker = Worker(config, rank)
     except Unavailable as error:
         reply(unavailable=str(error))
         return 0
-    reply(ready=True, parameters=trainable_parameters(worker.model))
-    for command in commands:
+    reply(ready=True, parameters=trainable_parameters(worker.model), pid=os.getpid(),
+          batch=config["batch_size"] // config["ranks"])
+    for command in commands:  # until the runner closes the connection
         command = command.strip()
         if command == "step":
             worker.step()
             reply(done=True)
         elif command == "loss":
-            reply(loss=worker.loss)
+            reply(loss=worker.loss, weights_sum=worker.weights_sum())
         else:
             raise ValueError(f"unknown command {command!r}")
+    worker.finish()
     return 0
 
 
@@ -187,8 +226,9 @@ def main(argv):
         with open(argv[1], "w") as stream:
             json.dump({"status": "ok", "python": None, "worker_python": sys.executable, "reason": ""}, stream)
         return 0
-    config_path, command_fd, reply_fd = argv
-    return serve(config_path, int(command_fd), int(reply_fd))
+    config_path, socket_path = argv
+    watch_the_monitor()
+    return serve(config_path, socket_path)
 
 
 if __name__ == "__main__":

@@ -99,7 +99,9 @@ class Framework:
     module: str  # its backend, dlbench.backends.<module>
     environment: str  # envs/<environment>.*, .venvs/<environment>: Keras shares its backend's
     data_format: str  # the format its input pipeline reads (dlbench.formats)
-    over_processes: bool = False  # data parallelism over processes (<n>x<device>) is wired (dlbench.launch)
+    # Who starts the processes of a run over several (<n>x<device>; dlbench.launch): "torchrun" starts n
+    # runners; "mpiexec" is started by the one runner's backend, one MPI rank per device (gpu<g> too).
+    launcher: str | None = None
     # Of spec.PRECISIONS, those the backend sets up (tf32: a switch for both its cuDNN and its
     # cuBLAS calls; NVIDIA_TF32_OVERRIDE=0 can only switch TF32 off). TF32 is a GPU math mode.
     cpu_precisions: tuple[str, ...] = ("fp32",)
@@ -117,11 +119,11 @@ REGISTRY = {framework.name: framework for framework in (
     Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (tf.function jit_compile)",
               always_compiled="tf.function graph"),
-    Framework("pytorch", "pytorch", "pytorch", "lmdb", over_processes=True, cpu_precisions=("fp32", "bf16"),
+    Framework("pytorch", "pytorch", "pytorch", "lmdb", launcher="torchrun", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile"),
     Framework("mxnet", "mxnet", "mxnet", "recordio", cpu_precisions=("fp32", "bf16"), gpu_precisions=("fp32", "fp16"),
               always_compiled="Gluon hybridize (static graph)"),
-    Framework("cntk", "cntk", "cntk", "cntk", always_compiled="CNTK's static graph"),
+    Framework("cntk", "cntk", "cntk", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph"),
     Framework("keras-tensorflow", "keras_api", "tensorflow", "lmdb", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (Keras jit_compile)",
               always_compiled="tf.function graph"),
@@ -140,7 +142,7 @@ def registry_table() -> str:
               "precisions on CPUs", "on GPUs", "compile: true", "compiled always")
     rows = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     rows += [f"| `{f.name}` | `backends/{f.module}.py` | `{f.environment}` | `{f.data_format}` | "
-             f"{'yes' if f.over_processes else 'no'} | {', '.join(f.cpu_precisions)} | {', '.join(f.gpu_precisions)} | "
+             f"{f.launcher or 'no'} | {', '.join(f.cpu_precisions)} | {', '.join(f.gpu_precisions)} | "
              f"{f.compiler or '—'} | {f.always_compiled or '—'} |" for f in REGISTRY.values()]
     return "\n".join(rows)
 

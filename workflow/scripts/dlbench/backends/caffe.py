@@ -207,7 +207,10 @@ def _select_device(spec: RunSpec) -> None:
         caffe.set_mode_cpu()
         return
     if spec.gpus > 1:
-        raise Unavailable("multi-GPU Caffe (caffe train -gpu with NCCL) is not wired into the runner yet")
+        if not hasattr(caffe, "NCCL"):
+            raise Unavailable("multi-GPU Caffe: this Caffe's Python interface has no parallel solver (no caffe.NCCL, "
+                              "set_solver_count, set_solver_rank)")
+        raise Unavailable("multi-GPU Caffe (pycaffe's caffe.NCCL, one process per GPU) is not wired into the runner")
     # A CPU_ONLY Caffe aborts the process (glog FATAL) on first GPU use: ask a child process first.
     probe = subprocess.run([sys.executable, "-c", "import caffe; caffe.set_device(0)"], check=False,
                            capture_output=True)

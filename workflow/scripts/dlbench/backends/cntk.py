@@ -1,24 +1,32 @@
 """CNTK backend: the network description translated into a plan of CNTK layer calls, trained by a
 worker process under the CPython 3.6 that CNTK 2.7's wheels need (workflow/scripts/workers/cntk_worker.py).
 
-The runner stays on the workflow's Python and drives the worker over two pipes: ``step()`` sends
-one command and returns a callable that reads the step's reply, so the next command is queued
-while a step runs (one step in flight, as the other backends). The worker replies when its step
-has finished (it reads the loss back). Its interpreter is the cntk environment's, passed in
+The runner stays on the workflow's Python and drives the worker over a Unix socket: ``step()``
+sends one command and returns a callable that reads the step's reply, so the next command is
+queued while a step runs (one step in flight, as the other backends). The worker replies when its
+step has finished (it reads the loss back). Its interpreter is the cntk environment's, passed in
 ``DLBENCH_WORKER_PYTHON`` by the monitor, else ``python3.6`` on PATH.
+
+On several devices (``gpu2``, ``2xcpu``, ``2xgpu1``) CNTK trains as its examples do: one worker per
+device, started by ``mpiexec``, each an MPI rank with a ``data_parallel_distributed_learner`` and its
+share of the global batch. Every rank connects to the runner, which sends each the same commands.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import math
 import os
+import shutil
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from .. import envs, networks
+from .. import envs, launch, networks
 from ..formats import cntk_map
 from ..spec import RunSpec
 from . import Unavailable, inputs
@@ -126,10 +134,34 @@ def describe() -> dict:
     return json.loads(found.stdout.splitlines()[-1])
 
 
+def ranks(spec: RunSpec) -> int:
+    """CNTK's data-parallel training has one process (an MPI rank) per device."""
+    return spec.processes * max(spec.gpus, 1)
+
+
+def worker_command(python: str, spec: RunSpec, config_path: Path, socket_path: Path) -> list[str]:
+    command = [python, str(WORKER), str(config_path), str(socket_path)]
+    count = ranks(spec)
+    if count == 1:
+        return command
+    if launch.local_processes(spec.processes) < spec.processes:
+        raise Unavailable(f"{spec.device}: CNTK over several nodes is not wired (its ranks report to the runner "
+                          "over a socket on one machine)")
+    # conda's cntk environment brings its own OpenMPI; a pip one links the system's (dlbench.cntk_setup)
+    beside = Path(python).parent / "mpiexec"
+    mpiexec = str(beside) if beside.exists() else shutil.which("mpiexec")
+    if mpiexec is None:
+        raise Unavailable(f"{spec.device}: CNTK's data-parallel learner runs under MPI, and there is no mpiexec "
+                          f"beside {python} or on PATH (Debian: openmpi-bin)")
+    # The ranks keep the cores the run holds (inherited affinity) rather than OpenMPI's binding; OpenMPI
+    # counts the machine's cores, not those held, when it refuses more ranks than cores.
+    return [mpiexec, "-n", str(count), "--bind-to", "none", "--oversubscribe", *command]
+
+
 def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
     config = {"plan": plan(description), "input_shape": list(description.input_shape),
-              "num_classes": description.num_classes, "batch_size": spec.batch_size_global,
-              "learning_rate": spec.learning_rate, "threads": spec.threads, "gpus": spec.gpus,
+              "num_classes": description.num_classes, "batch_size": spec.batch_size_global, "ranks": ranks(spec),
+              "learning_rate": spec.learning_rate, "threads": max(1, spec.threads // ranks(spec)), "gpus": spec.gpus,
               "synthetic_images": None, "synthetic_labels": None, "input_scale": None,
               "map_file": None, "mean_file": None}
     if spec.data_mode == "synthetic":
@@ -148,49 +180,99 @@ def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -
     return config
 
 
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Trainer:
     def __init__(self, spec: RunSpec, description: networks.Network):
         python = worker_python()
-        print(f"CNTK worker: {python} {WORKER}", flush=True)
         self.scratch = tempfile.TemporaryDirectory(prefix="dlbench-cntk-")
-        config_path = Path(self.scratch.name, "worker.json")
-        config_path.write_text(json.dumps(worker_config(spec, description, Path(self.scratch.name))))
-        command_read, command_write = os.pipe()
-        reply_read, reply_write = os.pipe()
+        scratch = Path(self.scratch.name)
+        (scratch / "worker.json").write_text(json.dumps(worker_config(spec, description, scratch)))
+        command = worker_command(python, spec, scratch / "worker.json", scratch / "worker.sock")
+        print(f"CNTK worker: {' '.join(command)}", flush=True)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(scratch / "worker.sock"))
+        listener.listen()
+        environment = dict(os.environ)
+        if os.geteuid() == 0:  # OpenMPI refuses root unless told; containers and CI often are root
+            environment.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         # The map file's image paths are relative to the format directory: CNTK opens them from there.
-        self.process = subprocess.Popen(
-            [python, str(WORKER), str(config_path), str(command_read), str(reply_write)],
-            pass_fds=(command_read, reply_write), cwd=spec.data_dir or self.scratch.name)
-        os.close(command_read)
-        os.close(reply_write)
-        self.commands, self.replies = os.fdopen(command_write, "w"), os.fdopen(reply_read)
+        self.process = subprocess.Popen(command, cwd=spec.data_dir or scratch, env=environment)
+        self.connections: list[socket.socket] = []
+        atexit.register(self._close)
+        self.ranks = self._connect(listener, ranks(spec))
         self.pending = 0
-        hello = self._reply()
-        if "unavailable" in hello:
-            raise Unavailable(hello["unavailable"])
+        hellos = self._replies()
+        for hello in hellos:
+            if "unavailable" in hello:
+                raise Unavailable(hello["unavailable"])
+        self.pids = {self.process.pid, *(hello["pid"] for hello in hellos)}
+        if len(hellos) > 1:
+            print(f"CNTK: {len(hellos)} ranks, batch {hellos[0]['batch']} each", flush=True)
         expected = networks.trainable_parameters(description)
-        if hello["parameters"] != expected:
-            raise RuntimeError(f"the CNTK {description.name} has {hello['parameters']:,} trainable parameters, "
+        if hellos[0]["parameters"] != expected:
+            raise RuntimeError(f"the CNTK {description.name} has {hellos[0]['parameters']:,} trainable parameters, "
                                f"the description {expected:,}")
+
+    def _connect(self, listener: socket.socket, count: int) -> list:
+        """Each rank's connection (reader, writer), in rank order; a worker that exits first fails the run."""
+        listener.settimeout(1)
+        ranks = []
+        with listener:
+            while len(ranks) < count:
+                try:
+                    connection, _ = listener.accept()
+                except TimeoutError:
+                    if self.process.poll() is not None:
+                        raise self._worker_exited() from None
+                    continue
+                connection.settimeout(None)
+                self.connections.append(connection)
+                ranks.append((connection.makefile("r"), connection.makefile("w")))
+        return ranks
+
+    def _close(self, timeout_s: float = 30) -> None:
+        """Let the workers end (the end of their commands; MPI's finalize) before the runner does, so
+        that none outlives the run's hold on its devices."""
+        for connection in self.connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_WR)
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.terminate()  # mpiexec passes it on to its ranks; SIGKILL would orphan them
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
 
     def _worker_exited(self) -> RuntimeError:
         return RuntimeError(f"the CNTK worker exited with code {self.process.wait()} (its error is in the log)")
 
     def _send(self, command: str) -> None:
         try:
-            self.commands.write(command + "\n")
-            self.commands.flush()
-        except BrokenPipeError:  # it died before reading: the same failure as a reply that never comes
+            for _, writer in self.ranks:
+                writer.write(command + "\n")
+                writer.flush()
+        except (BrokenPipeError, ConnectionResetError):  # a worker died: as a reply that never comes
             raise self._worker_exited() from None
 
-    def _reply(self) -> dict:
-        line = self.replies.readline()
-        if not line:
+    def _replies(self) -> list[dict]:
+        """One reply from every rank, in rank order."""
+        try:
+            lines = [reader.readline() for reader, _ in self.ranks]
+        except ConnectionResetError:
+            lines = [""]
+        if not all(lines):
             raise self._worker_exited()
-        return json.loads(line)
+        return sorted(map(json.loads, lines), key=lambda reply: reply["rank"])
 
     def _wait_for_oldest_step(self) -> None:
-        self._reply()
+        self._replies()
         self.pending -= 1
 
     def step(self):
@@ -203,14 +285,19 @@ class Trainer:
             self._wait_for_oldest_step()
 
     def final_loss(self) -> float | None:
+        """Rank 0's loss, once every rank is seen to hold the same weights (the group trained as one)."""
         self.synchronize()
         self._send("loss")
-        return self._reply()["loss"]
+        replies = self._replies()
+        sums = [reply["weights_sum"] for reply in replies]
+        if not np.allclose(sums, sums[0], rtol=1e-6, atol=0):
+            raise RuntimeError(f"CNTK's ranks ended with different weights (sums {sums}): they did not train as one")
+        return replies[0]["loss"]
 
     def worker_cpu_seconds(self) -> float:
-        """The worker's CPU time (user + system, from /proc), which the runner's own does not include."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """The workers' CPU time (user + system, from /proc; with mpiexec's), which the runner's own does
+        not include."""
+        return sum(_cpu_seconds(pid) for pid in self.pids)
 
     def allocator_peak_mib(self) -> None:
         return None  # CNTK keeps no allocator statistics that its Python API exposes
