@@ -7,18 +7,21 @@ import pytest
 from dlbench import aggregate, retry
 from dlbench.monitor import write_record
 from dlbench.plots import figure
+from dlbench.spec import SETUP_FIELDS
 
 
 def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status="ok", reason="", precision="fp32",
            compile=False):
     return {
-        "schema": 2, "status": status, "reason": reason,
+        "schema": 3, "status": status, "reason": reason,
         "run": {"framework": framework, "framework_version": "1", "dataset": "mnist-generated",
                 "data_mode": "generated", "network": "lenet", "device": device, "repetition": repetition,
                 "batch_size_global": 64, "iterations": 20, "warmup_iterations": 10, "learning_rate": 0.01,
                 "precision": precision, "compile": compile, "threads": 2},
         "timing": {"iteration_seconds": [0.1] * 20, "images_per_second_mean": speed if status == "ok" else None,
                    "images_per_second_median": speed, "wall_seconds": 3.0, "cpu_per_wall": 1.9,
+                   "start_seconds": 0.5, "import_seconds": 1.0, "build_seconds": 0.25, "setup_seconds": 1.75,
+                   "first_step_seconds": 0.2, "warmup_seconds": 1.1,
                    "reasons": {} if status == "ok" else {"images_per_second_mean": f"see the run's reason ({status})"}},
         "memory": {"host_peak_rss_mib": 300.0, "gpu_process_peak_mib": None, "gpu_device_peak_mib": None,
                    "framework_allocator_peak_mib": None,
@@ -117,17 +120,33 @@ def test_the_variants_of_a_cell_stand_side_by_side(tmp_path):
     assert "cpu" in plain.columns  # the thesis's layout where every run is plain fp32
 
 
+def _older(item: dict, schema: int) -> dict:
+    """``item`` as a record of an older schema wrote it."""
+    old = copy.deepcopy(item)
+    old["schema"] = schema
+    for field in SETUP_FIELDS:  # timed since schema 3
+        del old["timing"][field]
+    return old
+
+
 def test_records_of_schema_1_read_as_today(tmp_path):
     """Schema 1 wrote the status into the reasons; kept records still make the same cells."""
-    old = record(framework="cntk", status="unavailable", reason=f"unavailable: {CNTK_REASON}")
-    old["schema"] = 1
+    old = _older(record(framework="cntk", status="unavailable", reason=f"unavailable: {CNTK_REASON}"), schema=1)
     old["memory"]["reasons"]["gpu_process_peak_mib"] = "unavailable: CPU run (no GPU used)"
     write_record(old, tmp_path / "rep1.json")
     (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
-    assert upgraded["schema"] == 2 and upgraded["reason"] == CNTK_REASON
+    assert upgraded["schema"] == 3 and upgraded["reason"] == CNTK_REASON
     assert upgraded["memory"]["reasons"]["gpu_process_peak_mib"] == "CPU run (no GPU used)"
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["train_speed"] == f"unavailable: {CNTK_REASON}"
+
+
+def test_records_of_schema_2_say_their_setup_was_not_timed(tmp_path):
+    write_record(_older(record(), schema=2), tmp_path / "rep1.json")
+    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    assert upgraded["schema"] == 3
+    cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
+    assert cells["setup_time"] == cells["first_step_time"] == "unavailable: not measured before record schema 3"
 
 
 def test_retry_sets_failed_records_aside_and_keeps_them(tmp_path):

@@ -38,6 +38,13 @@ def test_a_real_run_records_timing_memory_and_provenance(tmp_path, record_schema
     timed = timing["iteration_seconds"][10:]
     assert timing["images_per_second_mean"] == pytest.approx(32 * 20 / sum(timed), rel=1e-3)
     assert timing["wall_seconds"] > sum(timing["iteration_seconds"])
+    # Where the time before the timed window went: each phase measured, none overlapping another
+    setup = [timing[field] for field in ("start_seconds", "import_seconds", "build_seconds")]
+    assert all(seconds > 0 for seconds in setup) and timing["setup_seconds"] == pytest.approx(sum(setup))
+    assert timing["import_seconds"] > 0.1  # torch's import
+    assert timing["first_step_seconds"] == timing["iteration_seconds"][0]
+    assert timing["warmup_seconds"] == pytest.approx(sum(timing["iteration_seconds"][:10]))
+    assert timing["setup_seconds"] + sum(timing["iteration_seconds"]) < timing["wall_seconds"]
     # The runner's CPU time over the timed window, as it measured it: at most its two cores' worth,
     # and no more than the kernel counted for the whole runner process (start-up included).
     assert 0 < timing["cpu_per_wall"] <= 2 * 1.05

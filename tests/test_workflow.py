@@ -1,6 +1,7 @@
 """The workflow end to end, as a user runs it: data -> runs x repetitions -> tables -> figures -> report."""
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -163,6 +164,9 @@ def test_precision_and_compile_are_axes_of_the_benchmark(tmp_path, record_schema
                 assert execution["tf32"] is False and execution["loss_scaling"] is False
                 assert execution["compute_dtype"] == {"fp32": "float32", "bf16": "bfloat16"}[precision]
                 assert execution["compiler"] == (compilers[framework] if compiled else always[framework])
+                if framework == "pytorch" and compiled:  # torch.compile compiles in the first step
+                    timing = record["timing"]
+                    assert timing["first_step_seconds"] > 10 * statistics.median(timing["iteration_seconds"][5:])
     header = next(line for line in (tmp_path / "results" / "tables" / "appendix.md").read_text().splitlines()
                   if line.startswith("|"))
     assert [name.strip() for name in header.strip("|").split("|")][-4:] == [

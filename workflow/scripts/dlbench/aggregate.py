@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .spec import PRECISIONS, parse_variant, variant_label
+from .spec import PRECISIONS, SETUP_FIELDS, parse_variant, variant_label
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,12 @@ METRICS = {
     "cpu_per_wall": Metric("timing", "cpu_per_wall", "CPU s / wall s",
                            "CPU time of the training process over the timed iterations divided by their wall time: "
                            "how many cores it kept busy"),
+    "setup_time": Metric("timing", "setup_seconds", "s",
+                         "seconds from the runner's launch to its first step: the interpreter's start, the "
+                         "framework's import, the model and input pipeline built (each in the record)"),
+    "first_step_time": Metric("timing", "first_step_seconds", "s",
+                              "seconds of the first training step, where compilers compile (torch.compile, XLA) and "
+                              "cuDNN autotunes; the timed iterations exclude it"),
 }
 RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "variant", "repetition"]
 CELL_KEYS = ["dataset", "network", "framework", "device", "variant"]
@@ -67,6 +73,11 @@ def upgrade(record: dict) -> dict:
         record["run"]["compile"] = False  # the precision axis and the compile axis came with schema 2
         record["execution"] = None  # unknown: each framework used its own default math
         record["schema"] = 2
+    if record["schema"] == 2:  # schema 3 timed the set-up before the first step
+        record["timing"].update(dict.fromkeys(SETUP_FIELDS))
+        record["timing"].setdefault("reasons", {}).update(
+            dict.fromkeys(SETUP_FIELDS, "not measured before record schema 3"))
+        record["schema"] = 3
     return record
 
 

@@ -28,9 +28,9 @@ import psutil
 from . import backends, launch, lifeline, slots
 from .envs import WORKER_PYTHON_VARIABLE
 from .gpu import GpuProbe, inventory, summarise
-from .spec import RunSpec
+from .spec import SETUP_FIELDS, RunSpec
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts, put on the runner's path
 LOG_TAIL_LINES = 15
 
@@ -285,6 +285,7 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
         log.flush()
         own_cores = os.sched_getaffinity(0)
         os.sched_setaffinity(0, cores)  # this thread's cores, which the runner inherits
+        launched_epoch = time.time()
         try:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                        pass_fds=locks, env={**runner_environment(threads, gpus, worker_python, spec.precision),
@@ -308,8 +309,21 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
         finally:
             sampler.stop()
         if result_path.exists():
-            return json.loads(result_path.read_text()), sampler
+            return {**json.loads(result_path.read_text()), "launched_epoch": launched_epoch}, sampler
         return {"status": "failed", "reason": f"runner exited with code {returncode} and no result"}, sampler
+
+
+def setup_times(result: dict, times: list[float], warmup: int) -> dict:
+    """Where an ok run's time before its timed window went: the runner's start (interpreter, dlbench),
+    the framework's import, the build of model and input pipeline (their sum: ``setup_seconds``),
+    then the first step (compilation, autotuning) and the whole warm-up."""
+    if not times:
+        return dict.fromkeys(SETUP_FIELDS)
+    start = result["entered_epoch"] - result["launched_epoch"]
+    return {"start_seconds": start, "import_seconds": result["import_seconds"],
+            "build_seconds": result["build_seconds"],
+            "setup_seconds": start + result["import_seconds"] + result["build_seconds"],
+            "first_step_seconds": times[0], "warmup_seconds": sum(times[:warmup])}
 
 
 def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: GpuProbe,
@@ -327,6 +341,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         "timed_seconds": window.get("seconds"),
         "wall_seconds": None,
         "cpu_per_wall": window["cpu_seconds"] / window["seconds"] if ok else None,
+        **setup_times(result, times if ok else [], spec.warmup_iterations),
     }
     gpu_window = (window["start_epoch"], window["end_epoch"]) if ok else None
     gpu_memory, power = summarise(sampler.gpu_samples if sampler else [], gpu_window, images, probe.error)

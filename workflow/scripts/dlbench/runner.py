@@ -7,8 +7,8 @@ Started by :mod:`dlbench.monitor` with the framework environment's interpreter::
 It imports only the standard library and its framework. The result file carries what only
 the training process can know: per-iteration times (each read as a step finishes, an asynchronous
 step's successor already dispatched), the timed window in wall-clock time (so the monitor can cut
-its GPU samples to it), the process CPU time over that window, the final loss and the framework's
-own memory peak.
+its GPU samples to it), the process CPU time over that window, the final loss, the framework's
+own memory peak, and how long the set-up before the first step took (import, build).
 """
 from __future__ import annotations
 
@@ -103,10 +103,13 @@ def _quiet(*args, **kwargs) -> None:
 
 def run(spec: RunSpec) -> dict:
     backends.require_numerics(spec)
+    started = time.perf_counter()
     backend = backends.load(spec.framework)
     result = backends.describe(backend)
+    imported = time.perf_counter()
     backends.require_cuda_build(spec, result)
     trainer = backend.Trainer(spec, describe_network(spec.network, FAMILIES[spec.family].variant))
+    result.update(import_seconds=imported - started, build_seconds=time.perf_counter() - imported)
     progress = print if _first_process() else _quiet
     progress(f"{spec.framework} {result['framework_version']}: {spec.network} on {spec.dataset}, "
              f"{spec.device}, {spec.variant}, batch {spec.batch_size_global}, {spec.iterations} iterations "
@@ -123,11 +126,12 @@ def _error_name(error: BaseException) -> str:
 
 
 def main(argv: list[str]) -> int:
+    entered_epoch = time.time()  # the monitor's clock from its launch to here: the interpreter's start
     lifeline.watch()  # before anything slow: a monitor killed meanwhile ends this run at once
     spec_path, result_path = map(Path, argv)
     spec = RunSpec.load(spec_path)
     try:
-        result = {"status": "ok", "reason": "", **run(spec)}
+        result = {"status": "ok", "reason": "", "entered_epoch": entered_epoch, **run(spec)}
         code = 0
     except backends.Unavailable as error:
         result, code = {"status": "unavailable", "reason": str(error)}, 0
