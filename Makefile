@@ -21,8 +21,8 @@ $(VENV)/.test-installed: envs/test.requirements.txt envs/workflow.requirements.t
 
 # Debian packages, installed when missing (as root), elsewhere a message: what Caffe's build
 # compiles and links against (without them the Caffe runs come out "unavailable" with the missing
-# headers named), the OpenMPI that CNTK's wheels load, and for the tests also Slurm, which the
-# Slurm integration test starts.
+# headers named), the OpenMPI that CNTK's wheels load (and its mpiexec, for CNTK on several
+# devices), and for the tests also Slurm, which the Slurm integration test starts.
 RUN_APT := $(shell cat envs/caffe.apt.txt envs/cntk.apt.txt)
 TEST_APT := $(RUN_APT) $(shell cat envs/slurm.apt.txt)
 define apt_install

@@ -81,3 +81,24 @@ def test_a_backend_missing_part_of_its_contract_is_refused():
     with pytest.raises(TypeError, match="does not implement backends.Backend: no PACKAGES, cuda_build, "
                                         "forward_shape, framework_version, trainable_parameters"):
         backends.check_contract(incomplete)
+
+
+def test_pytorch_convolutions_run_channels_last_where_it_is_faster():
+    """On CPUs always (measured: benchmarks/memory_format.py); on GPUs where tensor cores run them."""
+    import torch
+    from dlbench.backends import pytorch
+    from dlbench.spec import RunSpec
+
+    def spec(device, precision="fp32", compile=False):
+        return RunSpec("pytorch", "cifar10-synthetic", "resnet50", device, 1, 4, 2, 1, 0.01, 1, precision=precision,
+                       compile=compile)
+
+    trainer = pytorch.Trainer(spec("cpu"), networks.network("resnet50", "cifar10"))
+    first_conv = next(module for module in trainer.model.modules() if isinstance(module, torch.nn.Conv2d))
+    images, _ = trainer.batches.next()
+    assert first_conv.weight.is_contiguous(memory_format=torch.channels_last)
+    assert images.is_contiguous(memory_format=torch.channels_last) and not images.is_contiguous()
+    trainer.step()  # trains in that layout
+    assert pytorch.memory_format(spec("gpu1")) == torch.contiguous_format  # fp32: no tensor cores
+    assert {pytorch.memory_format(spec("gpu1", p)) for p in ("tf32", "bf16", "fp16")} == {torch.channels_last}
+    assert pytorch.memory_format(spec("gpu1", compile=True)) == torch.channels_last

@@ -1,0 +1,69 @@
+"""PyTorch's memory format: channels_last (NHWC) ÷ NCHW images/s, per precision and compile setting.
+
+The workflow's PyTorch trainer and timed loop in this process, the two formats taking turns every
+round (A-B-B-A) so the machine's drift hits both; prints the median ratio and its range per
+variant. ``backends.pytorch.memory_format`` takes the winner where it pays (GPU: measure there).
+
+    .venv/bin/python benchmarks/memory_format.py --network resnet50 --family cifar10 --batch 16
+    python3 benchmarks/memory_format.py --device gpu1 --network resnet50 --family imagenet --batch 256
+"""
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+
+import torch
+from dlbench.backends import pytorch
+from dlbench.datasets import FAMILIES
+from dlbench.networks import network
+from dlbench.runner import timed_loop
+from dlbench.spec import RunSpec
+
+FORMATS = {"nchw": torch.contiguous_format, "channels_last": torch.channels_last}
+
+
+def rate(spec: RunSpec, layout: str) -> float:
+    pytorch.memory_format = lambda spec: FORMATS[layout]  # what the trainer and its batches ask
+    trainer = pytorch.Trainer(spec, network(spec.network, FAMILIES[spec.family].variant))
+    times = timed_loop(trainer, spec.iterations, spec.warmup_iterations, progress=lambda *a, **k: None)
+    return spec.batch_size_global * (spec.iterations - spec.warmup_iterations) / times["timed_window"]["seconds"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--network", default="resnet50")
+    parser.add_argument("--family", default="cifar10")
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--precisions", default="fp32,bf16")
+    parser.add_argument("--compile", default="false", help="false, true or false,true")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--timed", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=2, help="A-B-B-A rounds")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    results = {}
+    for precision in args.precisions.split(","):
+        for compiled in (value == "true" for value in args.compile.split(",")):
+            spec = RunSpec("pytorch", f"{args.family}-synthetic", args.network, args.device, 1, args.batch,
+                           args.warmup + args.timed, args.warmup, 0.01, args.threads, precision=precision,
+                           compile=compiled)
+            ratios, rates = [], {layout: [] for layout in FORMATS}
+            for _ in range(args.rounds):
+                for order in (("nchw", "channels_last"), ("channels_last", "nchw")):
+                    measured = {layout: rate(spec, layout) for layout in order}
+                    ratios.append(measured["channels_last"] / measured["nchw"])
+                    for layout, value in measured.items():
+                        rates[layout].append(round(value, 1))
+            label = spec.variant
+            results[label] = {"channels_last/nchw median": round(statistics.median(ratios), 3),
+                              "range": [round(min(ratios), 3), round(max(ratios), 3)], "images/s": rates}
+            print(label, json.dumps(results[label]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
