@@ -218,7 +218,8 @@ class Trainer:
                                f"the description {expected:,}")
 
     def _connect(self, listener: socket.socket, count: int) -> list:
-        """Each rank's connection (reader, writer), in rank order; a worker that exits first fails the run."""
+        """Each rank's connection (reader, writer), as they connect (their replies name their rank); a
+        worker that exits first fails the run."""
         listener.settimeout(1)
         ranks = []
         with listener:
