@@ -159,9 +159,10 @@ def worker_command(python: str, spec: RunSpec, config_path: Path, socket_path: P
 
 
 def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
+    count = ranks(spec)
     config = {"plan": plan(description), "input_shape": list(description.input_shape),
-              "num_classes": description.num_classes, "batch_size": spec.batch_size_global, "ranks": ranks(spec),
-              "learning_rate": spec.learning_rate, "threads": max(1, spec.threads // ranks(spec)), "gpus": spec.gpus,
+              "num_classes": description.num_classes, "batch_size": spec.batch_size_global, "ranks": count,
+              "learning_rate": spec.learning_rate, "threads": max(1, spec.threads // count), "gpus": spec.gpus,
               "synthetic_images": None, "synthetic_labels": None, "input_scale": None,
               "map_file": None, "mean_file": None}
     if spec.data_mode == "synthetic":

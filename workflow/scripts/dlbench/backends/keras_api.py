@@ -41,6 +41,7 @@ def cuda_build() -> str | None:
         return tensorflow_cuda_build()
     return cuda_of_distribution("jax-cuda")  # jax[cuda12] installs jax-cuda12-plugin
 
+
 def _configure(spec: RunSpec) -> None:
     """The backend's threads (PyTorch and TensorFlow; XLA on CPU uses the cores it sees), TF32 and
     one GPU."""

@@ -235,7 +235,8 @@ class Trainer:
         set_tf32(spec.precision)
         if self.devices[0].type == "cuda":
             torch.backends.cudnn.benchmark = True  # as the reference training scripts do
-        model = build(description).to(self.devices[0], memory_format=memory_format(spec))
+        layout = memory_format(spec)  # the batches' too
+        model = build(description).to(self.devices[0], memory_format=layout)
         if world > 1:
             # Data parallelism over processes: each trains on its slice, gradients are all-reduced.
             model = DistributedDataParallel(model, device_ids=[self.devices[0].index] if spec.gpus else None)
@@ -254,7 +255,7 @@ class Trainer:
                                        enabled=spec.precision in AUTOCAST_DTYPES)
         self.scaler = torch.amp.GradScaler(device_type, enabled=spec.precision == "fp16")
         self.batches = _Batches(spec, description, self.devices[0], rank, world)
-        print(f"memory format: {self.batches.memory_format}", flush=True)
+        print(f"memory format: {layout}", flush=True)
         self.loss = None
 
     def step(self):
