@@ -11,7 +11,8 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as bench_config  # noqa: E402
 from dlbench.aggregate import METRICS  # noqa: E402
 from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
-from dlbench import datasets, ilsvrc12, summary  # noqa: E402
+from dlbench import ceiling, datasets, ilsvrc12, summary  # noqa: E402
+from dlbench.compute import processor  # noqa: E402
 from dlbench.datasets import FAMILIES  # noqa: E402
 from dlbench.envs import SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements, cuda_variant, node_gpus  # noqa: E402
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
@@ -28,6 +29,7 @@ USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_me
 BUILD_VENVS = config["environment"] == "venv" and not USE_CONDA  # per-framework pip virtualenvs
 REPETITIONS = range(1, config["repetitions"] + 1)
 RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{device}/{variant}/rep{repetition}.json"
+CEILING = "results/ceilings/{processor}-{precision}.json"
 RUNS = [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, variant=m, repetition=r)
         for (f, d, n, v, m) in CASES for r in REPETITIONS]
 CELLS = sorted({(c.dataset, c.network) for c in CASES.values()})
@@ -46,6 +48,8 @@ wildcard_constraints:
     device=r"(\d+x)?(cpu|gpu\d+)",
     variant="(" + "|".join(PRECISIONS) + f")(-{COMPILED})?",
     repetition=r"\d+",
+    processor="cpu|gpu",
+    precision="|".join(PRECISIONS),
 
 
 def case(wildcards):
@@ -156,7 +160,24 @@ def train_inputs(wildcards):
         inputs["environment"] = f".venvs/{ENVIRONMENTS[run.framework]}/environment.json"
     elif USE_CONDA and run.framework in WORKER_PYTHONS:
         inputs["environment"] = f".conda-workers/{run.framework}/environment.json"
+    # Ancient: a ceiling measured again (a new driver) does not redo the runs measured before it.
+    inputs["ceiling"] = ancient(CEILING.format(processor=processor(run.device), precision=run.precision))
     return inputs
+
+
+# What the ceilings are keyed by: a run of the workflow on another host, with other GPUs or another
+# driver measures them again (dlbench.ceiling).
+NODE = ceiling.node_key()
+
+
+def ceiling_inputs(wildcards):
+    """The matrix product runs in PyTorch's environment: the venv where the workflow builds them."""
+    return {"environment": ".venvs/pytorch/environment.json"} if BUILD_VENVS else {}
+
+
+def ceiling_threads(wildcards):
+    """A CPU run's cores, or a GPU run's: those a run on the device is measured with."""
+    return threads_for("cpu" if wildcards.processor == "cpu" else "gpu1")
 
 
 def train_conda(wildcards):
@@ -168,7 +189,11 @@ def train_conda(wildcards):
 
 
 def train_threads(wildcards):
-    if gpu_count(wildcards.device):
+    return threads_for(wildcards.device)
+
+
+def threads_for(device):
+    if gpu_count(device):
         return config["threads"]["gpu"]
     if config["threads"]["cpu"]:
         return config["threads"]["cpu"]

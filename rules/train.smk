@@ -29,6 +29,26 @@ rule cntk_conda_environment:
         "python {params.worker:q} --environment {output:q} > {log:q} 2>&1"
 
 
+rule ceiling:
+    """Once per node and precision: the matrix-product rate of one device, which MFU divides by."""
+    input:
+        unpack(ceiling_inputs),
+    output:
+        CEILING,
+    log:
+        "logs/ceilings/{processor}-{precision}.log",
+    params:
+        node=NODE,
+    threads: ceiling_threads
+    resources:
+        gpu=lambda wildcards: int(wildcards.processor == "gpu"),
+        runtime=10,
+    conda:
+        conda_file("pytorch")
+    script:
+        "../workflow/scripts/ceiling.py"
+
+
 rule train:
     input:
         unpack(train_inputs),

@@ -13,7 +13,7 @@ from dlbench.spec import SETUP_FIELDS
 def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status="ok", reason="", precision="fp32",
            compile=False):
     return {
-        "schema": 3, "status": status, "reason": reason,
+        "schema": 4, "status": status, "reason": reason,
         "run": {"framework": framework, "framework_version": "1", "dataset": "mnist-generated",
                 "data_mode": "generated", "network": "lenet", "device": device, "repetition": repetition,
                 "batch_size_global": 64, "iterations": 20, "warmup_iterations": 10, "learning_rate": 0.01,
@@ -28,6 +28,9 @@ def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status=
                    "reasons": {"gpu_process_peak_mib": "CPU run (no GPU used)"}},
         "power": {"gpu_mean_w": None, "gpu_peak_w": None, "gpu_energy_j": None, "energy_per_image_j": None, "cpu_energy_j": None,
                   "samples": 10, "sample_hz": 20.0, "reasons": {"gpu_mean_w": "CPU run (no GPU used)"}},
+        "compute": {"flops_per_image": 13_182_000, "achieved_tflops": speed * 13_182_000 / 1e12 if status == "ok" else None,
+                    "ceiling_tflops": 0.2, "mfu": speed * 13_182_000 / 1e12 / 0.2 if status == "ok" else None,
+                    "reasons": {}},
         "quality": {"final_loss": 2.3, "accuracy": None},
         "provenance": {"started_at": "2026-11-22T00:00:00+00:00", "finished_at": f"2026-11-22T00:0{repetition}:00+00:00"},
     }
@@ -124,7 +127,8 @@ def _older(item: dict, schema: int) -> dict:
     """``item`` as a record of an older schema wrote it."""
     old = copy.deepcopy(item)
     old["schema"] = schema
-    for field in SETUP_FIELDS:  # timed since schema 3
+    del old["compute"]  # since schema 4
+    for field in SETUP_FIELDS if schema < 3 else ():  # timed since schema 3
         del old["timing"][field]
     return old
 
@@ -135,7 +139,7 @@ def test_records_of_schema_1_read_as_today(tmp_path):
     old["memory"]["reasons"]["gpu_process_peak_mib"] = "unavailable: CPU run (no GPU used)"
     write_record(old, tmp_path / "rep1.json")
     (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
-    assert upgraded["schema"] == 3 and upgraded["reason"] == CNTK_REASON
+    assert upgraded["schema"] == 4 and upgraded["reason"] == CNTK_REASON
     assert upgraded["memory"]["reasons"]["gpu_process_peak_mib"] == "CPU run (no GPU used)"
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["train_speed"] == f"unavailable: {CNTK_REASON}"
@@ -144,9 +148,18 @@ def test_records_of_schema_1_read_as_today(tmp_path):
 def test_records_of_schema_2_say_their_setup_was_not_timed(tmp_path):
     write_record(_older(record(), schema=2), tmp_path / "rep1.json")
     (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
-    assert upgraded["schema"] == 3
+    assert upgraded["schema"] == 4
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["setup_time"] == cells["first_step_time"] == "unavailable: not measured before record schema 3"
+
+
+def test_records_of_schema_3_get_the_flop_rate_of_their_speed_and_no_mfu(tmp_path):
+    write_record(_older(record(speed=1000.0), schema=3), tmp_path / "rep1.json")
+    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    assert upgraded["schema"] == 4
+    assert upgraded["compute"]["achieved_tflops"] == pytest.approx(1000 * 13_182_000 / 1e12)  # LeNet on MNIST
+    cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
+    assert cells["mfu"] == "unavailable: no ceiling was measured before record schema 4"
 
 
 def test_retry_sets_failed_records_aside_and_keeps_them(tmp_path):

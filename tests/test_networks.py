@@ -5,6 +5,7 @@ import pytest
 import torch
 from dlbench import backends, networks
 from dlbench.backends.pytorch import build
+from torch.utils.flop_counter import FlopCounterMode
 
 CASES = [(name, variant) for name, variants in networks.VARIANTS.items() for variant in variants]
 
@@ -20,6 +21,24 @@ def test_imagenet_variants_have_the_published_parameter_counts(name):
 def test_lenet_is_caffes_lenet():
     assert networks.trainable_parameters(networks.network("lenet", "mnist")) == 431_080
 
+
+
+def test_resnet50_trains_at_24_30_gflop_per_imagenet_image():
+    assert networks.training_flops(networks.network("resnet50", "imagenet")) / 1e9 == pytest.approx(24.30, abs=0.005)
+
+
+@pytest.mark.parametrize("name,variant", CASES)
+def test_training_flops_are_what_pytorchs_flop_counter_counts(name, variant):
+    """One training step of the workflow's own PyTorch model, on the meta device (no arithmetic)."""
+    description = networks.network(name, variant)
+    batch = 3
+    with torch.device("meta"):
+        model = build(description)
+        images = torch.empty(batch, *description.input_shape)
+        labels = torch.zeros(batch, dtype=torch.long)
+    with FlopCounterMode(display=False) as counter:
+        torch.nn.functional.cross_entropy(model(images), labels).backward()
+    assert networks.training_flops(description) == pytest.approx(counter.get_total_flops() / batch, rel=0.01)
 
 @pytest.mark.parametrize("name,variant", CASES)
 def test_pytorch_build_has_the_described_parameters_and_trains_one_step(name, variant):

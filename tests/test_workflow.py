@@ -56,6 +56,7 @@ def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
             assert record["provenance"]["python"] and record["provenance"]["packages"][package[framework]]
             assert record["provenance"]["framework_build"] == "cpu"  # what this machine's pip has
             assert f".venvs/{environment.get(framework, framework)}/" in path.with_suffix(".log").read_text()
+            assert 0 < record["compute"]["mfu"] < 2, record["compute"]  # over this node's measured ceiling
             if record["run"]["network"] == "vgg16":  # enough compute per step to keep every thread busy
                 assert record["timing"]["cpu_per_wall"] > 1.5  # both cores, in every framework
 
@@ -129,6 +130,7 @@ def test_the_thesis_config_schedules_one_job_per_run_and_every_format(tmp_path):
     result = snakemake(tmp_path, "-n", "--quiet", "rules")
     jobs = dict(line.split() for line in result.stdout.splitlines() if len(line.split()) == 2)
     assert jobs["train"] == str(5 * 9 * 3 * 3)  # frameworks x cases x devices x repetitions
+    assert jobs["ceiling"] == "2"  # once per node and precision: fp32 on the CPU and on a GPU
     assert jobs["convert"] == str(2 * 4)  # MNIST and CIFAR10 into lmdb, tfrecord, recordio and cntk
     assert jobs["index_ilsvrc12"] == "1" and jobs["gather_shards"] == "4"
     assert jobs["convert_shard"] == str(4 * (1024 + 128))  # ILSVRC12: every format in independent shards

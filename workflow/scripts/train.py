@@ -21,6 +21,7 @@ with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
                          cannot_run=cannot_run,
                          worker_python=environment.get("worker_python"),
                          lock_dir=slots.lock_dir(config["slots"]["directory"]),
-                         slot_wait_s=None if wait is None else wait * 60)
+                         slot_wait_s=None if wait is None else wait * 60,
+                         ceiling=json.loads(Path(snakemake.input.ceiling).read_text()))  # noqa: F821
     monitor.write_record(record, Path(snakemake.output[0]))  # noqa: F821
     print(f"{record['status']}: {record['timing']['images_per_second_mean'] or record['reason']}")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .spec import PRECISIONS, SETUP_FIELDS, parse_variant, variant_label
+from . import compute
+from .spec import PRECISIONS, SETUP_FIELDS, RunSpec, parse_variant, variant_label
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,12 @@ METRICS = {
     "first_step_time": Metric("timing", "first_step_seconds", "s",
                               "seconds of the first training step, where compilers compile (torch.compile, XLA) and "
                               "cuDNN autotunes; the timed iterations exclude it"),
+    "achieved_tflops": Metric("compute", "achieved_tflops", "TFLOP/s",
+                              "training FLOPs per image (forward and backward, counted from the network's "
+                              "description as torch.utils.flop_counter counts them) times images per second"),
+    "mfu": Metric("compute", "mfu", "fraction of ceiling",
+                  "model FLOPs utilisation: achieved TFLOP/s over the ceiling of the run's devices, the rate "
+                  "a large matrix product reached on this node in the run's precision (measured once per node)"),
 }
 RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "variant", "repetition"]
 CELL_KEYS = ["dataset", "network", "framework", "device", "variant"]
@@ -78,6 +85,16 @@ def upgrade(record: dict) -> dict:
         record["timing"].setdefault("reasons", {}).update(
             dict.fromkeys(SETUP_FIELDS, "not measured before record schema 3"))
         record["schema"] = 3
+    if record["schema"] == 3:  # schema 4 counted FLOPs: the achieved rate follows from the measured speed
+        spec = RunSpec(**{key: value for key, value in record["run"].items() if key in RunSpec.__dataclass_fields__})
+        ok = record["status"] == "ok"
+        record["compute"] = compute.block(spec, record["timing"]["images_per_second_mean"] if ok else None, None,
+                                          "", [], None if ok else f"see the run's reason ({record['status']})")
+        record["compute"]["reasons"].update(dict.fromkeys(("ceiling_tflops", "mfu"),
+                                                          "no ceiling was measured before record schema 4"))
+        if not ok:
+            record["compute"]["reasons"]["mfu"] = record["compute"]["reasons"]["achieved_tflops"]
+        record["schema"] = 4
     return record
 
 

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import psutil
 
-from . import backends, launch, lifeline, slots
+from . import backends, compute, launch, lifeline, slots
 from .envs import WORKER_PYTHON_VARIABLE
 from .gpu import GpuProbe, inventory, summarise
 from .spec import SETUP_FIELDS, RunSpec
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts, put on the runner's path
 LOG_TAIL_LINES = 15
 
@@ -173,38 +173,38 @@ def _interruptible():
 
 
 @contextlib.contextmanager
-def held_devices(spec: RunSpec, lock_dir: Path, wait_s: float | None, nvml, log):
-    """The GPUs (UUIDs) and cores the run holds for its life, given to no other run meanwhile
-    (:mod:`dlbench.slots`): its ``threads`` cores, so that runs side by side never share a core.
-    Yields them, and the lock descriptors for the runner to inherit."""
+def held_devices(device: str, wanted: int, threads: int, lock_dir: Path, wait_s: float | None, nvml, log):
+    """The ``wanted`` GPUs (UUIDs) and ``threads`` cores a job on ``device`` holds for its life, given
+    to no other job meanwhile (:mod:`dlbench.slots`), so that runs side by side never share a core.
+    Yields them, and the lock descriptors for the job's child process to inherit."""
     def note(line: str) -> None:
         log.write(line + "\n")
         log.flush()
 
     with contextlib.ExitStack() as stack:
         gpus = slots.Held([], [])
-        wanted = spec.gpus * launch.local_processes(spec.processes)
         if wanted:
             node_gpus, error = inventory(nvml)
             if len(node_gpus) < wanted:
-                raise DevicesMissing(f"{spec.device} needs {wanted} GPU(s); this node has {len(node_gpus)}"
+                raise DevicesMissing(f"{device} needs {wanted} GPU(s); this node has {len(node_gpus)}"
                                      + (f" ({error})" if error else ""))
             gpus = stack.enter_context(slots.hold("gpu", node_gpus, wanted, lock_dir, wait_s, note))
         node_cores = slots.cores()
-        cores = stack.enter_context(slots.hold("core", node_cores, min(spec.threads, len(node_cores)), lock_dir,
+        cores = stack.enter_context(slots.hold("core", node_cores, min(threads, len(node_cores)), lock_dir,
                                                wait_s, note))
         note(f"holding GPUs {gpus.devices or 'none'}, cores {','.join(cores.devices)}")
         yield gpus.devices, [int(core) for core in cores.devices], gpus.descriptors + cores.descriptors
 
 
 def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz: float,
-        config_sha256: str, cannot_run: dict | None = None, nvml=None,
-        worker_python: str | None = None, lock_dir: Path | None = None, slot_wait_s: float | None = None) -> dict:
+        config_sha256: str, cannot_run: dict | None = None, nvml=None, worker_python: str | None = None,
+        lock_dir: Path | None = None, slot_wait_s: float | None = None, ceiling: dict | None = None) -> dict:
     """Run one training job under measurement, on GPUs and cores it holds alone, and return its record.
 
     ``cannot_run`` (status and reason) records a run that cannot take place (its environment could not
     be built: unavailable; its dataset could not be had: failed) without starting anything.
     ``timeout_s`` bounds the run; ``slot_wait_s`` (None: unbounded) the wait for its devices before it.
+    ``ceiling`` is the node's (:mod:`dlbench.ceiling`) that the run's MFU divides by.
     An interruption (SIGINT, SIGTERM, SIGHUP) stops the runner and propagates: no record is made.
     """
     started_at, started = _now(), time.monotonic()
@@ -215,7 +215,9 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
             log.write(f"{cannot_run['status']}: {cannot_run['reason']}\n")
         else:
             try:
-                with held_devices(spec, lock_dir or slots.lock_dir(), slot_wait_s, nvml, log) as (gpus, cores, locks):
+                wanted = spec.gpus * launch.local_processes(spec.processes)
+                with held_devices(spec.device, wanted, spec.threads, lock_dir or slots.lock_dir(), slot_wait_s, nvml,
+                                  log) as (gpus, cores, locks):
                     probe = GpuProbe(gpus, nvml)
                     result, sampler = _measure(spec, python, log, timeout_s, sample_hz, probe, gpus, cores, locks,
                                                worker_python)
@@ -230,7 +232,7 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
                 raise
     if result["status"] == "failed" and not cannot_run:
         result["reason"] += "\nlast lines of the log:\n" + _log_tail(log_path)
-    record = build_record(spec, result, sampler, probe, config_sha256)
+    record = build_record(spec, result, sampler, probe, config_sha256, ceiling)
     record["timing"]["wall_seconds"] = time.monotonic() - started
     record["provenance"].update(started_at=started_at, finished_at=_now(), cores_held=cores)
     probe.close()
@@ -283,34 +285,49 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
         threads = max(1, spec.threads // launch.local_processes(spec.processes))
         log.write(f"runner: {' '.join(command)} (threads {threads}, timeout {timeout_s:.0f} s)\n")
         log.flush()
-        own_cores = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, cores)  # this thread's cores, which the runner inherits
         launched_epoch = time.time()
+        environment = {**runner_environment(threads, gpus, worker_python, spec.precision), **lifeline_environment}
         try:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                       pass_fds=locks, env={**runner_environment(threads, gpus, worker_python, spec.precision),
-                                                            **lifeline_environment})
-        except OSError as error:
+            with started(command, log, cores, locks, environment) as process:
+                sampler = Sampler(process.pid, probe, sample_hz)
+                sampler.start()
+                try:
+                    returncode = process.wait(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    return {"status": "failed", "reason": f"timeout: no result after {timeout_s:.0f} s"}, sampler
+                finally:
+                    sampler.stop()
+        except StartFailed as error:
             return {"status": "failed", "reason": f"cannot start the runner with {python}: {error}"}, None
-        finally:
-            os.sched_setaffinity(0, own_cores)
-        sampler = Sampler(process.pid, probe, sample_hz)
-        sampler.start()
-        try:
-            returncode = process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            stop_tree(process.pid)
-            process.wait()
-            return {"status": "failed", "reason": f"timeout: no result after {timeout_s:.0f} s"}, sampler
-        except BaseException:  # an interruption, or the monitor's own error: the runner must not outlive it
-            stop_tree(process.pid)
-            process.wait()
-            raise
-        finally:
-            sampler.stop()
         if result_path.exists():
             return {**json.loads(result_path.read_text()), "launched_epoch": launched_epoch}, sampler
         return {"status": "failed", "reason": f"runner exited with code {returncode} and no result"}, sampler
+
+
+class StartFailed(Exception):
+    """The child process could not be started (its interpreter is missing, say)."""
+
+
+@contextlib.contextmanager
+def started(command: list[str], log, cores: list[int], locks: list[int], environment: dict):
+    """A child process on the held ``cores``, inheriting the device ``locks``, in a session of its own.
+    However the block ends (a timeout, an interruption, the parent's own error) the child and its
+    descendants are gone after it, unless the child had exited by itself."""
+    own_cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cores)  # this thread's cores, which the child inherits
+    try:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                   pass_fds=locks, env=environment)
+    except OSError as error:
+        raise StartFailed(error) from error
+    finally:
+        os.sched_setaffinity(0, own_cores)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            stop_tree(process.pid)
+            process.wait()
 
 
 def setup_times(result: dict, times: list[float], warmup: int) -> dict:
@@ -327,7 +344,7 @@ def setup_times(result: dict, times: list[float], warmup: int) -> dict:
 
 
 def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: GpuProbe,
-                 config_sha256: str) -> dict:
+                 config_sha256: str, ceiling: dict | None = None) -> dict:
     ok = result["status"] == "ok"
     not_ok = None if ok else f"see the run's reason ({result['status']})"  # not repeated in every metric
     times = result.get("iteration_seconds") or []
@@ -360,6 +377,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
     power.setdefault("reasons", {})["cpu_energy_j"] = "RAPL is not read yet"
     if not ok:
         timing["reasons"] = {k: not_ok for k, v in timing.items() if v is None and k != "wall_seconds"}
+    gpus = probe.describe() if probe.handles else []
     return {
         "schema": SCHEMA_VERSION,
         "run": spec.record_block(result.get("framework_version")),
@@ -369,11 +387,12 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         "timing": timing,
         "memory": memory,
         "power": power,
+        "compute": compute.block(spec, timing["images_per_second_mean"], ceiling, socket.gethostname(), gpus, not_ok),
         "quality": {"final_loss": result.get("final_loss"), "accuracy": None,
                     "reasons": {"accuracy": "not measured (speed benchmark)"}},
         "provenance": {
             "hostname": socket.gethostname(), "cpu_model": cpu_model(), "cores": os.cpu_count(),
-            "gpus": probe.describe() if probe.handles else [],
+            "gpus": gpus,
             "python": result.get("python"), "packages": result.get("packages", {}),
             "framework_build": result.get("framework_build"),  # cpu or cuda <version>
             "monitor_python": platform.python_version(),

@@ -201,6 +201,57 @@ def trainable_parameters(network: Network) -> int:
     return walk(network.body, network.input_shape)[2]
 
 
+class FlopCounter:
+    """A :class:`Builder` whose "model" counts training FLOPs per image, by the convention of
+    ``torch.utils.flop_counter``: 2 × multiply-adds of convolutions and dense layers, no other layer.
+    A step's backward pass computes each such layer's weight gradient (as many FLOPs as its forward)
+    and its input gradient (as many again) unless nothing before it is trainable: the first layers
+    on the data's path compute none. So each leaf builds a function of "does my input need a
+    gradient?" returning (FLOPs, does my output?)."""
+
+    @staticmethod
+    def _weighted(forward: int):
+        return lambda needs_gradient: (forward * (3 if needs_gradient else 2), True)
+
+    def conv(self, layer, shape):
+        (channels, height, width), _ = _leaf_shape_and_params(layer, shape)
+        return self._weighted(2 * shape[0] * layer.kernel**2 * channels * height * width)
+
+    def dense(self, layer, shape):
+        return self._weighted(2 * shape[0] * layer.out_features)
+
+    def batchnorm(self, layer, shape):
+        return lambda needs_gradient: (0, True)  # trainable scale and shift, not counted
+
+    def _free(self, layer, shape):
+        return lambda needs_gradient: (0, needs_gradient)
+
+    relu = maxpool = globalavgpool = flatten = dropout = _free
+
+    def sequential(self, children):
+        def count(needs_gradient):
+            total = 0
+            for child in children:
+                flops, needs_gradient = child(needs_gradient)
+                total += flops
+            return total, needs_gradient
+        return count
+
+    def concat(self, branches):
+        def count(needs_gradient):
+            counted = [branch(needs_gradient) for branch in branches]
+            return sum(flops for flops, _ in counted), any(needs for _, needs in counted)
+        return count
+
+    def residual(self, body, shortcut):
+        return self.concat([body, shortcut or self._free(None, None)])
+
+
+def training_flops(network: Network) -> int:
+    """FLOPs of one training step (forward and backward) per image, as ``FlopCounterMode`` counts them."""
+    return build(network, FlopCounter())(False)[0]
+
+
 # ---------------------------------------------------------------- the five networks
 
 
