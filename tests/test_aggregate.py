@@ -21,12 +21,14 @@ def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status=
         "timing": {"iteration_seconds": [0.1] * 20, "images_per_second_mean": speed if status == "ok" else None,
                    "images_per_second_median": speed, "wall_seconds": 3.0, "cpu_per_wall": 1.9,
                    "start_seconds": 0.5, "import_seconds": 1.0, "build_seconds": 0.25, "setup_seconds": 1.75,
-                   "first_step_seconds": 0.2, "warmup_seconds": 1.1,
+                   "first_step_seconds": 0.2, "warmup_seconds": 1.1, "input_wait_seconds": 0.01,
+                   "input_wait_share": 0.01, "contention_share": 0.0,
                    "reasons": {} if status == "ok" else {"images_per_second_mean": f"see the run's reason ({status})"}},
         "memory": {"host_peak_rss_mib": 300.0, "gpu_process_peak_mib": None, "gpu_device_peak_mib": None,
                    "framework_allocator_peak_mib": None,
                    "reasons": {"gpu_process_peak_mib": "CPU run (no GPU used)"}},
-        "power": {"gpu_mean_w": None, "gpu_peak_w": None, "gpu_energy_j": None, "energy_per_image_j": None, "cpu_energy_j": None,
+        "power": {"gpu_mean_w": None, "gpu_peak_w": None, "gpu_energy_j": None, "energy_per_image_j": None,
+                  "cpu_energy_j": None, "cpu_energy_per_image_j": None,
                   "samples": 10, "sample_hz": 20.0, "reasons": {"gpu_mean_w": "CPU run (no GPU used)"}},
         "compute": {"flops_per_image": 13_182_000, "achieved_tflops": speed * 13_182_000 / 1e12 if status == "ok" else None,
                     "ceiling_tflops": 0.2, "mfu": speed * 13_182_000 / 1e12 / 0.2 if status == "ok" else None,
@@ -127,7 +129,10 @@ def _older(item: dict, schema: int) -> dict:
     """``item`` as a record of an older schema wrote it."""
     old = copy.deepcopy(item)
     old["schema"] = schema
-    del old["compute"]  # since schema 4
+    del old["compute"]  # since schema 4, as these
+    for field in ("input_wait_seconds", "input_wait_share", "contention_share"):
+        del old["timing"][field]
+    del old["power"]["cpu_energy_per_image_j"]
     for field in SETUP_FIELDS if schema < 3 else ():  # timed since schema 3
         del old["timing"][field]
     return old

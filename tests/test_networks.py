@@ -114,7 +114,7 @@ def test_pytorch_convolutions_run_channels_last_where_it_is_faster():
 
     trainer = pytorch.Trainer(spec("cpu"), networks.network("resnet50", "cifar10"))
     first_conv = next(module for module in trainer.model.modules() if isinstance(module, torch.nn.Conv2d))
-    images, _ = trainer.batches.next()
+    images, _ = trainer.next_batch()
     assert first_conv.weight.is_contiguous(memory_format=torch.channels_last)
     assert images.is_contiguous(memory_format=torch.channels_last) and not images.is_contiguous()
     trainer.step()  # trains in that layout

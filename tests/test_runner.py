@@ -3,7 +3,7 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from dlbench.backends import already_finished
+from dlbench.backends import InputClock, already_finished
 from dlbench.runner import timed_loop
 
 DEVICE_SECONDS, DISPATCH_SECONDS = 0.02, 0.01
@@ -29,6 +29,9 @@ class AsynchronousDevice:
     def synchronize(self):
         for future in self.pending:
             future.result()
+
+    def input_wait_seconds(self):
+        return None  # its steps take their batches where the loop cannot see
 
 
 def test_the_device_computes_while_python_dispatches_the_next_step():
@@ -70,10 +73,15 @@ class SynchronousDevice:
     def __init__(self):
         self.durations = [0.04 if index == 7 else 0.01 for index in range(20)]
         self.started_at, self.finished_at, self.slept = [], [], []
+        self.next_batch = InputClock(lambda: time.sleep(0.005 if len(self.finished_at) >= 10 else 0.001))
+
+    def input_wait_seconds(self):
+        return self.next_batch.seconds
 
     def step(self):
         self.started_at.append(time.time())
         began = time.perf_counter()
+        self.next_batch()
         time.sleep(self.durations[len(self.finished_at)])
         self.slept.append(time.perf_counter() - began)
         self.finished_at.append(time.time())
@@ -92,3 +100,13 @@ def test_a_step_that_finished_when_it_returned_is_clocked_at_once():
     window = timing["timed_window"]
     assert device.finished_at[4] <= window["start_epoch"] <= device.started_at[5]  # before step 5 ran
     assert sum(device.slept[5:]) <= window["seconds"] < sum(device.slept[5:]) + 0.005
+
+
+def test_the_input_wait_of_the_timed_steps_is_what_their_batches_took():
+    device = SynchronousDevice()
+    timing = timed_loop(device, iterations=20, warmup=5, progress=lambda *a, **k: None)
+    waited = timing["timed_window"]["input_wait_seconds"]
+    assert 5 * 0.001 + 10 * 0.005 <= waited < 5 * 0.001 + 10 * 0.005 + 0.02  # steps 5-19, not the warm-up
+    assert waited < timing["timed_window"]["seconds"]
+    assert timed_loop(AsynchronousDevice(), 3, 1, progress=lambda *a, **k: None)["timed_window"][
+        "input_wait_seconds"] is None

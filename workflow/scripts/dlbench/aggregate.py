@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import compute
+from . import compute, host
 from .spec import PRECISIONS, SETUP_FIELDS, RunSpec, parse_variant, variant_label
 
 
@@ -50,6 +50,12 @@ METRICS = {
     "achieved_tflops": Metric("compute", "achieved_tflops", "TFLOP/s",
                               "training FLOPs per image (forward and backward, counted from the network's "
                               "description as torch.utils.flop_counter counts them) times images per second"),
+    "input_wait": Metric("timing", "input_wait_share", "share of timed time",
+                         "the share of the timed iterations' time the training loop waited for its next batch "
+                         f"(runs above {host.INPUT_BOUND_SHARE:.0%} are marked input-bound)"),
+    "cpu_energy_per_image": Metric("power", "cpu_energy_per_image_j", "J/image",
+                                   "CPU package and DRAM energy (RAPL) over the timed iterations divided by the "
+                                   "images trained in them; the whole package's, other processes' work included"),
     "mfu": Metric("compute", "mfu", "fraction of ceiling",
                   "model FLOPs utilisation: achieved TFLOP/s over the ceiling of the run's devices, the rate "
                   "a large matrix product reached on this node in the run's precision (measured once per node)"),
@@ -94,6 +100,11 @@ def upgrade(record: dict) -> dict:
                                                           "no ceiling was measured before record schema 4"))
         if not ok:
             record["compute"]["reasons"]["mfu"] = record["compute"]["reasons"]["achieved_tflops"]
+        before = "not measured before record schema 4"
+        for section, fields in (("timing", ("input_wait_seconds", "input_wait_share", "contention_share")),
+                                ("power", ("cpu_energy_per_image_j",))):
+            record[section].update(dict.fromkeys(fields))
+            record[section].setdefault("reasons", {}).update(dict.fromkeys(fields, before))
         record["schema"] = 4
     return record
 
@@ -113,15 +124,37 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
                    framework_version=run.get("framework_version"), batch_size_global=run["batch_size_global"],
                    iterations=run["iterations"], warmup_iterations=run["warmup_iterations"],
                    threads=run["threads"], final_loss=record["quality"]["final_loss"],
+                   contention_share=record["timing"]["contention_share"],
                    started_at=record["provenance"].get("started_at"), record=record["path"])
         for metric, spec in METRICS.items():
             block = record[spec.section]
             row[metric] = block.get(spec.field)
             reason = block.get("reasons", {}).get(spec.field, "")
             row[f"{metric}_reason"] = _first_line(reason) if row[metric] is None else ""
+        row.update(flags(row))
         rows.append(row)
     columns = RUN_KEYS + ["status", "reason"]
     return pd.DataFrame(rows, columns=columns + [c for r in rows[:1] for c in r if c not in columns])
+
+
+def flags(row: dict) -> dict:
+    """Whether a run's speed says less about the framework than about its surroundings: it waited for
+    its input (``input_bound``), or other work shared its cores (``contended``; dlbench.host)."""
+    def above(value, threshold) -> bool:
+        return value is not None and not pd.isna(value) and value > threshold
+    return {"input_bound": above(row["input_wait"], host.INPUT_BOUND_SHARE),
+            "contended": above(row["contention_share"], host.CONTENDED_SHARE)}
+
+
+FLAGS = {"input_bound": "input-bound", "contended": "contended"}
+
+
+def flag_text(group: pd.DataFrame) -> str:
+    """The cell's marks, ``input-bound 2/3, contended 1/3``: how many of its ok runs carry each flag."""
+    ok = group[group["status"] == "ok"]
+    marks = [f"{words} {int(ok[flag].astype(bool).sum())}/{len(ok)}" for flag, words in FLAGS.items()
+             if len(ok) and ok[flag].astype(bool).any()]
+    return ", ".join(marks)
 
 
 def measured(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -137,15 +170,17 @@ def appendix(runs: pd.DataFrame) -> pd.DataFrame:
     for metric, spec in METRICS.items():
         for cell, group in runs.groupby(CELL_KEYS, sort=True):
             values = measured(group, metric)[metric].astype(float)
-            row = dict(zip(CELL_KEYS, cell), metric=metric, unit=spec.unit, n=len(values), runs=len(group))
+            row = dict(zip(CELL_KEYS, cell), metric=metric, unit=spec.unit, n=len(values), runs=len(group),
+                       flags=flag_text(group))
             if len(values):
                 row["mean"], row["sd"] = values.mean(), values.std(ddof=1) if len(values) > 1 else float("nan")
-                row["cell"] = _format(row["mean"], row["sd"], len(values), group)
+                row["cell"] = _format(row["mean"], row["sd"], len(values), group) + (
+                    f" [{row['flags']}]" if row["flags"] else "")
             else:
                 row["mean"] = row["sd"] = float("nan")
                 row["cell"] = _why_missing(group, metric)
             out.append(row)
-    return pd.DataFrame(out, columns=["metric", "unit", *CELL_KEYS, "n", "runs", "mean", "sd", "cell"])
+    return pd.DataFrame(out, columns=["metric", "unit", *CELL_KEYS, "n", "runs", "mean", "sd", "cell", "flags"])
 
 
 def _format(mean: float, sd: float, n: int, group: pd.DataFrame) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from . import backends, compute, launch, lifeline, slots
+from . import backends, compute, host, launch, lifeline, slots
 from .envs import WORKER_PYTHON_VARIABLE
 from .gpu import GpuProbe, inventory, summarise
 from .spec import SETUP_FIELDS, RunSpec
@@ -36,7 +36,8 @@ LOG_TAIL_LINES = 15
 
 
 class Sampler(threading.Thread):
-    """Samples the runner's process tree (RSS) and its GPUs at ``hz`` until stopped.
+    """Samples the runner's process tree (RSS, CPU time), its GPUs and the host's counters (its cores'
+    busy time, RAPL energy: :mod:`dlbench.host`) at ``hz`` until stopped.
 
     Finding the tree's children scans all of /proc (about 1 ms here), so it is refreshed once a
     second; reading RSS of known processes costs microseconds and happens every tick. The
@@ -45,10 +46,11 @@ class Sampler(threading.Thread):
 
     TREE_REFRESH_S = 1.0
 
-    def __init__(self, pid: int, probe: GpuProbe, hz: float):
+    def __init__(self, pid: int, probe: GpuProbe, hz: float, cores: list[int], rapl: host.Rapl):
         super().__init__(daemon=True)
         self.process, self.probe, self.interval = psutil.Process(pid), probe, 1 / hz
-        self.rss_peak_mib, self.gpu_samples, self.ticks = 0.0, [], 0
+        self.cores, self.rapl = cores, rapl
+        self.rss_peak_mib, self.gpu_samples, self.host_samples, self.ticks = 0.0, [], [], 0
         self.first, self.last = None, None
         self._tree_cache, self._tree_time = [self.process], float("-inf")
         self._stop_event = threading.Event()
@@ -65,13 +67,16 @@ class Sampler(threading.Thread):
     def run(self) -> None:
         while not self._stop_event.is_set():
             now = time.time()
-            tree, rss = self._tree(now), 0
+            tree, rss, cpu = self._tree(now), 0, 0.0
             for proc in tree:
                 try:
                     rss += proc.memory_info().rss
+                    times = proc.cpu_times()
+                    cpu += times.user + times.system
                 except psutil.Error:
                     pass
             self.rss_peak_mib = max(self.rss_peak_mib, rss / 2**20)
+            self.host_samples.append(host.HostSample(now, host.cores_busy_seconds(self.cores), cpu, self.rapl.read()))
             if self.probe.handles:
                 self.gpu_samples.append(self.probe.sample(now, {p.pid for p in tree}))
             self.first, self.last, self.ticks = self.first or now, now, self.ticks + 1
@@ -289,7 +294,7 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
         environment = {**runner_environment(threads, gpus, worker_python, spec.precision), **lifeline_environment}
         try:
             with started(command, log, cores, locks, environment) as process:
-                sampler = Sampler(process.pid, probe, sample_hz)
+                sampler = Sampler(process.pid, probe, sample_hz, cores, host.Rapl())
                 sampler.start()
                 try:
                     returncode = process.wait(timeout=timeout_s)
@@ -361,6 +366,11 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         **setup_times(result, times if ok else [], spec.warmup_iterations),
     }
     gpu_window = (window["start_epoch"], window["end_epoch"]) if ok else None
+    host_samples = sampler.host_samples if sampler else []
+    waited = window.get("input_wait_seconds") if ok else None
+    timing.update(input_wait_seconds=waited, input_wait_share=None if waited is None else waited / window["seconds"])
+    timing["contention_share"], contention_reason = host.contention_share(host_samples, gpu_window,
+                                                                         len(sampler.cores) if sampler else 0)
     gpu_memory, power = summarise(sampler.gpu_samples if sampler else [], gpu_window, images, probe.error)
     allocator = result.get("framework_allocator_peak_mib")
     memory = {"host_peak_rss_mib": sampler.rss_peak_mib if sampler and sampler.ticks else None,
@@ -372,11 +382,20 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
     if allocator is None:
         memory["reasons"]["framework_allocator_peak_mib"] = not_ok or (
             probe.error if spec.gpus == 0 else "the framework reports no allocator peak")
+    cpu_joules, cpu_reason = host.cpu_energy(host_samples, gpu_window, sampler.rapl if sampler else host.Rapl())
     power.update(samples=sampler.ticks if sampler else 0, sample_hz=sampler.achieved_hz if sampler else None,
-                 cpu_energy_j=None)
-    power.setdefault("reasons", {})["cpu_energy_j"] = "RAPL is not read yet"
+                 cpu_energy_j=cpu_joules, cpu_energy_per_image_j=cpu_joules / images if cpu_joules else None)
+    if cpu_joules is None:
+        power.setdefault("reasons", {}).update(dict.fromkeys(("cpu_energy_j", "cpu_energy_per_image_j"),
+                                                             not_ok or cpu_reason))
     if not ok:
         timing["reasons"] = {k: not_ok for k, v in timing.items() if v is None and k != "wall_seconds"}
+    else:
+        timing["reasons"] = {k: why for k, why in (
+            ("input_wait_seconds", f"{spec.framework}'s training step takes its batch itself, out of the loop's sight"),
+            ("contention_share", contention_reason)) if timing[k] is None}
+        if waited is None:
+            timing["reasons"]["input_wait_share"] = timing["reasons"]["input_wait_seconds"]
     gpus = probe.describe() if probe.handles else []
     return {
         "schema": SCHEMA_VERSION,

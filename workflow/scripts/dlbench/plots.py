@@ -16,8 +16,8 @@ from .aggregate import METRICS, appendix, runs_table, setting_order, settings
 def figure(records: list[dict], metric: str, outputs: list[Path]) -> None:
     """Grouped bars (framework × device, and variant where there are several: aggregate.settings): the
     mean over the cell's ok runs, error bars = sd. A cell with no value is marked in its slot with
-    its status, and the reasons are listed. Each bar's SVG id names its cell (``bar <framework>
-    <setting>``)."""
+    its status, and the reasons are listed. A cell whose runs were input-bound or contended is
+    hatched and says so above its bar. Each bar's SVG id names its cell (``bar <framework> <setting>``)."""
     runs = runs_table(records)
     dataset, network = runs["dataset"].iloc[0], runs["network"].iloc[0]
     unit = METRICS[metric].unit
@@ -35,8 +35,12 @@ def figure(records: list[dict], metric: str, outputs: list[Path]) -> None:
         x = frameworks.index(framework) - 0.4 + width * (slots.index(slot) + 0.5)
         if cell["n"]:
             bar = ax.bar(x, cell["mean"], width, yerr=None if pd.isna(cell["sd"]) else cell["sd"], capsize=3,
-                         color=colours[slot], label=slot)
+                         color=colours[slot], label=slot, hatch="//" if cell["flags"] else None)
             bar.patches[0].set_gid(f"bar {framework} {slot}")
+            if cell["flags"]:  # the speed says as much about the machine as about the framework
+                ax.annotate(cell["flags"].replace(", ", "\n"), (x, cell["mean"]), xytext=(0, 3),
+                            textcoords="offset points", rotation=90, ha="center", va="bottom", fontsize=7,
+                            color="darkorange", gid=f"flags {framework} {slot}")
         else:  # no bar, never a zero: the status where the bar would stand
             ax.text(x, 0, cell["cell"].split(":")[0], rotation=90, ha="center", va="bottom", fontsize=8,
                     color="firebrick", gid=f"missing {framework} {slot}")

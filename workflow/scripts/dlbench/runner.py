@@ -45,7 +45,8 @@ def timed_loop(trainer, iterations: int, warmup: int, progress=print) -> dict:
     report_every = max(1, iterations // 10)
 
     def open_window() -> None:
-        window.update(start_epoch=time.time(), cpu_start=_cpu_seconds(trainer))
+        window.update(start_epoch=time.time(), cpu_start=_cpu_seconds(trainer),
+                      input_wait_start=trainer.input_wait_seconds())
 
     def step_finished() -> None:
         nonlocal last
@@ -80,6 +81,7 @@ def timed_loop(trainer, iterations: int, warmup: int, progress=print) -> dict:
     trainer.synchronize()
     if in_flight:
         step_finished()
+    input_wait = trainer.input_wait_seconds()
     return {
         "iteration_seconds": times,
         "timed_window": {
@@ -87,6 +89,7 @@ def timed_loop(trainer, iterations: int, warmup: int, progress=print) -> dict:
             "end_epoch": time.time(),
             "cpu_seconds": _cpu_seconds(trainer) - window["cpu_start"],
             "seconds": sum(times[warmup:]),
+            "input_wait_seconds": None if input_wait is None else input_wait - window["input_wait_start"],
         },
     }
 

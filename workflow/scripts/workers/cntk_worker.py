@@ -21,6 +21,7 @@ import os
 import platform
 import socket
 import sys
+import time
 
 import numpy as np
 
@@ -168,10 +169,13 @@ class Worker:
             self.next_batch = resident_batch(config, features, labels, device, rank)
         else:
             self.next_batch = minibatch_source(config, features, labels, rank)
-        self.loss = None
+        self.loss, self.input_wait = None, 0.0
 
     def step(self):
-        self.trainer.train_minibatch(self.next_batch())
+        started = time.perf_counter()
+        batch = self.next_batch()
+        self.input_wait += time.perf_counter() - started
+        self.trainer.train_minibatch(batch)
         # Reading the loss back waits for the step's device work, as Caffe's solver does.
         self.loss = float(self.trainer.previous_minibatch_loss_average)
 
@@ -208,7 +212,7 @@ def serve(config_path, socket_path):
         command = command.strip()
         if command == "step":
             worker.step()
-            reply(done=True)
+            reply(done=True, input_wait=worker.input_wait)
         elif command == "loss":
             reply(loss=worker.loss, weights_sum=worker.weights_sum())
         else:

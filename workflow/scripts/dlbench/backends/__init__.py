@@ -14,6 +14,7 @@ import itertools
 import os
 import platform
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, distributions, version
@@ -47,6 +48,10 @@ class Trainer(Protocol):
 
     def allocator_peak_mib(self) -> float | None:
         """The framework allocator's peak; None where the framework keeps none."""
+
+    def input_wait_seconds(self) -> float | None:
+        """Seconds the steps so far waited for their batches (an :class:`InputClock`'s); None where the
+        framework's step takes its batch itself, out of the loop's sight."""
 
 
 class WorkerTrainer(Trainer, Protocol):
@@ -204,6 +209,21 @@ def require_one_batch(spec: RunSpec, images: int, batch: int) -> None:
     """A dataset smaller than one batch cannot feed a step."""
     if images < batch:
         raise ValueError(f"{spec.dataset} has {images} training images, fewer than one batch of {batch}")
+
+
+class InputClock:
+    """A batch source that sums the seconds its caller waits on it: from asking for the next batch to
+    having it decoded and on its way to the device (a copy that runs on after the call is not waited for)."""
+
+    def __init__(self, fetch: Callable[[], Any]):
+        self.fetch, self.seconds = fetch, 0.0
+
+    def __call__(self) -> Any:
+        start = time.perf_counter()
+        try:
+            return self.fetch()
+        finally:
+            self.seconds += time.perf_counter() - start
 
 
 def already_finished() -> None:

@@ -258,3 +258,6 @@ class Trainer:
 
     def allocator_peak_mib(self) -> None:
         return None  # Caffe keeps no allocator statistics
+
+    def input_wait_seconds(self) -> None:
+        return None  # the solver's step runs the Data layer, whose wait pycaffe does not time

@@ -205,7 +205,7 @@ class Trainer:
         self.connections: list[socket.socket] = []
         atexit.register(self._close)
         self.ranks = self._connect(listener, ranks(spec))
-        self.pending = 0
+        self.pending, self.input_wait = 0, 0.0
         hellos = self._replies()
         for hello in hellos:
             if "unavailable" in hello:
@@ -274,7 +274,7 @@ class Trainer:
         return sorted(map(json.loads, lines), key=lambda reply: reply["rank"])
 
     def _wait_for_oldest_step(self) -> None:
-        self._replies()
+        self.input_wait = self._replies()[0]["input_wait"]  # rank 0's, as the other frameworks'
         self.pending -= 1
 
     def step(self):
@@ -303,3 +303,7 @@ class Trainer:
 
     def allocator_peak_mib(self) -> None:
         return None  # CNTK keeps no allocator statistics that its Python API exposes
+
+    def input_wait_seconds(self) -> float:
+        """The worker's wait for its minibatches, as its replies report it."""
+        return self.input_wait

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import networks
 from ..spec import RunSpec
-from . import Unavailable, already_finished, cuda_of_distribution, inputs, require_gpus, require_one_batch
+from . import InputClock, Unavailable, already_finished, cuda_of_distribution, inputs, require_gpus, require_one_batch
 from .keras_layers import build, forward_shape, set_precision, trainable_parameters  # noqa: F401 - the backend interface
 from .lmdb_records import LmdbRecords, shuffled_runs
 
@@ -87,7 +87,7 @@ class Trainer:
         if spec.data_mode == "synthetic":
             images, labels = inputs.synthetic_batch(spec, description)
             resident = (keras.ops.convert_to_tensor(_nhwc(images, mean, std)), keras.ops.convert_to_tensor(labels))
-            self.next_batch = lambda: resident
+            self.next_batch = InputClock(lambda: resident)
         else:
             records = LmdbRecords(inputs.train_shards(spec), description.input_shape, spec.seed)
             require_one_batch(spec, len(records), spec.batch_size_global)
@@ -100,7 +100,7 @@ class Trainer:
                         yield _nhwc(images, mean, std), labels
 
             batches = epochs()
-            self.next_batch = lambda: next(batches)
+            self.next_batch = InputClock(lambda: next(batches))
         self.loss = None
 
     def step(self):
@@ -112,6 +112,9 @@ class Trainer:
 
     def final_loss(self) -> float | None:
         return None if self.loss is None else float(self.loss)
+
+    def input_wait_seconds(self) -> float:
+        return self.next_batch.seconds
 
     def allocator_peak_mib(self) -> float | None:
         """The Keras backend's own allocator peak on the GPU (None on CPU)."""

@@ -18,7 +18,7 @@ from mxnet.gluon.contrib.nn import HybridConcurrent
 from .. import networks
 from ..formats import recordio_im2rec
 from ..spec import RunSpec
-from . import cuda_of_distribution, inputs, require_gpus, require_one_batch
+from . import InputClock, cuda_of_distribution, inputs, require_gpus, require_one_batch
 
 
 def framework_version() -> str:
@@ -179,10 +179,10 @@ class Trainer:
         if spec.data_mode == "synthetic":
             images, labels = inputs.normalised_synthetic_batch(spec, description)
             resident = self._split(mx.nd.array(images), mx.nd.array(labels))
-            self.next_batch = lambda: resident
+            self.next_batch = InputClock(lambda: resident)
         else:
             batches = RecordBatches(spec, description)
-            self.next_batch = lambda: self._split(*batches.next())
+            self.next_batch = InputClock(lambda: self._split(*batches.next()))
         self.losses = None
 
     def _split(self, images, labels) -> list[tuple]:
@@ -218,3 +218,6 @@ class Trainer:
 
     def allocator_peak_mib(self) -> None:
         return None  # MXNet 1.9 reports free/total GPU memory, not its allocator's peak
+
+    def input_wait_seconds(self) -> float:
+        return self.next_batch.seconds

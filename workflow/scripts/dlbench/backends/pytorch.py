@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader
 
 from .. import networks
 from ..spec import RunSpec
-from . import Unavailable, already_finished, inputs, require_gpus, require_one_batch
+from . import InputClock, Unavailable, already_finished, inputs, require_gpus, require_one_batch
 from .lmdb_records import LmdbRecords, shuffled_runs
 
 
@@ -254,12 +254,12 @@ class Trainer:
         self.autocast = torch.autocast(device_type, dtype=AUTOCAST_DTYPES.get(spec.precision),
                                        enabled=spec.precision in AUTOCAST_DTYPES)
         self.scaler = torch.amp.GradScaler(device_type, enabled=spec.precision == "fp16")
-        self.batches = _Batches(spec, description, self.devices[0], rank, world)
+        self.next_batch = InputClock(_Batches(spec, description, self.devices[0], rank, world).next)
         print(f"memory format: {layout}", flush=True)
         self.loss = None
 
     def step(self):
-        images, labels = self.batches.next()
+        images, labels = self.next_batch()
         with self.autocast:
             loss = self.criterion(self.forward(images), labels)
         self.optimizer.zero_grad(set_to_none=True)
@@ -283,3 +283,6 @@ class Trainer:
 
     def allocator_peak_mib(self) -> float | None:
         return gpu_allocator_peak_mib(self.devices) if self.devices[0].type == "cuda" else None
+
+    def input_wait_seconds(self) -> float:
+        return self.next_batch.seconds

@@ -15,7 +15,7 @@ import tensorflow as tf
 from .. import networks
 from ..formats import TFRECORD_FILE
 from ..spec import RunSpec
-from . import already_finished, inputs, require_gpus
+from . import InputClock, already_finished, inputs, require_gpus
 from .keras_layers import build, forward_shape, set_precision, trainable_parameters  # noqa: F401 - the backend interface
 
 SHUFFLE_BUFFER = 10_000  # records, as the model garden's ImageNet input
@@ -125,18 +125,24 @@ class Trainer:
         if spec.compile:
             replica_step = tf.function(replica_step, jit_compile=True)
 
-        self.iterator = iterator = iter(strategy.experimental_distribute_dataset(dataset(spec, description)))
+        iterator = iter(strategy.experimental_distribute_dataset(dataset(spec, description)))
+        if spec.data_mode == "synthetic":  # one batch, resident on the devices, as in the other frameworks
+            resident = next(iterator)
+            self.next_batch = InputClock(lambda: resident)
+        else:
+            self.next_batch = InputClock(lambda: next(iterator))
 
-        @tf.function
-        def train_step():  # the iterator is captured, not passed: matching an argument costs every call
-            images, labels = next(iterator)
+        # The batch is taken out of the traced step, where the loop can time its wait; a fixed
+        # signature spares matching the arguments on every call.
+        @tf.function(input_signature=iterator.element_spec)
+        def train_step(images, labels):
             return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(replica_step, (images, labels)), axis=None)
 
         self.train_step = train_step
         self.loss = None
 
     def step(self):
-        self.loss = self.train_step()
+        self.loss = self.train_step(*self.next_batch())
         # On CPU the call returns when the step's ops have run; GPU kernels run on after it returns.
         return self.loss.numpy if self.gpus else already_finished
 
@@ -149,3 +155,6 @@ class Trainer:
 
     def allocator_peak_mib(self) -> float | None:
         return gpu_allocator_peak_mib(self.gpus) if self.gpus else None
+
+    def input_wait_seconds(self) -> float:
+        return self.next_batch.seconds
