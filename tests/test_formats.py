@@ -77,7 +77,8 @@ def test_cntk_mean_file_is_the_training_mean_in_opencv_layout(unpacked):
     formats.convert("cntk", family, root / "data", root / "cntk-check", log=lambda line: None)
     images, _ = datasets.load_split(family, root / "data", "train")
     mean = cntk_map.read_mean(root / "cntk-check" / cntk_map.MEAN_FILE)
-    np.testing.assert_allclose(mean, images.mean(axis=0), rtol=1e-5)
+    assert mean.shape[0] == 3  # CNTK's reader decodes MNIST's grayscale PNGs in colour too
+    np.testing.assert_allclose(mean, np.broadcast_to(images.mean(axis=0), mean.shape), rtol=1e-5)
     text = (root / "cntk-check" / cntk_map.MEAN_FILE).read_text()
     assert "<opencv_storage>" in text and 'type_id="opencv-matrix"' in text and "<dt>f</dt>" in text
     first_line = (root / "cntk-check" / "train_map.txt").read_text().splitlines()[0]

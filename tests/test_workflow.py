@@ -13,8 +13,6 @@ from dlbench import aggregate, ilsvrc12
 
 from .conftest import ROOT
 
-# CNTK 2.7's image reader needs Ubuntu 16.04's libjpeg8 and libpng12; it trains on synthetic data.
-CNTK_READER = "CNTK's image reader cannot be loaded"
 TINY = yaml.safe_load((ROOT / ".test" / "config-tiny" / "config.yaml").read_text())
 
 
@@ -49,16 +47,14 @@ def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
         jsonschema.validate(record, record_schema)
         assert path.with_suffix(".log").exists()
         framework = record["run"]["framework"]
-        if framework == "cntk" and record["run"]["data_mode"] != "synthetic":
-            assert record["status"] == "unavailable" and record["reason"].startswith(CNTK_READER)
-        else:
-            assert record["status"] == "ok", record["reason"]
-            assert record["provenance"]["python"] and record["provenance"]["packages"][package[framework]]
-            assert record["provenance"]["framework_build"] == "cpu"  # what this machine's pip has
-            assert f".venvs/{environment.get(framework, framework)}/" in path.with_suffix(".log").read_text()
-            assert 0 < record["compute"]["mfu"] < 2, record["compute"]  # over this node's measured ceiling
-            if record["run"]["network"] == "vgg16":  # enough compute per step to keep every thread busy
-                assert record["timing"]["cpu_per_wall"] > 1.5  # both cores, in every framework
+        # CNTK reads its map files too: its image reader's Ubuntu 16.04 libraries are in its environment.
+        assert record["status"] == "ok", record["reason"]
+        assert record["provenance"]["python"] and record["provenance"]["packages"][package[framework]]
+        assert record["provenance"]["framework_build"] == "cpu"  # what this machine's pip has
+        assert f".venvs/{environment.get(framework, framework)}/" in path.with_suffix(".log").read_text()
+        assert 0 < record["compute"]["mfu"] < 2, record["compute"]  # over this node's measured ceiling
+        if record["run"]["network"] == "vgg16":  # enough compute per step to keep every thread busy
+            assert record["timing"]["cpu_per_wall"] > 1.5  # both cores, in every framework
 
 
 @pytest.mark.slow
@@ -95,8 +91,7 @@ def test_tables_figures_and_report(finished):
     tables = finished / "results" / "tables"
     appendix = pd.read_csv(tables / "appendix.csv")
     speed = appendix.query("metric == 'train_speed' and n == 2")
-    assert len(speed) == 7 * 3 + 1 and (speed["mean"] > 0).all()  # CNTK: synthetic data only
-    assert CNTK_READER in (tables / "appendix.md").read_text()
+    assert len(speed) == 8 * 3 and (speed["mean"] > 0).all()
     assert (tables / "appendix.tex").stat().st_size > 0
     figures = sorted((finished / "results" / "figures").rglob("*.png"))
     assert len(figures) == 3 * len(aggregate.METRICS)  # three dataset/network pairs

@@ -25,7 +25,8 @@ for mode in ("synthetic", "generated"):
             tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
         trainer = backend.Trainer(spec, description, devices=["/cpu:0", "/cpu:1"])
         replicas = trainer.strategy.num_replicas_in_sync
-        per_replica = [int(s.shape[0]) for s in trainer.iterator.element_spec[0]._component_specs]
+        images, _ = trainer.next_batch()
+        per_replica = [int(part.shape[0]) for part in trainer.strategy.experimental_local_results(images)]
     else:
         import mxnet as mx
         from dlbench.backends import mxnet as backend

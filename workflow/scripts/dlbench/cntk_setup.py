@@ -1,15 +1,18 @@
-"""Making CNTK 2.7 importable in its virtualenv, after pip installed its wheel.
+"""Making CNTK 2.7 importable, and able to read images, in its virtualenv after pip installed its wheel.
 
 CNTK 2.7's Linux wheels (built on Ubuntu 16.04) link against OpenMPI 1.10 (``libmpi.so.12``,
 ``libmpi_cxx.so.1``), which no current distribution ships. Debian 12 has OpenMPI 4.1
 (``libopenmpi3``); linked under the old names in the wheel's ``cntk/libs`` directory, which is on
 the RUNPATH of CNTK's libraries, it loads; and its distributed learner runs on it, under Debian's
-``mpiexec`` (openmpi-bin): a ``2xcpu`` run trains over two ranks (tests/test_cntk.py).
+``mpiexec`` (openmpi-bin): a ``2xcpu`` run trains over two ranks (tests/test_cntk.py). Its image
+reader's libraries come from Ubuntu 16.04 (:mod:`dlbench.image_reader_libraries`).
 """
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+
+from . import image_reader_libraries
 
 SONAMES = {"libmpi.so.12": "libmpi.so.40", "libmpi_cxx.so.1": "libmpi_cxx.so.40"}  # 1.10's: 4.x's
 LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
@@ -37,3 +40,13 @@ def link_openmpi(venv_dir: Path, log) -> None:
     if found.returncode != 0:
         raise RuntimeError(f"cntk does not import: {(found.stderr.strip().splitlines() or ['?'])[-1]}")
     log.write(f"cntk {found.stdout.strip()} imports\n")
+
+
+def setup(venv_dir: Path, log) -> None:
+    """CNTK importable (OpenMPI), and its image reader's libraries installed; without them it trains
+    on synthetic data, and its runs on files say why they cannot."""
+    link_openmpi(venv_dir, log)
+    try:
+        image_reader_libraries.install(venv_dir, log)
+    except RuntimeError as error:
+        log.write(f"{error}\n")

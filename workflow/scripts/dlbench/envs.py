@@ -26,7 +26,7 @@ WORKER_PYTHON_VARIABLE = "DLBENCH_WORKER_PYTHON"  # how the monitor tells the ru
 
 
 # What makes a worker environment's framework importable after its pip install.
-WORKER_SETUP = {"cntk": cntk_setup.link_openmpi}
+WORKER_SETUP = {"cntk": cntk_setup.setup}
 
 
 def _runs_as(python: str, version: str) -> bool:

@@ -26,16 +26,21 @@ import time
 import numpy as np
 
 CNTK_GPU_CUDA = "10.0"  # what CNTK 2.7's cntk-gpu wheels were built with
-LIFELINE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dlbench", "lifeline.py")
+DLBENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dlbench")
+
+
+def dlbench_module(name):
+    """One of dlbench's Python 3.6 modules, by its path: the rest of dlbench needs a newer Python."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(DLBENCH, name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def watch_the_monitor():
-    """End with the run's monitor (dlbench.lifeline, by its path: the rest of dlbench needs a newer
-    Python): mpiexec starts each rank in a process group of its own, out of the runner's reach."""
-    spec = importlib.util.spec_from_file_location("lifeline", LIFELINE)
-    lifeline = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(lifeline)
-    lifeline.watch()
+    """End with the run's monitor (dlbench.lifeline): mpiexec starts each rank in a process group of
+    its own, out of the runner's reach."""
+    dlbench_module("lifeline").watch()
 
 
 def describe():
@@ -123,12 +128,15 @@ def minibatch_source(config, features, labels, rank):
     deserializer = C.io.ImageDeserializer(config["map_file"], C.io.StreamDefs(
         features=C.io.StreamDef(field="image", transforms=steps),
         labels=C.io.StreamDef(field="label", shape=config["num_classes"])))
+    # The reader's OpenCV 3.1 needs Ubuntu 16.04's libjpeg8, libpng12, ..., installed in the environment.
+    missing = dlbench_module("image_reader_libraries").preload(sys.prefix)
     try:
         source = C.io.MinibatchSource(deserializer, randomize=True, max_sweeps=C.io.INFINITELY_REPEAT)
-    except RuntimeError as error:  # the reader's OpenCV 3.1 needs Ubuntu 16.04's libjpeg8, libpng12, ...
+    except RuntimeError as error:
         if "Plugin not found" not in str(error):
             raise
-        raise Unavailable("CNTK's image reader cannot be loaded: " + str(error).splitlines()[0])
+        raise Unavailable("CNTK's image reader cannot be loaded: {}{}".format(
+            str(error).splitlines()[0], f" ({missing})" if missing else ""))
     input_map = {features: source.streams.features, labels: source.streams.labels}
     batch, ranks = config["batch_size"] // config["ranks"], config["ranks"]
     return lambda: source.next_minibatch(batch, input_map=input_map, num_data_partitions=ranks,
@@ -227,6 +235,10 @@ def main(argv):
         return 0
     if argv[:1] == ["--environment"]:  # the runner uses the workflow's Python, this one the worker
         describe()
+        try:
+            dlbench_module("image_reader_libraries").install(sys.prefix, sys.stdout)
+        except RuntimeError as error:  # synthetic data needs no reader; its runs say why they cannot read
+            print(error)
         with open(argv[1], "w") as stream:
             json.dump({"status": "ok", "python": None, "worker_python": sys.executable, "reason": ""}, stream)
         return 0

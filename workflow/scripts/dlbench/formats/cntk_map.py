@@ -52,7 +52,11 @@ def join_split(format_dir: Path, split: str, shards: list[Path]) -> None:
 
 
 def write_mean(mean: np.ndarray, path: Path) -> None:
-    """Store a (C, H, W) RGB mean image as CNTK reads it."""
+    """Store a (C, H, W) RGB mean image as CNTK reads it. CNTK's reader decodes every image in colour
+    (OpenCV's IMREAD_COLOR) and subtracts the mean before it keeps one channel of a grayscale input:
+    a grayscale mean is stored as three equal channels (one fails in OpenCV: "neither 'array op
+    array' ... same number of channels")."""
+    mean = np.repeat(mean, 3, axis=0) if mean.shape[0] == 1 else mean
     channels, height, width = mean.shape
     mean = mean.astype(np.float32)
     opencv_layout = mean[::-1].transpose(1, 2, 0) if channels == 3 else mean.transpose(1, 2, 0)
@@ -65,7 +69,8 @@ def write_mean(mean: np.ndarray, path: Path) -> None:
     ET.SubElement(matrix, "cols").text = str(mean.size)
     ET.SubElement(matrix, "dt").text = "f"
     ET.SubElement(matrix, "data").text = " ".join(f"{value:e}" for value in opencv_layout.ravel())
-    ET.ElementTree(root).write(path, xml_declaration=True, encoding="utf-8")
+    # OpenCV 3.1's parser (CNTK's reader) refuses ElementTree's declaration, whose quotes are single.
+    path.write_text('<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
 
 
 def read_mean(path: Path) -> np.ndarray:
