@@ -81,6 +81,7 @@ def test_cntk_mean_file_is_the_training_mean_in_opencv_layout(unpacked):
     np.testing.assert_allclose(mean, np.broadcast_to(images.mean(axis=0), mean.shape), rtol=1e-5)
     text = (root / "cntk-check" / cntk_map.MEAN_FILE).read_text()
     assert "<opencv_storage>" in text and 'type_id="opencv-matrix"' in text and "<dt>f</dt>" in text
+    assert text.startswith('<?xml version="1.0"?>') and max(map(len, text.splitlines())) < 200  # OpenCV 3.1 reads it
     first_line = (root / "cntk-check" / "train_map.txt").read_text().splitlines()[0]
     assert first_line.split("\t")[0] == "train-00000-of-00001/00000000.png"
 

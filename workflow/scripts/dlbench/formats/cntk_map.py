@@ -68,8 +68,11 @@ def write_mean(mean: np.ndarray, path: Path) -> None:
     ET.SubElement(matrix, "rows").text = "1"
     ET.SubElement(matrix, "cols").text = str(mean.size)
     ET.SubElement(matrix, "dt").text = "f"
-    ET.SubElement(matrix, "data").text = " ".join(f"{value:e}" for value in opencv_layout.ravel())
-    # OpenCV 3.1's parser (CNTK's reader) refuses ElementTree's declaration, whose quotes are single.
+    values = [f"{value:e}" for value in opencv_layout.ravel()]
+    # Short lines, as OpenCV writes them: its 3.1 parser (CNTK's reader) fails on a long one ("Too long
+    # string"), and refuses ElementTree's XML declaration, whose quotes are single.
+    ET.SubElement(matrix, "data").text = "".join(f"\n{' '.join(values[i:i + 8])}" for i in range(0, len(values), 8))
+    ET.indent(root)
     path.write_text('<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
 
 
