@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import compute, host
+from . import compute
 from .spec import PRECISIONS, SETUP_FIELDS, RunSpec, parse_variant, variant_label
 
 
@@ -20,6 +20,19 @@ class Metric:
     field: str
     unit: str
     meaning: str  # for figure captions: what the number is and where it comes from
+
+
+@dataclass(frozen=True)
+class Flag:
+    words: str  # in the appendix's cells and on the figures' bars
+    column: str  # of runs.csv
+    above: float  # the share above which a run carries the flag
+
+
+# The marks of runs whose speed says less about the framework than about its surroundings: they waited
+# for their input, or other work shared their cores (dlbench.host).
+FLAGS = {"input_bound": Flag("input-bound", "input_wait", 0.05),
+         "contended": Flag("contended", "contention_share", 0.10)}
 
 
 # The one place a metric is added; the thesis's three first.
@@ -52,7 +65,7 @@ METRICS = {
                               "description as torch.utils.flop_counter counts them) times images per second"),
     "input_wait": Metric("timing", "input_wait_share", "share of timed time",
                          "the share of the timed iterations' time the training loop waited for its next batch "
-                         f"(runs above {host.INPUT_BOUND_SHARE:.0%} are marked input-bound)"),
+                         f"(runs above {FLAGS['input_bound'].above:.0%} are marked input-bound)"),
     "cpu_energy_per_image": Metric("power", "cpu_energy_per_image_j", "J/image",
                                    "CPU package and DRAM energy (RAPL) over the timed iterations divided by the "
                                    "images trained in them; the whole package's, other processes' work included"),
@@ -95,11 +108,8 @@ def upgrade(record: dict) -> dict:
         spec = RunSpec(**{key: value for key, value in record["run"].items() if key in RunSpec.__dataclass_fields__})
         ok = record["status"] == "ok"
         record["compute"] = compute.block(spec, record["timing"]["images_per_second_mean"] if ok else None, None,
-                                          "", [], None if ok else f"see the run's reason ({record['status']})")
-        record["compute"]["reasons"].update(dict.fromkeys(("ceiling_tflops", "mfu"),
-                                                          "no ceiling was measured before record schema 4"))
-        if not ok:
-            record["compute"]["reasons"]["mfu"] = record["compute"]["reasons"]["achieved_tflops"]
+                                          "", [], None if ok else f"see the run's reason ({record['status']})",
+                                          no_ceiling="no ceiling was measured before record schema 4")
         before = "not measured before record schema 4"
         for section, fields in (("timing", ("input_wait_seconds", "input_wait_share", "contention_share")),
                                 ("power", ("cpu_energy_per_image_j",))):
@@ -138,22 +148,16 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
 
 
 def flags(row: dict) -> dict:
-    """Whether a run's speed says less about the framework than about its surroundings: it waited for
-    its input (``input_bound``), or other work shared its cores (``contended``; dlbench.host)."""
-    def above(value, threshold) -> bool:
-        return value is not None and not pd.isna(value) and value > threshold
-    return {"input_bound": above(row["input_wait"], host.INPUT_BOUND_SHARE),
-            "contended": above(row["contention_share"], host.CONTENDED_SHARE)}
-
-
-FLAGS = {"input_bound": "input-bound", "contended": "contended"}
+    """A run's flags: whether its share exceeds each flag's threshold (a share not measured: no flag)."""
+    return {name: row[flag.column] is not None and not pd.isna(row[flag.column]) and row[flag.column] > flag.above
+            for name, flag in FLAGS.items()}
 
 
 def flag_text(group: pd.DataFrame) -> str:
     """The cell's marks, ``input-bound 2/3, contended 1/3``: how many of its ok runs carry each flag."""
     ok = group[group["status"] == "ok"]
-    marks = [f"{words} {int(ok[flag].astype(bool).sum())}/{len(ok)}" for flag, words in FLAGS.items()
-             if len(ok) and ok[flag].astype(bool).any()]
+    marks = [f"{flag.words} {int(ok[name].astype(bool).sum())}/{len(ok)}" for name, flag in FLAGS.items()
+             if len(ok) and ok[name].astype(bool).any()]
     return ", ".join(marks)
 
 

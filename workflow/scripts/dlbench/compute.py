@@ -45,15 +45,17 @@ def mismatch(ceiling: dict, host: str, gpus: list[dict]) -> str | None:
 
 
 def block(spec: RunSpec, images_per_second: float | None, ceiling: dict | None, host: str,
-          gpus: list[dict], not_ok: str | None) -> dict:
+          gpus: list[dict], not_ok: str | None,
+          no_ceiling: str = "no ceiling was measured for this run (it ran outside the workflow)") -> dict:
     """``flops_per_image`` always; ``achieved_tflops`` for an ok run; ``ceiling_tflops`` (all the run's
-    devices) and ``mfu`` where the node's ceiling was measured; a reason for each that is null."""
+    devices) and ``mfu`` where the node's ceiling was measured; a reason for each that is null
+    (``no_ceiling`` where there is no ceiling)."""
     flops = flops_per_image(spec)
     achieved = flops * images_per_second / 1e12 if images_per_second else None
     reasons = {}
     total = None
     if ceiling is None:
-        why = "no ceiling was measured for this run (it ran outside the workflow)"
+        why = no_ceiling
     elif ceiling["tflops"] is None:
         why = f"the ceiling could not be measured: {ceiling['reason']}"
     else:

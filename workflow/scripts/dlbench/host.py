@@ -17,8 +17,6 @@ from pathlib import Path
 import psutil
 
 POWERCAP = Path("/sys/class/powercap")
-CONTENDED_SHARE = 0.10  # others' share of the held cores above which a run is marked contended
-INPUT_BOUND_SHARE = 0.05  # input-wait share of the timed window above which a run is marked input-bound
 
 
 @dataclass(frozen=True)

@@ -365,13 +365,13 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         "cpu_per_wall": window["cpu_seconds"] / window["seconds"] if ok else None,
         **setup_times(result, times if ok else [], spec.warmup_iterations),
     }
-    gpu_window = (window["start_epoch"], window["end_epoch"]) if ok else None
+    window_span = (window["start_epoch"], window["end_epoch"]) if ok else None
     host_samples = sampler.host_samples if sampler else []
     waited = window.get("input_wait_seconds") if ok else None
     timing.update(input_wait_seconds=waited, input_wait_share=None if waited is None else waited / window["seconds"])
-    timing["contention_share"], contention_reason = host.contention_share(host_samples, gpu_window,
+    timing["contention_share"], contention_reason = host.contention_share(host_samples, window_span,
                                                                          len(sampler.cores) if sampler else 0)
-    gpu_memory, power = summarise(sampler.gpu_samples if sampler else [], gpu_window, images, probe.error)
+    gpu_memory, power = summarise(sampler.gpu_samples if sampler else [], window_span, images, probe.error)
     allocator = result.get("framework_allocator_peak_mib")
     memory = {"host_peak_rss_mib": sampler.rss_peak_mib if sampler and sampler.ticks else None,
               **{k: v for k, v in gpu_memory.items() if k != "reasons"},
@@ -382,9 +382,9 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
     if allocator is None:
         memory["reasons"]["framework_allocator_peak_mib"] = not_ok or (
             probe.error if spec.gpus == 0 else "the framework reports no allocator peak")
-    cpu_joules, cpu_reason = host.cpu_energy(host_samples, gpu_window, sampler.rapl if sampler else host.Rapl())
+    cpu_joules, cpu_reason = host.cpu_energy(host_samples, window_span, sampler.rapl if sampler else host.Rapl())
     power.update(samples=sampler.ticks if sampler else 0, sample_hz=sampler.achieved_hz if sampler else None,
-                 cpu_energy_j=cpu_joules, cpu_energy_per_image_j=cpu_joules / images if cpu_joules else None)
+                 cpu_energy_j=cpu_joules, cpu_energy_per_image_j=None if cpu_joules is None else cpu_joules / images)
     if cpu_joules is None:
         power.setdefault("reasons", {}).update(dict.fromkeys(("cpu_energy_j", "cpu_energy_per_image_j"),
                                                              not_ok or cpu_reason))
