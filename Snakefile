@@ -23,7 +23,7 @@ include: "rules/aggregate.smk"
 
 # Cheap aggregation runs where Snakemake runs, not as cluster jobs; so do downloads, because a
 # cluster's compute nodes often cannot reach the internet.
-localrules: all, fetch, runs_table, appendix_table, figure
+localrules: all, fetch, runs_table, appendix_table, api_cost_table, accuracy_table, layers_table, figure, accuracy_curve, layers_figure
 
 
 # How many runs are ok, failed or unavailable: Snakemake's "100% done" counts jobs, and a failed
@@ -41,5 +41,8 @@ rule all:
         RUNS,
         "results/tables/runs.csv",
         "results/tables/appendix.csv",
+        "results/tables/api_cost.csv",
         FIGURES,
+        ACCURACY,
+        PROFILE,
     default_target: True

@@ -31,6 +31,92 @@ rule appendix_table:
         "../workflow/scripts/appendix_table.py"
 
 
+rule api_cost_table:
+    input:
+        "results/tables/appendix.csv",
+    output:
+        csv="results/tables/api_cost.csv",
+        md=report("results/tables/api_cost.md", caption="../report/api_cost.rst", category="Tables",
+                  labels={"table": "API cost"}),
+    log:
+        "logs/aggregate/api_cost_table.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/api_cost_table.py"
+
+
+rule accuracy_table:
+    input:
+        "results/tables/runs.csv",
+    output:
+        csv="results/tables/accuracy.csv",
+        md=report("results/tables/accuracy.md", caption="../report/accuracy.rst", category="Tables",
+                  labels={"table": "accuracy"}),
+    log:
+        "logs/aggregate/accuracy_table.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/accuracy_table.py"
+
+
+rule accuracy_curve:
+    input:
+        accuracy_records,
+    output:
+        png=report(
+            "results/figures/{dataset}/{network}/accuracy_curve.png",
+            caption="../report/accuracy_curve.rst",
+            category="Figures",
+            subcategory="{dataset} / {network}",
+            labels={"metric": "accuracy over time"},
+        ),
+        svg="results/figures/{dataset}/{network}/accuracy_curve.svg",
+    log:
+        "logs/aggregate/accuracy_curve-{dataset}-{network}.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/accuracy_curve.py"
+
+
+rule layers_table:
+    input:
+        records=PROFILE_RUNS,
+        runs="results/tables/runs.csv",
+    output:
+        csv="results/tables/layers.csv",
+        md=report("results/tables/layers.md", caption="../report/layers.rst", category="Tables",
+                  labels={"table": "layers"}),
+    log:
+        "logs/aggregate/layers_table.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/layers_table.py"
+
+
+rule layers_figure:
+    input:
+        profile_records,
+    output:
+        png=report(
+            "results/figures/{dataset}/{network}/layers.png",
+            caption="../report/layers_figure.rst",
+            category="Figures",
+            subcategory="{dataset} / {network}",
+            labels={"metric": "time per layer"},
+        ),
+        svg="results/figures/{dataset}/{network}/layers.svg",
+    log:
+        "logs/aggregate/layers_figure-{dataset}-{network}.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/layers_figure.py"
+
+
 rule figure:
     input:
         cell_records,

@@ -13,30 +13,48 @@ from dlbench.aggregate import METRICS  # noqa: E402
 from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
 from dlbench import ceiling, datasets, ilsvrc12, summary  # noqa: E402
 from dlbench.compute import processor  # noqa: E402
-from dlbench.datasets import FAMILIES  # noqa: E402
+from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements, cuda_variant, node_gpus  # noqa: E402
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
-from dlbench.spec import COMPILED, PRECISIONS, RunSpec, gpu_count, parse_dataset_label  # noqa: E402
+from dlbench.spec import COMPILED, PRECISIONS, TASKS, RunSpec, gpu_count, parse_dataset_label  # noqa: E402
 
 try:
     bench_config.check_devices(config)
     validate(config, "../config/schema.yaml")
-    CASES = {(c.framework, c.dataset, c.network, c.device, c.variant): c for c in bench_config.cases(config)}
+    CASES = {(c.framework, c.dataset, c.network, c.device, c.variant, c.task): c for c in bench_config.cases(config)}
 except bench_config.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 BUILD_VENVS = config["environment"] == "venv" and not USE_CONDA  # per-framework pip virtualenvs
 REPETITIONS = range(1, config["repetitions"] + 1)
-RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{device}/{variant}/rep{repetition}.json"
+RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{device}/{variant}/{task}/rep{repetition}.json"
 CEILING = "results/ceilings/{processor}-{precision}.json"
-RUNS = [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, variant=m, repetition=r)
-        for (f, d, n, v, m) in CASES for r in REPETITIONS]
+
+
+def run_records(keys):
+    """The records of the cases ``keys`` (framework, dataset, network, device, variant, task), every repetition."""
+    return [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, variant=m, task=t, repetition=r)
+            for (f, d, n, v, m, t) in keys for r in REPETITIONS]
+
+
+RUNS = run_records(CASES)
 CELLS = sorted({(c.dataset, c.network) for c in CASES.values()})
-FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metric in METRICS
+# A cell's figures: the metrics its tasks measure (latency only where it has inference runs).
+FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metric, spec in METRICS.items()
+           if any(c.task in spec.tasks for c in CASES.values() if (c.dataset, c.network) == (d, n))
            for ext in ("png", "svg")]
-# Every dataset family is fetched when real (downloaded, or ILSVRC12 the user's) and can be generated.
-DATASET_FAMILIES = list(FAMILIES)
+# The accuracy task's table and its curves of accuracy over time, where the config has accuracy cases
+ACCURACY_CELLS = sorted({(c.dataset, c.network) for c in CASES.values() if c.task == "accuracy"})
+ACCURACY = (["results/tables/accuracy.csv"] if ACCURACY_CELLS else []) + [
+    f"results/figures/{d}/{n}/accuracy_curve.{ext}" for d, n in ACCURACY_CELLS for ext in ("png", "svg")]
+# The profile task's table of layers and its figures of time per layer, where the config has profile cases
+PROFILE_CELLS = sorted({(c.dataset, c.network) for c in CASES.values() if c.task == "profile"})
+PROFILE_RUNS = run_records(key for key in CASES if key[5] == "profile")
+PROFILE = (["results/tables/layers.csv"] if PROFILE_CELLS else []) + [
+    f"results/figures/{d}/{n}/layers.{ext}" for d, n in PROFILE_CELLS for ext in ("png", "svg")]
+# Every family with files is fetched when real (downloaded, or ILSVRC12 the user's) and can be generated.
+DATASET_FAMILIES = list(FILE_FAMILIES)
 # Datasets read from files: (label, family, mode) for every non-synthetic case. MNIST-like and
 # CIFAR10 datasets are unpacked and converted whole; ILSVRC12 is indexed and converted in shards.
 FILE_DATASETS = sorted({(c.dataset, c.family, c.data_mode) for c in CASES.values() if c.data_mode != "synthetic"})
@@ -48,12 +66,14 @@ wildcard_constraints:
     device=r"(\d+x)?(cpu|gpu\d+)",
     variant="(" + "|".join(PRECISIONS) + f")(-{COMPILED})?",
     repetition=r"\d+",
+    task="|".join(TASKS),
     processor="cpu|gpu",
     precision="|".join(PRECISIONS),
 
 
 def case(wildcards):
-    return CASES[(wildcards.framework, wildcards.dataset, wildcards.network, wildcards.device, wildcards.variant)]
+    return CASES[(wildcards.framework, wildcards.dataset, wildcards.network, wildcards.device, wildcards.variant,
+                  wildcards.task)]
 
 
 def unpacked_files(label):
@@ -220,12 +240,23 @@ def run_spec(wildcards, threads):
         warmup_iterations=run.warmup_iterations, learning_rate=run.learning_rate, threads=threads,
         data_dir=data_input(run),
         loader_workers=loader_workers(run.device, threads),
-        precision=run.precision, compile=run.compile,
+        precision=run.precision, compile=run.compile, task=run.task, latency_calls=run.latency_calls,
+        epochs=run.epochs, target_accuracy=run.target_accuracy, input_size=run.input_size,
         seed=int(wildcards.repetition),
     )
 
 
+def records_of(dataset, network, tasks=tuple(TASKS)):
+    return run_records(key for key in CASES if key[1:3] == (dataset, network) and key[5] in tasks)
+
+
 def cell_records(wildcards):
-    return [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, variant=m, repetition=r)
-            for (f, d, n, v, m) in CASES if (d, n) == (wildcards.dataset, wildcards.network)
-            for r in REPETITIONS]
+    return records_of(wildcards.dataset, wildcards.network)
+
+
+def accuracy_records(wildcards):
+    return records_of(wildcards.dataset, wildcards.network, ("accuracy",))
+
+
+def profile_records(wildcards):
+    return records_of(wildcards.dataset, wildcards.network, ("profile",))

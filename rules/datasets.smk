@@ -22,7 +22,7 @@ checkpoint fetch:
         "../workflow/scripts/fetch.py"
 
 
-for _family in DATASET_FAMILIES:
+for _family in (family for family in DATASET_FAMILIES if "generated" in FAMILIES[family].modes):
 
     rule:
         name:
@@ -34,6 +34,7 @@ for _family in DATASET_FAMILIES:
             family=_family,
             sizes=({**config["generated"]["imagenet"], "seed": config["generated"]["seed"]}
                    if _family == "imagenet" else config["generated"]),
+            generator=datasets.GENERATOR,  # a new one regenerates the stand-ins (a params change)
         log:
             f"logs/datasets/generate-{_family}.log",
         conda:
@@ -67,7 +68,7 @@ rule convert:
     output:
         directory("data/{dataset}/{format}"),
     wildcard_constraints:
-        dataset=f"({'|'.join(family for family in FAMILIES if family != 'imagenet')})(-generated)?",
+        dataset=f"({'|'.join(family for family in FILE_FAMILIES if family != 'imagenet')})(-generated)?",
         format="|".join(FORMATS),
     params:
         unpacked="data/{dataset}",

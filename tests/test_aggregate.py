@@ -1,23 +1,28 @@
 """Records -> runs.csv -> appendix (mean ± sd, n) and figures; missing cells say why."""
 import copy
 import json
+import re
 
 import pandas as pd
 import pytest
-from dlbench import aggregate, retry
+from dlbench import aggregate, monitor, retry
 from dlbench.monitor import write_record
 from dlbench.plots import figure
-from dlbench.spec import SETUP_FIELDS
+from dlbench.spec import SETUP_FIELDS, RunSpec
 
 
 def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status="ok", reason="", precision="fp32",
-           compile=False):
+           compile=False, task="train", latency_ms=None):
     return {
-        "schema": 4, "status": status, "reason": reason,
+        "schema": 5, "status": status, "reason": reason,
         "run": {"framework": framework, "framework_version": "1", "dataset": "mnist-generated",
                 "data_mode": "generated", "network": "lenet", "device": device, "repetition": repetition,
                 "batch_size_global": 64, "iterations": 20, "warmup_iterations": 10, "learning_rate": 0.01,
-                "precision": precision, "compile": compile, "threads": 2},
+                "precision": precision, "compile": compile, "task": task, "threads": 2},
+        "latency": None if task != "inference" else {
+            "batch_size": 1, "calls": 3, "warmup_calls": 10, "call_ms": latency_ms, "idiom": "model.eval()",
+            "p50_ms": latency_ms[1], "p90_ms": latency_ms[2], "p99_ms": latency_ms[2], "mean_ms": sum(latency_ms) / 3,
+            "reasons": {}},
         "timing": {"iteration_seconds": [0.1] * 20, "images_per_second_mean": speed if status == "ok" else None,
                    "images_per_second_median": speed, "wall_seconds": 3.0, "cpu_per_wall": 1.9,
                    "start_seconds": 0.5, "import_seconds": 1.0, "build_seconds": 0.25, "setup_seconds": 1.75,
@@ -129,6 +134,9 @@ def _older(item: dict, schema: int) -> dict:
     """``item`` as a record of an older schema wrote it."""
     old = copy.deepcopy(item)
     old["schema"] = schema
+    del old["run"]["task"], old["latency"]  # since schema 5
+    if schema == 4:
+        return old
     del old["compute"]  # since schema 4, as these
     for field in ("input_wait_seconds", "input_wait_share", "contention_share"):
         del old["timing"][field]
@@ -144,7 +152,7 @@ def test_records_of_schema_1_read_as_today(tmp_path):
     old["memory"]["reasons"]["gpu_process_peak_mib"] = "unavailable: CPU run (no GPU used)"
     write_record(old, tmp_path / "rep1.json")
     (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
-    assert upgraded["schema"] == 4 and upgraded["reason"] == CNTK_REASON
+    assert upgraded["schema"] == 5 and upgraded["reason"] == CNTK_REASON
     assert upgraded["memory"]["reasons"]["gpu_process_peak_mib"] == "CPU run (no GPU used)"
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["train_speed"] == f"unavailable: {CNTK_REASON}"
@@ -153,7 +161,7 @@ def test_records_of_schema_1_read_as_today(tmp_path):
 def test_records_of_schema_2_say_their_setup_was_not_timed(tmp_path):
     write_record(_older(record(), schema=2), tmp_path / "rep1.json")
     (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
-    assert upgraded["schema"] == 4
+    assert upgraded["schema"] == 5
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["setup_time"] == cells["first_step_time"] == "unavailable: not measured before record schema 3"
 
@@ -161,10 +169,75 @@ def test_records_of_schema_2_say_their_setup_was_not_timed(tmp_path):
 def test_records_of_schema_3_get_the_flop_rate_of_their_speed_and_no_mfu(tmp_path):
     write_record(_older(record(speed=1000.0), schema=3), tmp_path / "rep1.json")
     (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
-    assert upgraded["schema"] == 4
+    assert upgraded["schema"] == 5
     assert upgraded["compute"]["achieved_tflops"] == pytest.approx(1000 * 13_182_000 / 1e12)  # LeNet on MNIST
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["mfu"] == "unavailable: no ceiling was measured before record schema 4"
+
+
+def test_records_of_schema_4_are_training_runs(tmp_path):
+    write_record(_older(record(), schema=4), tmp_path / "rep1.json")
+    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    assert upgraded["schema"] == 5 and upgraded["run"]["task"] == "train" and upgraded["latency"] is None
+    cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
+    assert cells["train_speed"] == "100 (n=1)" and "latency_p50" not in cells
+
+
+def test_inference_stands_beside_training_and_has_its_own_metrics(tmp_path):
+    """A cell's training and inference runs: train_speed only of the one, inference speed and latency only of
+    the other, the metrics both measure side by side (a setting per task)."""
+    records = [{**record(repetition=r), "path": f"t{r}"} for r in (1, 2)]
+    records += [{**record(repetition=r, task="inference", speed=1000.0 * r, latency_ms=[0.4, 0.5, 0.9]),
+                 "path": f"i{r}"} for r in (1, 2)]
+    runs = aggregate.runs_table(records)
+    assert runs.loc[runs["task"] == "inference", "train_speed"].isna().all()
+    assert runs.loc[runs["task"] == "train", "inference_speed"].isna().all()
+    wide = aggregate.appendix_wide(aggregate.appendix(runs)).set_index("metric")
+    assert list(wide.columns[-2:]) == ["cpu", "cpu inference"]
+    assert wide.loc["train_speed", "cpu"] == "100 ± 0 (n=2)" and pd.isna(wide.loc["train_speed", "cpu inference"])
+    assert wide.loc["inference_speed", "cpu inference"] == "1,500 ± 707 (n=2)"
+    assert wide.loc["latency_p50", "cpu inference"] == "0.500 ± 0.000 (n=2)"
+    assert wide.loc["host_memory", "cpu"] == wide.loc["host_memory", "cpu inference"] == "300 ± 0 (n=2)"
+    figure(records, "latency_p99", [tmp_path / "latency.svg"])
+    svg = (tmp_path / "latency.svg").read_text()
+    assert 'id="bar pytorch cpu inference"' in svg and 'id="bar pytorch cpu"' not in svg  # inference runs alone
+    figure(records, "host_memory", [tmp_path / "memory.svg"])
+    svg = (tmp_path / "memory.svg").read_text()
+    assert 'id="bar pytorch cpu"' in svg and 'id="bar pytorch cpu inference"' in svg
+
+
+def test_the_api_cost_table_sets_each_framework_beside_the_one_it_runs_on(tmp_path):
+    """Keras on PyTorch and ONNX Runtime against PyTorch, keras-jax (no native peer) alone; onnxruntime's
+    training runs are unavailable, so it has no training columns."""
+    records = []
+    for framework, latency, speed in (("pytorch", 0.25, 400.0), ("keras-torch", 2.0, 100.0),
+                                      ("onnxruntime", 0.125, None), ("keras-jax", 0.2, 500.0)):
+        for repetition in (1, 2):
+            records.append({**record(framework, repetition=repetition, task="inference", speed=8000.0,
+                                     latency_ms=[latency / 2, latency, latency * 2]), "path": f"{framework}i{repetition}"})
+            trained = record(framework, repetition=repetition, speed=speed or 1.0, status="ok" if speed else
+                             "unavailable", reason="" if speed else "train: onnxruntime runs inference only")
+            records.append({**trained, "path": f"{framework}t{repetition}"})
+    appendix_csv = tmp_path / "appendix.csv"
+    aggregate.appendix(aggregate.runs_table(records)).to_csv(appendix_csv, index=False)
+    aggregate.write_api_cost(appendix_csv, tmp_path / "api_cost.csv", tmp_path / "api_cost.md")
+    cost = pd.read_csv(tmp_path / "api_cost.csv").set_index("framework")
+    assert list(cost.index) == ["pytorch", "keras-torch", "onnxruntime", "keras-jax"]  # each beside its peer
+    assert cost.loc["keras-torch", "latency_p50 inference ratio"] == pytest.approx(8.0)
+    assert cost.loc["onnxruntime", "latency_p50 inference ratio"] == pytest.approx(0.5)
+    assert cost.loc["keras-torch", "train_speed train ratio"] == pytest.approx(0.25)
+    assert pd.isna(cost.loc["onnxruntime", "train_speed train"]) and pd.isna(cost.loc["keras-jax", "runs_on"])
+    assert cost.loc["keras-torch", "setup_time train"] == pytest.approx(1.75)
+    markdown = re.sub(" +", " ", (tmp_path / "api_cost.md").read_text())  # to_markdown's padding
+    assert "| mnist-generated | lenet | cpu | fp32 | keras-torch | pytorch | 2.00 (×8.00) |" in markdown
+    assert "| keras-jax | — | 0.200 |" in markdown
+    # frameworks that run on none: their numbers alone, no ratios
+    alone = tmp_path / "alone.csv"
+    aggregate.appendix(aggregate.runs_table([record(repetition=1) | {"path": "p"}])).to_csv(alone, index=False)
+    aggregate.write_api_cost(alone, tmp_path / "alone_cost.csv", tmp_path / "alone_cost.md")
+    cost = pd.read_csv(tmp_path / "alone_cost.csv")
+    assert list(cost["framework"]) == ["pytorch"] and cost["runs_on"].isna().all()
+    assert cost.loc[0, "train_speed train"] == 100 and "train_speed train ratio" not in cost
 
 
 def test_retry_sets_failed_records_aside_and_keeps_them(tmp_path):
@@ -186,3 +259,46 @@ def test_retry_forgets_failed_fetches_and_keeps_their_archives(tmp_path):
         (raw / family / "archive.gz").write_text("kept")
     assert retry.forget_failed_fetches(raw) == [raw / "mnist" / "fetch.json"]
     assert (raw / "cifar10" / "fetch.json").exists() and (raw / "mnist" / "archive.gz").read_text() == "kept"
+
+
+def accuracy_record(framework="pytorch", repetition=1, accuracies=(0.8, 0.95), dataset="mnist", status="ok",
+                    reason="", input_size=None):
+    """An accuracy run's record: an epoch per accuracy, a second and a tenth each."""
+    item = record(framework=framework, repetition=repetition, status=status, reason=reason, task="accuracy")
+    item["run"].update(dataset=dataset, data_mode="real" if "-" not in dataset else "generated", network="resnet18",
+                       batch_size_global=10, epochs=len(accuracies), target_accuracy=0.9, warmup_iterations=0)
+    if input_size:
+        item["run"]["input_size"] = input_size
+    epochs = [{"epoch": k + 1, "steps": 5000, "train_seconds": 1.0, "images_per_second": 50_000.0, "train_loss": 0.3,
+               "test_accuracy": accuracy, "test_loss": 0.2, "test_images": 10_000, "eval_seconds": 0.1,
+               "elapsed_seconds": 1.1 * (k + 1)} for k, accuracy in enumerate(accuracies)] if status == "ok" else []
+    item["quality"] = monitor.quality(RunSpec(**{key: value for key, value in item["run"].items()
+                                                 if key in RunSpec.__dataclass_fields__}),
+                                      {"epochs": epochs, "final_loss": 0.3}, None if epochs else "unavailable")
+    return item
+
+
+def test_the_accuracy_table_sets_seed_003_beside_its_cases_and_says_what_differs(tmp_path):
+    items = [accuracy_record(repetition=r, accuracies=(0.5,) * 8 + (0.8, a), input_size=224)  # the seed's 10 epochs
+             for r, a in ((1, 0.95), (2, 0.97))]
+    items += [accuracy_record("cntk", r, status="unavailable", reason="accuracy: cntk runs train, inference only",
+                              input_size=224) for r in (1, 2)]
+    items += [accuracy_record(repetition=1, dataset="mnist-generated"), accuracy_record(repetition=1, dataset="cifar10",
+                                                                                      accuracies=(0.5,) * 10)]
+    for item in items:
+        write_record(item, tmp_path / item["run"]["framework"] / item["run"]["dataset"] / f"rep{item['run']['repetition']}.json")
+    runs_csv = tmp_path / "runs.csv"
+    aggregate.runs_table(aggregate.load_records(sorted(tmp_path.rglob("rep*.json")))).to_csv(runs_csv, index=False)
+    aggregate.write_accuracy(runs_csv, tmp_path / "accuracy.csv", tmp_path / "accuracy.md")
+    table = pd.read_csv(tmp_path / "accuracy.csv", keep_default_na=False).set_index(["framework", "dataset"])
+    ours = table.loc[("pytorch", "mnist")]
+    assert ours["test_accuracy"] == "0.960 ± 0.014 (n=2)" and ours["time_to_accuracy"] == "11.00 ± 0.00 (n=2)"
+    assert ours["seed 003 P100"] == "99.19% in 519 s" and ours["seed 003 K80"] == "99.28% in 1,462 s"
+    assert ours["differs from seed 003"] == ""  # 10 epochs at batch 10 of 224x224 images: the seed's case
+    assert table.loc[("cntk", "mnist"), "test_accuracy"] == "unavailable: accuracy: cntk runs train, inference only"
+    cifar = table.loc[("pytorch", "cifar10")]  # the seed's epochs at the dataset's own size, never reaching 0.9
+    assert cifar["differs from seed 003"] == "the dataset's own input size (seed's 224x224 RGB)"
+    assert cifar["time_to_accuracy"] == "unavailable: no epoch of 10 reached 0.9 (best 0.5000)"
+    generated = table.loc[("pytorch", "mnist-generated")]
+    assert generated["data"].startswith("generated stand-in") and generated["seed 003 P100"] == ""
+    assert "# Accuracy and time to accuracy" in (tmp_path / "accuracy.md").read_text()

@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from dlbench import datasets, formats, ilsvrc12, networks
+from dlbench import backends, datasets, formats, ilsvrc12, networks
+from dlbench.backends import cntk as cntk_backend
 
 from .conftest import ROOT, run_in
 
@@ -35,11 +36,19 @@ def test_every_network_has_the_same_trainable_parameters_in_every_framework(tens
         for variant in variants:
             description = networks.network(name, variant)
             expected[f"{name}/{variant}"] = [networks.trainable_parameters(description), [1, description.num_classes]]
-    assert len(expected) == 9  # Figure 5.1's cases
+    assert len(expected) == 13  # Figure 5.1's cases, seed 001's MLP and LSTM, seed 003's ResNet-18
     for framework, python in (("pytorch", sys.executable), ("tensorflow", tensorflow_python),
                               ("mxnet", mxnet_python), ("keras-jax", jax_python), ("keras-torch", sys.executable),
                               ("caffe", caffe_python)):
         assert run_in(python, "parameter_counts.py", framework) == expected, framework
+
+
+@pytest.mark.slow
+def test_caffes_lstm_on_restacked_steps_is_the_lstm_of_the_batch(caffe_python):
+    """Caffe's LSTM wants time-major steps and continuation flags: what the builder wires must compute
+    the LSTM of each batch-major sequence (against NumPy, Caffe's weights)."""
+    assert run_in(caffe_python, "caffe_lstm.py") == {"largest_difference": pytest.approx(0, abs=1e-5),
+                                                     "shape": [3, 60]}
 
 
 @pytest.mark.slow
@@ -99,3 +108,47 @@ def test_gpu_runs_on_a_cpu_only_caffe_are_unavailable_not_an_abort(caffe_python)
         "gpu1": "this Caffe has no CUDA support (a CPU_ONLY build)",
         "gpu2": "multi-GPU Caffe: this Caffe's Python interface has no parallel solver (no caffe.NCCL, "
                 "set_solver_count, set_solver_rank)"}
+
+
+def _two_reference_steps(rule: networks.Optimizer, rate: float, gradient: list[float],
+                         cntk_rmsprop: bool = False) -> list[float]:
+    """networks.Optimizer's formulas, two steps from w = 0 on a constant gradient; with ``cntk_rmsprop`` the
+    difference the registry states for CNTK (the mean square starts at the first squared gradient, no epsilon)."""
+    weights, velocity, square = [0.0] * len(gradient), [0.0] * len(gradient), [None] * len(gradient)
+    for _ in range(2):
+        for i, g in enumerate(gradient):
+            if rule.kind == "sgd":
+                velocity[i] = rule.momentum * velocity[i] + g
+                weights[i] -= rate * velocity[i]
+            elif cntk_rmsprop:
+                square[i] = g * g if square[i] is None else rule.rho * square[i] + (1 - rule.rho) * g * g
+                weights[i] -= rate * g / math.sqrt(square[i])
+            else:
+                square[i] = rule.rho * (square[i] or 0.0) + (1 - rule.rho) * g * g
+                weights[i] -= rate * g / math.sqrt(square[i] + rule.epsilon)
+    return weights
+
+
+OPTIMIZER_RATES = {"sgd": 0.1, "rmsprop": 0.01}  # as tests/optimizer_steps.py takes them
+
+
+def test_every_framework_steps_each_optimizer_as_described(tensorflow_python, mxnet_python, caffe_python,
+                                                          cntk_worker_python):
+    """The same math: classical momentum (CNTK's unit-gain momentum would step a tenth as far) and RMSprop
+    (epsilon inside or after the square root: 1e-7 against a squared gradient of 0.1 changes nothing here),
+    except where the registry says how a framework's own differs (CNTK's RMSProp). CNTK steps on a batch of 4
+    samples: its rate applies to their mean gradient, as the others' does."""
+    rules = (networks.SGD_MOMENTUM, networks.RMSPROP)
+    expected = {rule.kind: pytest.approx(_two_reference_steps(rule, OPTIMIZER_RATES[rule.kind], [1.0, 2.0]), rel=1e-5)
+                for rule in rules}
+    for framework, python in (("pytorch", sys.executable), ("keras", tensorflow_python), ("mxnet", mxnet_python),
+                              ("caffe", caffe_python)):
+        assert run_in(python, "optimizer_steps.py", framework) == expected, framework
+    stepped = subprocess.run([cntk_worker_python, str(ROOT / "tests" / "cntk_optimizer_steps.py"), str(cntk_backend.WORKER),
+                              json.dumps({rule.kind: [vars(rule), OPTIMIZER_RATES[rule.kind]] for rule in rules})],
+                             capture_output=True, text=True, check=False)
+    assert stepped.returncode == 0, stepped.stderr[-3000:]
+    assert "rmsprop" in backends.REGISTRY["cntk"].optimizer_differences
+    assert json.loads(stepped.stdout.splitlines()[-1]) == {
+        "sgd": expected["sgd"],
+        "rmsprop": pytest.approx(_two_reference_steps(networks.RMSPROP, 0.01, [1.0, 2.0], cntk_rmsprop=True), rel=1e-5)}

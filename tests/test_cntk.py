@@ -34,9 +34,7 @@ def worker(monkeypatch):
 @pytest.mark.parametrize("name,variant", CASES)
 def test_the_plan_builds_every_network_with_its_parameter_count(worker, name, variant):
     description = networks.network(name, variant)
-    import cntk
-
-    model = worker.build(cntk_backend.plan(description), cntk.input_variable(description.input_shape))
+    model = worker.build(cntk_backend.plan(description), worker.input_of(description.input_shape))
     assert model.shape == (description.num_classes,)
     assert worker.trainable_parameters(model) == networks.trainable_parameters(description)
 

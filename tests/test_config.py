@@ -31,7 +31,7 @@ def test_defaults_are_filled_in_and_figure_4_5_applies():
 
 @pytest.mark.parametrize("change,message", [
     ({"frameworks": ["tensorflw"]}, (r"'tensorflw' is not one of \['caffe', 'tensorflow', 'pytorch', 'mxnet', 'cntk', "
-                                     r"'keras-tensorflow', 'keras-jax', 'keras-torch'\]")),
+                                     r"'keras-tensorflow', 'keras-jax', 'keras-torch', 'onnxruntime'\]")),
     ({"repetitons": 3}, r"'repetitons' was unexpected"),
 ])
 def test_schema_names_the_key_and_the_allowed_values(change, message):
@@ -59,6 +59,17 @@ def test_precisions_and_compile_multiply_the_cases():
     assert [case.variant for case in cases(validated(GOOD))] == ["fp32"]
     with pytest.raises(WorkflowError, match=r"'fp8' is not one of \['fp32', 'tf32', 'bf16', 'fp16'\]"):
         validated({**GOOD, "precisions": ["fp8"]})
+
+
+def test_tasks_multiply_the_cases_and_train_is_the_default():
+    assert [case.task for case in cases(validated(GOOD))] == ["train"]
+    config = copy.deepcopy(GOOD)
+    config["benchmarks"][0].update(tasks=["train", "inference"], latency_calls=50)
+    found = {case.task: case for case in cases(validated(config))}
+    assert sorted(found) == ["inference", "train"] and found["inference"].latency_calls == 50
+    config["benchmarks"][0]["tasks"] = ["predict"]
+    with pytest.raises(WorkflowError, match=r"'predict' is not one of \['train', 'inference', 'accuracy', 'profile'\]"):
+        validated(config)
 
 
 def test_negative_iterations_are_rejected():
@@ -101,4 +112,37 @@ def test_kmnist_runs_lenet_with_mnist_parameters():
     assert case.dataset == "kmnist-generated" and (case.batch_size, case.iterations) == (64, 938)
     bad = validated({**GOOD, "benchmarks": [{"dataset": "kmnist", "networks": ["vgg16"]}]})
     with pytest.raises(ConfigError, match="vgg16 has no kmnist variant; allowed for kmnist: lenet"):
+        cases(bad)
+
+
+def test_a_case_may_name_its_own_frameworks():
+    config = validated({"frameworks": ["pytorch", "caffe"], "benchmarks": [
+        {"dataset": "mnist", "data": "synthetic", "networks": ["lenet"]},
+        {"dataset": "text", "data": "synthetic", "networks": ["lstm"], "frameworks": ["pytorch", "keras-jax"]}]})
+    assert sorted((case.framework, case.network) for case in cases(config)) == [
+        ("caffe", "lenet"), ("keras-jax", "lstm"), ("pytorch", "lenet"), ("pytorch", "lstm")]
+    config["benchmarks"][1]["frameworks"] = ["pytorch", "theano"]
+    with pytest.raises(WorkflowError, match=r"'theano' is not one of \['caffe', 'tensorflow'"):
+        validated(config)
+
+
+def test_an_inference_only_framework_has_no_training_cells_and_is_not_named_for_training():
+    config = validated({"frameworks": ["pytorch", "onnxruntime"], "benchmarks": [
+        {"dataset": "mnist", "data": "synthetic", "networks": ["lenet"], "tasks": ["train", "inference"]}]})
+    assert sorted((case.framework, case.task) for case in cases(config)) == [
+        ("onnxruntime", "inference"), ("pytorch", "inference"), ("pytorch", "train")]
+    config["benchmarks"][0]["frameworks"] = ["onnxruntime"]
+    with pytest.raises(ConfigError, match=r"benchmarks\[0\].frameworks: onnxruntime runs inference only; "
+                                          "this case's tasks: train, inference"):
+        cases(config)
+
+
+def test_text_has_synthetic_data_only_and_runs_the_lstm():
+    (case,) = cases(validated({**GOOD, "benchmarks": [{"dataset": "text", "data": "synthetic", "networks": ["lstm"]}]}))
+    assert (case.dataset, case.batch_size, case.iterations, case.learning_rate) == ("text-synthetic", 32, 100, 0.01)
+    bad = validated({**GOOD, "benchmarks": [{"dataset": "text", "networks": ["lstm"]}]})
+    with pytest.raises(ConfigError, match=r"benchmarks\[0\].data: text has no real data; allowed: synthetic"):
+        cases(bad)
+    bad = validated({**GOOD, "benchmarks": [{"dataset": "text", "data": "synthetic", "networks": ["lenet"]}]})
+    with pytest.raises(ConfigError, match="lenet has no text variant; allowed for text: lstm"):
         cases(bad)

@@ -65,6 +65,14 @@ def test_every_environment_has_a_cuda_variant_or_says_why_not():
             assert has_cuda != (environment in envs.NO_CUDA_VARIANT), (environment, suffix)
 
 
+def test_pytorchs_cuda_requirements_pin_the_cpu_files_packages_but_onnx_runtimes_cuda_one():
+    def pins(name):
+        lines = (ENVS / name).read_text().splitlines()
+        return {line.replace("onnxruntime-gpu", "onnxruntime") for line in lines if line and not line.startswith("#")}
+    assert pins("pytorch.cuda.requirements.txt") == pins("pytorch.requirements.txt")
+    assert "onnxruntime-gpu==" in (ENVS / "pytorch.cuda.requirements.txt").read_text()
+
+
 def test_the_framework_says_which_build_it_is():
     assert envs.framework_build({"python": sys.executable}, "pytorch") == {"framework_build": "cpu"}
     missing = envs.framework_build({"python": sys.executable}, "mxnet")  # not in the tests' environment

@@ -66,7 +66,7 @@ def test_a_slow_input_pipeline_marks_the_run_input_bound_and_synthetic_data_neve
     assert runs.loc["generated", "input_wait"] > 0.3 and runs.loc["generated", "input_bound"]
     assert runs.loc["synthetic", "input_wait"] < 0.01 and not runs.loc["synthetic", "input_bound"]
     cell = aggregate.appendix(runs.reset_index()).query("metric == 'train_speed' and dataset == 'mnist-generated'")
-    assert cell["cell"].iloc[0].endswith("(n=1) [input-bound 1/1]")
+    assert "(n=1) [input-bound 1/1" in cell["cell"].iloc[0]  # ", contended 1/1" too where other work shares the cores
 
 
 def test_a_busy_process_on_the_runs_core_marks_it_contended(tmp_path):

@@ -6,7 +6,7 @@ import tomllib
 
 import jsonschema
 import pytest
-from dlbench import monitor
+from dlbench import monitor, networks
 from dlbench.aggregate import load_records
 from dlbench.spec import RunSpec
 
@@ -63,6 +63,34 @@ def test_a_real_run_records_timing_memory_and_provenance(tmp_path, record_schema
     assert f"## {project['version']}" in (ROOT / "CHANGELOG.md").read_text()
     log = (tmp_path / "run.log").read_text()
     assert "iteration 30/30 (timed)" in log
+
+
+def test_a_real_inference_run_records_throughput_and_single_image_latency(tmp_path, record_schema):
+    record = run(tmp_path, spec(task="inference", network="alexnet", dataset="cifar10-synthetic", batch_size_global=8,
+                                iterations=12, warmup_iterations=2, latency_calls=40))
+    jsonschema.validate({k: v for k, v in record.items() if k != "path"}, record_schema)
+    assert record["status"] == "ok", record["reason"]
+    assert record["run"]["task"] == "inference" and record["run"]["latency_calls"] == 40
+    latency = record["latency"]
+    assert len(latency["call_ms"]) == 40 and latency["warmup_calls"] == 10
+    assert latency["p50_ms"] <= latency["p90_ms"] <= latency["p99_ms"] <= max(latency["call_ms"])
+    assert latency["idiom"] == "model.eval() called under torch.inference_mode()"
+    timing = record["timing"]
+    assert timing["images_per_second_mean"] == pytest.approx(8 * 10 / sum(timing["iteration_seconds"][2:]), rel=1e-3)
+    # A single image takes less than a batch of 8 (AlexNet's forward pass dominates the call here).
+    assert latency["p50_ms"] < 1e3 * 8 / timing["images_per_second_mean"]
+    assert timing["input_wait_share"] is None
+    assert timing["reasons"]["input_wait_share"] == "inference runs on a resident batch: it never waits for input"
+    assert record["compute"]["flops_per_image"] == networks.inference_flops(networks.network("alexnet", "cifar10"))
+    assert record["quality"]["reasons"]["final_loss"] == "an inference run computes no loss"
+    assert "latency call 40/40" in (tmp_path / "run.log").read_text()
+
+
+def test_inference_over_several_devices_is_unavailable(tmp_path, record_schema):
+    record = run(tmp_path, spec(task="inference", device="2xcpu"))
+    jsonschema.validate({k: v for k, v in record.items() if k != "path"}, record_schema)
+    assert record["status"] == "unavailable"
+    assert record["reason"].startswith("inference on 2xcpu: inference runs on one device (cpu, gpu1)")
 
 
 def test_one_thread_uses_one_core(tmp_path):

@@ -10,7 +10,8 @@ from torch.utils.flop_counter import FlopCounterMode
 CASES = [(name, variant) for name, variants in networks.VARIANTS.items() for variant in variants]
 
 # Published trainable-parameter counts of the ImageNet models (torchvision; GoogLeNet without aux heads).
-PUBLISHED = {"alexnet": 61_100_840, "vgg16": 138_357_544, "resnet50": 25_557_032, "googlenet": 6_624_904}
+PUBLISHED = {"alexnet": 61_100_840, "vgg16": 138_357_544, "resnet50": 25_557_032, "googlenet": 6_624_904,
+             "resnet18": 11_689_512}
 
 
 @pytest.mark.parametrize("name", PUBLISHED)
@@ -21,6 +22,16 @@ def test_imagenet_variants_have_the_published_parameter_counts(name):
 def test_lenet_is_caffes_lenet():
     assert networks.trainable_parameters(networks.network("lenet", "mnist")) == 431_080
 
+
+def test_mlp_is_the_keras_benchmarks_mlp_and_trains_with_rmsprop():
+    assert networks.trainable_parameters(networks.network("mlp", "mnist")) == 669_706  # Keras's model.summary()
+    assert networks.optimizer("mlp") == networks.RMSPROP and networks.optimizer("lenet") == networks.SGD_MOMENTUM
+
+
+def test_lstm_is_the_keras_benchmarks_lstm():
+    # Keras's model.summary(): LSTM 96,768 (one bias vector per gate), Dense 7,740
+    assert networks.trainable_parameters(networks.network("lstm", "text")) == 104_508
+    assert networks.optimizer("lstm") == networks.RMSPROP
 
 
 def test_resnet50_trains_at_24_30_gflop_per_imagenet_image():
@@ -39,6 +50,10 @@ def test_training_flops_are_what_pytorchs_flop_counter_counts(name, variant):
     with FlopCounterMode(display=False) as counter:
         torch.nn.functional.cross_entropy(model(images), labels).backward()
     assert networks.training_flops(description) == pytest.approx(counter.get_total_flops() / batch, rel=0.01)
+    with FlopCounterMode(display=False) as counter, torch.inference_mode():
+        model.eval()(images)
+    assert networks.inference_flops(description) == pytest.approx(counter.get_total_flops() / batch, rel=0.01)
+
 
 @pytest.mark.parametrize("name,variant", CASES)
 def test_pytorch_build_has_the_described_parameters_and_trains_one_step(name, variant):
@@ -118,6 +133,8 @@ def test_pytorch_convolutions_run_channels_last_where_it_is_faster():
     assert first_conv.weight.is_contiguous(memory_format=torch.channels_last)
     assert images.is_contiguous(memory_format=torch.channels_last) and not images.is_contiguous()
     trainer.step()  # trains in that layout
-    assert pytorch.memory_format(spec("gpu1")) == torch.contiguous_format  # fp32: no tensor cores
-    assert {pytorch.memory_format(spec("gpu1", p)) for p in ("tf32", "bf16", "fp16")} == {torch.channels_last}
-    assert pytorch.memory_format(spec("gpu1", compile=True)) == torch.channels_last
+    resnet = networks.network("resnet50", "cifar10")
+    assert pytorch.memory_format(spec("gpu1"), resnet) == torch.contiguous_format  # fp32: no tensor cores
+    assert {pytorch.memory_format(spec("gpu1", p), resnet) for p in ("tf32", "bf16", "fp16")} == {torch.channels_last}
+    assert pytorch.memory_format(spec("gpu1", compile=True), resnet) == torch.channels_last
+    assert pytorch.memory_format(spec("cpu"), networks.network("lstm", "text")) == torch.contiguous_format

@@ -42,7 +42,7 @@ def test_a_dataset_that_cannot_be_fetched_yields_failed_records_and_tables(unfet
     workdir, _, by_hand, result = unfetchable
     assert result.returncode == 0, result.stderr[-5000:]
     runs = workdir / "results" / "runs" / "pytorch"
-    failed = json.loads((runs / "mnist" / "lenet" / "cpu" / "fp32" / "rep1.json").read_text())
+    failed = json.loads((runs / "mnist" / "lenet" / "cpu" / "fp32" / "train" / "rep1.json").read_text())
     assert failed["status"] == "failed"
     assert failed["reason"].startswith("dataset mnist could not be had: 4 of 4 mnist archive(s) cannot be had")
     assert "data/raw/mnist/train-labels-idx1-ubyte.gz: checksum mismatch" in failed["reason"]
@@ -50,7 +50,7 @@ def test_a_dataset_that_cannot_be_fetched_yields_failed_records_and_tables(unfet
     assert "mirrors.mnist" in failed["reason"] and "make retry-failed" in failed["reason"]
     assert by_hand.read_bytes() == b"a half-copied archive"  # the user's file is kept
     assert not list(by_hand.parent.glob("*.part"))
-    ok = json.loads((runs / "mnist-synthetic" / "lenet" / "cpu" / "fp32" / "rep1.json").read_text())
+    ok = json.loads((runs / "mnist-synthetic" / "lenet" / "cpu" / "fp32" / "train" / "rep1.json").read_text())
     assert ok["status"] == "ok"
     appendix = (workdir / "results" / "tables" / "appendix.md").read_text()
     assert "failed: dataset mnist could not be had" in appendix
@@ -65,7 +65,7 @@ def test_the_run_ends_with_a_summary_of_the_runs(unfetchable):
     row = next(line for line in output.splitlines() if line.strip().startswith("pytorch "))
     assert row.split()[1:] == ["1", "1", "0", "0"]  # ok, failed, unavailable, not run
     assert "failed (1): dataset mnist could not be had" in output
-    assert "failed runs' logs: results/runs/pytorch/mnist/lenet/cpu/fp32/rep1.log" in output
+    assert "failed runs' logs: results/runs/pytorch/mnist/lenet/cpu/fp32/train/rep1.log" in output
 
 
 @pytest.mark.slow

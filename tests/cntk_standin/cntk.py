@@ -97,7 +97,7 @@ def momentum_schedule(momentum):
     return momentum
 
 
-def momentum_sgd(parameters, rate, momentum):
+def momentum_sgd(parameters, rate, momentum, unit_gain=True):
     return types.SimpleNamespace(parameters=parameters, rate=rate, momentum=momentum)
 
 
@@ -139,7 +139,20 @@ def _dense(x, units, bias, init):
     return Variable((units,), x, new=new)
 
 
+def _recurrence(step):
+    """Recurrence(LSTM(units)) over a sequence of feature vectors: W (features, 4 units), b (4 units), H (units, 4 units)."""
+    units = step["units"]
+
+    def apply(x):
+        (features,) = x.shape
+        return Variable((units,), x, new=[Parameter(features, 4 * units), Parameter(4 * units),
+                                         Parameter(units, 4 * units)])
+    return apply
+
+
 layers = types.ModuleType("cntk.layers")
+layers.LSTM = lambda units, init=None: {"units": units}
+layers.Recurrence = _recurrence
 layers.Convolution2D = _layer(_convolution)
 layers.BatchNormalization = _layer(_batch_normalization)
 layers.Dense = _layer(_dense)
@@ -178,6 +191,10 @@ io.transforms.crop = lambda **options: {"crop": options}
 io.transforms.scale = lambda **options: {"scale": options}
 io.transforms.mean = lambda filename: {"mean": filename}
 
+sequence = types.ModuleType("cntk.sequence")
+sequence.input_variable = lambda shape, dtype=None: Variable((shape,))
+sequence.last = lambda x: Variable(x.shape, x)
+
 device = types.ModuleType("cntk.device")
 device.DeviceKind = types.SimpleNamespace(CPU="cpu", GPU="gpu")
 device.cpu = lambda: types.SimpleNamespace(type=lambda: "cpu")
@@ -193,6 +210,6 @@ train.distributed = types.ModuleType("cntk.train.distributed")
 train.distributed.data_parallel_distributed_learner = lambda learner: learner  # no all-reduce: no MPI here
 train.distributed.Communicator = types.SimpleNamespace(finalize=lambda: None)
 
-sys.modules.update({"cntk.layers": layers, "cntk.io": io, "cntk.io.transforms": io.transforms,
+sys.modules.update({"cntk.layers": layers, "cntk.io": io, "cntk.io.transforms": io.transforms, "cntk.sequence": sequence,
                     "cntk.device": device, "cntk.cntk_py": cntk_py, "cntk.train": train,
                     "cntk.train.distributed": train.distributed})

@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import compute
-from .spec import PRECISIONS, SETUP_FIELDS, RunSpec, parse_variant, variant_label
+from .backends import REGISTRY as FRAMEWORKS
+from .spec import PRECISIONS, SETUP_FIELDS, TASKS, RunSpec, parse_variant, variant_label
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class Metric:
     field: str
     unit: str
     meaning: str  # for figure captions: what the number is and where it comes from
+    tasks: tuple[str, ...] = tuple(TASKS)  # the runs that measure it
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,17 @@ METRICS = {
     "train_speed": Metric("timing", "images_per_second_mean", "images/s",
                           "images per second over the timed iterations (warm-up excluded), with the global batch, "
                           "from the training loop's own clock: each interval runs from one step's completion to "
-                          "the next"),
+                          "the next (accuracy runs: over all their epochs, the first steps included; profile runs: "
+                          "their steps without the profiler)", tasks=("train", "accuracy", "profile")),
+    "inference_speed": Metric("timing", "images_per_second_mean", "images/s",
+                              "images per second of forward passes without gradients at the case's batch size, "
+                              "timed as training steps are (one batch in flight, warm-up excluded)",
+                              tasks=("inference",)),
+    **{f"latency_{percentile}": Metric(
+        "latency", f"{percentile}_ms", "ms",
+        f"{words} latency of a single image's forward pass over the timed calls (warm-up excluded), each call "
+        "waited for until its result was there (a device event or a read-back)", tasks=("inference",))
+       for percentile, words in (("p50", "median"), ("p90", "90th-percentile"), ("p99", "99th-percentile"))},
     "gpu_memory": Metric("memory", "gpu_process_peak_mib", "MiB",
                          "peak GPU memory of the run's processes, as NVML reports it, sampled through the run"),
     "gpu_power": Metric("power", "gpu_mean_w", "W",
@@ -58,23 +70,38 @@ METRICS = {
                          "seconds from the runner's launch to its first step: the interpreter's start, the "
                          "framework's import, the model and input pipeline built (each in the record)"),
     "first_step_time": Metric("timing", "first_step_seconds", "s",
-                              "seconds of the first training step, where compilers compile (torch.compile, XLA) and "
-                              "cuDNN autotunes; the timed iterations exclude it"),
+                              "seconds of the first step (training step or forward pass), where compilers compile "
+                              "(torch.compile, XLA) and cuDNN autotunes; the timed iterations exclude it"),
     "achieved_tflops": Metric("compute", "achieved_tflops", "TFLOP/s",
-                              "training FLOPs per image (forward and backward, counted from the network's "
-                              "description as torch.utils.flop_counter counts them) times images per second"),
+                              "FLOPs per image (a training step's forward and backward, an inference run's forward, "
+                              "counted from the network's description as torch.utils.flop_counter counts them) "
+                              "times images per second"),
     "input_wait": Metric("timing", "input_wait_share", "share of timed time",
                          "the share of the timed iterations' time the training loop waited for its next batch "
-                         f"(runs above {FLAGS['input_bound'].above:.0%} are marked input-bound)"),
+                         f"(runs above {FLAGS['input_bound'].above:.0%} are marked input-bound)",
+                         tasks=("train", "accuracy")),
     "cpu_energy_per_image": Metric("power", "cpu_energy_per_image_j", "J/image",
                                    "CPU package and DRAM energy (RAPL) over the timed iterations divided by the "
                                    "images trained in them; the whole package's, other processes' work included"),
+    "test_accuracy": Metric("quality", "accuracy", "top-1",
+                            "top-1 accuracy on the test split after the last epoch, scored from the framework's "
+                            "logits the same way in every framework", tasks=("accuracy",)),
+    "time_to_accuracy": Metric("quality", "time_to_accuracy_seconds", "s",
+                               "seconds from the first training step to the end of the evaluation of the first epoch "
+                               "whose test accuracy reached the case's target (training and evaluations)",
+                               tasks=("accuracy",)),
+    "profiling_overhead": Metric("profile", "overhead", "× unprofiled step",
+                                 "a step's mean wall time under the framework's profiler over a step's without it "
+                                 "(seed 004 found 2.35-2.45x)", tasks=("profile",)),
+    "unaccounted_share": Metric("profile", "unaccounted_share", "share of a profiled step",
+                                "the share of a profiled step's wall time that no layer's forward or backward time "
+                                "accounts for (seed 004 found 38-54 %)", tasks=("profile",)),
     "mfu": Metric("compute", "mfu", "fraction of ceiling",
                   "model FLOPs utilisation: achieved TFLOP/s over the ceiling of the run's devices, the rate "
                   "a large matrix product reached on this node in the run's precision (measured once per node)"),
 }
-RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "variant", "repetition"]
-CELL_KEYS = ["dataset", "network", "framework", "device", "variant"]
+RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "variant", "task", "repetition"]
+CELL_KEYS = ["dataset", "network", "framework", "device", "variant", "task"]
 
 
 def load_records(paths) -> list[dict]:
@@ -116,10 +143,14 @@ def upgrade(record: dict) -> dict:
             record[section].update(dict.fromkeys(fields))
             record[section].setdefault("reasons", {}).update(dict.fromkeys(fields, before))
         record["schema"] = 4
+    if record["schema"] == 4:  # schema 5 added inference runs; every run before was a training run
+        record["run"]["task"] = "train"
+        record["latency"] = None
+        record["schema"] = 5
     return record
 
 
-def _first_line(text: str | None) -> str:
+def first_line(text: str | None) -> str:
     return (text or "").strip().splitlines()[0] if text and text.strip() else ""
 
 
@@ -130,17 +161,19 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
         run = record["run"]
         row = {key: run[key] for key in RUN_KEYS if key != "variant"}
         row["variant"] = variant_label(run["precision"], run["compile"])
-        row.update(status=record["status"], reason=_first_line(record["reason"]),
+        row.update(status=record["status"], reason=first_line(record["reason"]),
                    framework_version=run.get("framework_version"), batch_size_global=run["batch_size_global"],
                    iterations=run["iterations"], warmup_iterations=run["warmup_iterations"],
                    threads=run["threads"], final_loss=record["quality"]["final_loss"],
+                   epochs=run.get("epochs"), target_accuracy=run.get("target_accuracy"),
+                   input_size=run.get("input_size"),
                    contention_share=record["timing"]["contention_share"],
                    started_at=record["provenance"].get("started_at"), record=record["path"])
         for metric, spec in METRICS.items():
-            block = record[spec.section]
+            block = (record.get(spec.section) or {}) if run["task"] in spec.tasks else {}
             row[metric] = block.get(spec.field)
             reason = block.get("reasons", {}).get(spec.field, "")
-            row[f"{metric}_reason"] = _first_line(reason) if row[metric] is None else ""
+            row[f"{metric}_reason"] = first_line(reason) if row[metric] is None else ""
         row.update(flags(row))
         rows.append(row)
     columns = RUN_KEYS + ["status", "reason"]
@@ -172,7 +205,7 @@ def appendix(runs: pd.DataFrame) -> pd.DataFrame:
     measured it), and the cell text."""
     out = []
     for metric, spec in METRICS.items():
-        for cell, group in runs.groupby(CELL_KEYS, sort=True):
+        for cell, group in runs[runs["task"].isin(spec.tasks)].groupby(CELL_KEYS, sort=True):
             values = measured(group, metric)[metric].astype(float)
             row = dict(zip(CELL_KEYS, cell), metric=metric, unit=spec.unit, n=len(values), runs=len(group),
                        flags=flag_text(group))
@@ -187,8 +220,13 @@ def appendix(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["metric", "unit", *CELL_KEYS, "n", "runs", "mean", "sd", "cell", "flags"])
 
 
+def _digits(value: float) -> int:
+    """Decimals a reader needs: none from 100 up, three below 1."""
+    return 0 if abs(value) >= 100 else 2 if abs(value) >= 1 else 3
+
+
 def _format(mean: float, sd: float, n: int, group: pd.DataFrame) -> str:
-    digits = 0 if abs(mean) >= 100 else 2 if abs(mean) >= 1 else 3
+    digits = _digits(mean)
     spread = "" if pd.isna(sd) else f" ± {sd:,.{digits}f}"
     others = group["status"][group["status"] != "ok"].value_counts()
     not_counted = "".join(f", {count} {status}" for status, count in sorted(others.items()))
@@ -208,19 +246,22 @@ def _why_missing(group: pd.DataFrame, metric: str) -> str:
 
 
 def settings(table: pd.DataFrame) -> pd.Series:
-    """Each row's device, and its variant where the table has another than plain fp32: the columns
-    of the appendix and the bars of a figure, so that a cell's variants stand side by side."""
-    if set(table["variant"]) == {"fp32"}:
-        return table["device"]
-    return table["device"] + " " + table["variant"]
+    """Each row's device, its variant where the table has another than plain fp32, and its task unless it
+    trains: the columns of the appendix and the bars of a figure, so that a cell's
+    variants and tasks stand side by side."""
+    setting = table["device"]
+    if set(table["variant"]) != {"fp32"}:
+        setting = setting + " " + table["variant"]
+    return setting + table["task"].map(lambda task: "" if task == "train" else f" {task}")
 
 
 def setting_order(table: pd.DataFrame) -> list[str]:
-    """The settings of ``table`` by device, then precision (as spec.PRECISIONS lists them), eager first."""
+    """The settings of ``table`` by device, then precision (as spec.PRECISIONS lists them), eager first,
+    then task (as spec.TASKS lists them)."""
     def key(row) -> tuple:
         precision, compiled = parse_variant(row.variant)
-        return row.device, list(PRECISIONS).index(precision), compiled
-    rows = table[["device", "variant"]].drop_duplicates().assign(setting=lambda t: settings(t))
+        return row.device, list(PRECISIONS).index(precision), compiled, list(TASKS).index(row.task)
+    rows = table[["device", "variant", "task"]].drop_duplicates().assign(setting=lambda t: settings(t))
     return [row.setting for row in sorted(rows.itertuples(), key=key)]
 
 
@@ -234,11 +275,16 @@ def appendix_wide(table: pd.DataFrame) -> pd.DataFrame:
     return wide.reset_index()
 
 
-def write_appendix(runs_csv: Path, csv_out: Path, md_out: Path, tex_out: Path) -> None:
+def read_runs(runs_csv: Path) -> pd.DataFrame:
+    """runs.csv as :func:`runs_table` made it: an empty reason is no reason, an empty number is missing."""
     columns = pd.read_csv(runs_csv, nrows=0).columns
-    reasons = {c: str for c in columns if c == "reason" or c.endswith("_reason")}  # empty = no reason
-    table = appendix(pd.read_csv(runs_csv, dtype=reasons, keep_default_na=False, na_values={
-        c: [""] for c in columns if c not in reasons}))
+    reasons = {c: str for c in columns if c == "reason" or c.endswith("_reason")}
+    return pd.read_csv(runs_csv, dtype=reasons, keep_default_na=False,
+                       na_values={c: [""] for c in columns if c not in reasons})
+
+
+def write_appendix(runs_csv: Path, csv_out: Path, md_out: Path, tex_out: Path) -> None:
+    table = appendix(read_runs(runs_csv))
     table.to_csv(csv_out, index=False)
     wide = appendix_wide(table)
     md_out.write_text("# Benchmark results (mean ± sd over repetitions)\n\n" + wide.to_markdown(index=False) + "\n")
@@ -246,3 +292,162 @@ def write_appendix(runs_csv: Path, csv_out: Path, md_out: Path, tex_out: Path) -
                                      caption="Benchmark results: mean ± sd over repetitions (n = repetitions).",
                                      label="tab:appendix"))
 
+
+
+# The API-cost table's columns, (metric, task): what a higher-level API or runtime costs over the framework
+# it runs on (seed 002's question, answered for today), and where a run's time goes beside its loop's
+# (seed 001's line profile: import and build, the first step where compilers compile).
+API_COST_COLUMNS = (("latency_p50", "inference"), ("latency_p99", "inference"), ("inference_speed", "inference"),
+                    ("train_speed", "train"), ("setup_time", "inference"), ("setup_time", "train"),
+                    ("first_step_time", "train"))
+SETTING_KEYS = ["dataset", "network", "device", "variant"]
+
+
+def api_cost(table: pd.DataFrame) -> pd.DataFrame:
+    """From the appendix's long table: per dataset, network, device and variant, each framework's mean of
+    every API_COST_COLUMNS column it measured and, for a framework that runs on another (the registry's
+    ``runs_on``: Keras on its backend, ONNX Runtime on PyTorch's export), that mean over the other's."""
+    means = table.set_index([*SETTING_KEYS, "framework", "metric", "task"])["mean"]
+    order = list(FRAMEWORKS)
+
+    def beside_its_peer(framework: str) -> tuple:  # each native framework, then those that run on it
+        peer = FRAMEWORKS[framework].runs_on
+        return order.index(peer or framework), peer is not None, order.index(framework)
+    rows = []
+    for setting, group in table.groupby(SETTING_KEYS, sort=True):
+        for framework in sorted(group["framework"].unique(), key=beside_its_peer):
+            peer = FRAMEWORKS[framework].runs_on
+            row = dict(zip(SETTING_KEYS, setting), framework=framework, runs_on=peer)
+            for metric, task in API_COST_COLUMNS:
+                mean = means.get((*setting, framework, metric, task), float("nan"))
+                row[f"{metric} {task}"] = mean
+                row[f"{metric} {task} ratio"] = mean / means.get((*setting, peer, metric, task), float("nan"))
+            rows.append(row)
+    keys = [*SETTING_KEYS, "framework", "runs_on"]
+    out = pd.DataFrame(rows) if rows else pd.DataFrame(columns=keys)
+    unmeasured = [column for column in out.columns if column not in keys and out[column].isna().all()]
+    return out.drop(columns=unmeasured)
+
+
+def api_cost_markdown(cost: pd.DataFrame) -> str:
+    """The API-cost table for a reader: one row per framework, each value with its ratio (×) where it has one."""
+    columns = [f"{metric} {task}" for metric, task in API_COST_COLUMNS if f"{metric} {task}" in cost]
+    shown = cost[[*SETTING_KEYS, "framework", "runs_on"]].fillna({"runs_on": "—"})
+    for column in columns:
+        metric = column.split()[0]
+        ratios = cost.get(f"{column} ratio", pd.Series(float("nan"), index=cost.index))
+        shown[f"{column} ({METRICS[metric].unit})"] = [
+            "—" if pd.isna(value) else f"{value:,.{_digits(value)}f}" + ("" if pd.isna(ratio) else f" (×{ratio:.2f})")
+            for value, ratio in zip(cost[column], ratios)]
+    return ("# What an API costs, and where a run's time goes\n\n" + shown.to_markdown(index=False) + "\n")
+
+
+def write_api_cost(appendix_csv: Path, csv_out: Path, md_out: Path) -> None:
+    cost = api_cost(pd.read_csv(appendix_csv))
+    cost.to_csv(csv_out, index=False)
+    md_out.write_text(api_cost_markdown(cost))
+
+
+# Seed 003's published P100 and K80 results, set beside the accuracy runs of its cases
+SEED_003 = Path(__file__).parents[2] / "resources" / "seed003_published.csv"
+SEED_003_CASE = {"epochs": 10, "batch_size_global": 10, "input_size": 224}
+ACCURACY_COLUMNS = ("test_accuracy", "time_to_accuracy", "train_speed")
+
+
+def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per accuracy cell: its epochs, batch and target, the appendix's cells of its accuracy, time to
+    accuracy and training speed, what its data means, and seed 003's published figures where the dataset
+    (real), network and epochs are the seed's."""
+    runs = runs[runs["task"] == "accuracy"]
+    keys = ["dataset", "network", "framework", "device", "variant"]
+    columns = [*keys, "data_mode", "epochs", "batch_size_global", "target_accuracy",
+               *ACCURACY_COLUMNS, "data", "seed 003 P100", "seed 003 K80", "differs from seed 003"]
+    if not len(runs):
+        return pd.DataFrame(columns=columns)
+    cells = appendix(runs).pivot_table(index=keys, columns="metric", values="cell", aggfunc="first")
+    published = pd.read_csv(SEED_003, comment="#")
+    rows = []
+    for key, group in runs.groupby(keys, sort=True):
+        first = group.iloc[0]
+        row = dict(zip(keys, key), data_mode=first["data_mode"], epochs=first["epochs"],
+                   batch_size_global=first["batch_size_global"], target_accuracy=first["target_accuracy"],
+                   **{metric: cells.loc[key].get(metric, "") for metric in ACCURACY_COLUMNS})
+        row["data"] = ("the real dataset" if first["data_mode"] == "real" else
+                       "generated stand-in: its accuracy checks the plumbing, it says nothing of the network's")
+        seed = published[(published["dataset"] == first["dataset"]) & (published["network"] == first["network"])]
+        if first["data_mode"] == "real" and first["epochs"] == SEED_003_CASE["epochs"] and len(seed):
+            for gpu, result in seed.set_index("gpu").iterrows():
+                row[f"seed 003 {gpu}"] = f"{result['accuracy']:.2%} in {result['seconds']:,.0f} s"
+            differences = []
+            if first["batch_size_global"] != SEED_003_CASE["batch_size_global"]:
+                differences.append(f"batch {first['batch_size_global']} (seed's {SEED_003_CASE['batch_size_global']})")
+            if first.get("input_size") != SEED_003_CASE["input_size"]:
+                differences.append(f"the dataset's own input size (seed's {SEED_003_CASE['input_size']}x"
+                                   f"{SEED_003_CASE['input_size']} RGB)")
+            row["differs from seed 003"] = ", ".join(differences)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns).fillna({"seed 003 P100": "", "seed 003 K80": "",
+                                                       "differs from seed 003": ""})
+
+
+def write_accuracy(runs_csv: Path, csv_out: Path, md_out: Path) -> None:
+    table = accuracy_table(read_runs(runs_csv))
+    table.to_csv(csv_out, index=False)
+    text = table.to_markdown(index=False) if len(table) else "No accuracy runs in this config (tasks: [accuracy])."
+    md_out.write_text("# Accuracy and time to accuracy (mean ± sd over repetitions)\n\n" + text + "\n")
+
+
+TOP_LAYERS = 5  # the layers table's most expensive layers per cell
+
+
+def layer_means(records: list[dict]) -> pd.DataFrame:
+    """Per profile cell (dataset, network, framework, device, variant) and layer, in walk order: the mean over
+    its ok runs of each layer's forward and backward milliseconds, and of the profiled step's."""
+    rows = []
+    for record in records:
+        run, profile = record["run"], record.get("profile") or {}
+        if run["task"] != "profile" or record["status"] != "ok" or not profile.get("layers"):
+            continue
+        cell = {"dataset": run["dataset"], "network": run["network"], "framework": run["framework"],
+                "device": run["device"], "variant": variant_label(run["precision"], run["compile"])}
+        rows += [{**cell, "order": order, "layer": layer["name"], "forward_ms": layer["forward_ms"],
+                  "backward_ms": layer["backward_ms"], "iteration_ms": profile["iteration_ms"],
+                  "repetition": run["repetition"]} for order, layer in enumerate(profile["layers"])]
+    columns = ["dataset", "network", "framework", "device", "variant", "order", "layer"]
+    if not rows:
+        return pd.DataFrame(columns=[*columns, "forward_ms", "backward_ms", "iteration_ms", "runs"])
+    table = pd.DataFrame(rows).groupby(columns, sort=True).agg(
+        forward_ms=("forward_ms", "mean"), backward_ms=("backward_ms", "mean"), iteration_ms=("iteration_ms", "mean"),
+        runs=("repetition", "nunique")).reset_index()
+    return table.sort_values(columns[:6]).reset_index(drop=True)
+
+
+def layers_table(records: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per profile cell: the appendix's cells of its profiler overhead and unaccounted share, and its
+    most expensive layers (forward + backward, mean over its ok runs), so that the same layer can be read
+    across frameworks."""
+    keys = ["dataset", "network", "framework", "device", "variant"]
+    runs = runs[runs["task"] == "profile"]
+    columns = [*keys, "profiling_overhead", "unaccounted_share", *[f"layer {k}" for k in range(1, TOP_LAYERS + 1)]]
+    if not len(runs):
+        return pd.DataFrame(columns=columns)
+    cells = appendix(runs).pivot_table(index=keys, columns="metric", values="cell", aggfunc="first")
+    means = layer_means(records).assign(total_ms=lambda t: t["forward_ms"] + t["backward_ms"])
+    rows = []
+    for key in cells.index:
+        row = dict(zip(keys, key), **{metric: cells.loc[key].get(metric, "") for metric in
+                                      ("profiling_overhead", "unaccounted_share")})
+        layers = means[(means[keys] == pd.Series(dict(zip(keys, key)))).all(axis=1)].nlargest(TOP_LAYERS, "total_ms")
+        for rank, layer in enumerate(layers.itertuples(), 1):
+            row[f"layer {rank}"] = (f"{layer.layer} {layer.total_ms:,.{_digits(layer.total_ms)}f} ms "
+                                    f"({layer.forward_ms:,.{_digits(layer.forward_ms)}f} + "
+                                    f"{layer.backward_ms:,.{_digits(layer.backward_ms)}f})")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns).fillna("")
+
+
+def write_layers(record_paths: list[Path], runs_csv: Path, csv_out: Path, md_out: Path) -> None:
+    table = layers_table(load_records(record_paths), read_runs(runs_csv))
+    table.to_csv(csv_out, index=False)
+    text = table.to_markdown(index=False) if len(table) else "No profile runs in this config (tasks: [profile])."
+    md_out.write_text("# Where a training step's time goes, layer by layer\n\n" + text + "\n")

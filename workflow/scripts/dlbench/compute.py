@@ -1,15 +1,16 @@
 """The record's ``compute`` block: the FLOP rate a run achieved, and its share of the node's ceiling.
 
-FLOPs per training image come from the network's description (:func:`dlbench.networks.training_flops`,
-``torch.utils.flop_counter``'s convention), the same in every framework. The ceiling is what a large
+FLOPs per image (of a training step; of a forward pass in inference) come from the network's description
+(:func:`dlbench.networks.training_flops`, ``inference_flops``; ``torch.utils.flop_counter``'s convention),
+the same in every framework. The ceiling is what a large
 matrix product reached on the node's device in the run's precision (:mod:`dlbench.ceiling`, one job per
 node and precision); MFU is the achieved rate over the ceiling of all the run's devices.
 """
 from __future__ import annotations
 
-from .datasets import FAMILIES
+from .datasets import description
 from .launch import local_processes
-from .networks import network, training_flops
+from .networks import inference_flops, training_flops
 from .spec import RunSpec, gpu_count
 
 
@@ -19,7 +20,9 @@ def processor(device: str) -> str:
 
 
 def flops_per_image(spec: RunSpec) -> int:
-    return training_flops(network(spec.network, FAMILIES[spec.family].variant))
+    """Of a training step, or of a forward pass in an inference run."""
+    count = inference_flops if spec.task == "inference" else training_flops
+    return count(description(spec.network, spec.family, spec.input_size))
 
 
 def ceiling_devices(spec: RunSpec) -> int:

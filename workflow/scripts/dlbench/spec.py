@@ -5,6 +5,7 @@ Standard library only: the runner imports it inside framework environments.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -13,7 +14,7 @@ DATA_MODES = ("real", "generated", "synthetic")
 # The record's timing of the set-up before the timed window (schema 3; dlbench.monitor.setup_times)
 SETUP_FIELDS = ("start_seconds", "import_seconds", "build_seconds", "setup_seconds", "first_step_seconds",
                 "warmup_seconds")
-DATASET_FAMILIES = ("mnist", "kmnist", "cifar10", "imagenet")
+DATASET_FAMILIES = ("mnist", "kmnist", "cifar10", "mnist10k", "imagenet", "text")  # dlbench.datasets.FAMILIES
 
 
 def dataset_label(family: str, mode: str) -> str:
@@ -54,6 +55,28 @@ PRECISIONS = {
 }
 COMPILED = "compiled"  # a variant's suffix when the framework's compiler is switched on
 
+# The one place a task is added; config/schema.yaml and the record schema are tested against it.
+TASKS = {
+    "train": "training steps (forward, backward, optimizer update) on the run's input pipeline",
+    "inference": "forward passes in evaluation mode without gradients on a resident batch of the run's data: "
+                 "throughput at the case's batch size, latency of single images",
+    "accuracy": "training over whole epochs of the training set in the framework's input pipeline, then top-1 "
+                "accuracy and loss on the test set after every epoch; time to a target accuracy",
+    "profile": "training steps timed as for train, then as many again under the framework's own profiler: each "
+               "layer's forward and backward time, the profiler's overhead, the share no layer accounts for",
+}
+# The devices of the tasks that run on one, and why: any other is recorded unavailable with the reason.
+SINGLE_DEVICES = ("cpu", "gpu1")
+SINGLE_DEVICE_TASKS = {"inference": "splitting a batch over several is a training technique",
+                       "profile": "a layer's time on several devices is not wired (seed 004's two-GPU profile)"}
+LATENCY_CALLS = 1000  # an inference run's timed single-image calls unless its case says otherwise
+EPOCHS = 10  # an accuracy run's epochs unless its case says otherwise (seed 003's)
+
+
+def default_warmup(timed: int) -> int:
+    """Untimed iterations (or single-image calls) before ``timed`` ones: a tenth, at least 10."""
+    return max(10, math.ceil(0.1 * timed))
+
 
 def variant_label(precision: str, compile: bool) -> str:
     """How a run's numerics are named in paths and tables: ``fp32``, ``bf16-compiled``."""
@@ -89,6 +112,14 @@ class RunSpec:
     loader_workers: int = 0  # input-pipeline worker processes
     precision: str = "fp32"  # one of PRECISIONS
     compile: bool = False  # the framework's compiler (backends.REGISTRY[...].compiler)
+    task: str = "train"  # one of TASKS
+    latency_calls: int = LATENCY_CALLS  # inference: timed single-image calls, after default_warmup(them) untimed
+    # accuracy: ``iterations`` are ``epochs`` times the steps of one epoch (the training images // the batch)
+    epochs: int = EPOCHS
+    target_accuracy: float | None = None  # accuracy: the test accuracy whose first epoch is its time to accuracy
+    # The images resized to input_size x input_size RGB in the input pipeline, for the network's ImageNet layout
+    # (seed 003); None: the dataset's own size, and the network's variant for it
+    input_size: int | None = None
     seed: int = 0
 
     @property
@@ -116,6 +147,13 @@ class RunSpec:
         block = asdict(self)
         block.pop("data_dir")
         block.pop("seed")
+        if self.task != "inference":
+            block.pop("latency_calls")
+        if self.task != "accuracy":
+            block.pop("epochs")
+            block.pop("target_accuracy")
+        if self.input_size is None:
+            block.pop("input_size")
         return {"framework": self.framework, "framework_version": framework_version,
                 "data_mode": self.data_mode, **block}
 

@@ -16,7 +16,7 @@ def summarise(record_paths: list[str]) -> str:
     reasons: dict[str, Counter] = defaultdict(Counter)  # status -> first line of reason -> runs
     failed_logs = []
     for path in map(Path, record_paths):
-        framework = path.parts[-6] if len(path.parts) >= 6 else "?"  # results/runs/<framework>/<dataset>/...
+        framework = path.parts[-7] if len(path.parts) >= 7 else "?"  # results/runs/<framework>/<dataset>/...
         try:
             record = json.loads(path.read_text())
         except (OSError, ValueError):

@@ -5,7 +5,8 @@ numpy and cntk, and is written for Python 3.6 (tests check that with vermin). Th
 workflow's Python, translates the network description into a plan of CNTK layer calls
 (:mod:`dlbench.backends.cntk`) and drives this worker over a Unix socket that it listens on::
 
-    python3.6 cntk_worker.py CONFIG.json SOCKET       train: one "step" line, one reply each
+    python3.6 cntk_worker.py CONFIG.json SOCKET       train: one "step" line, one reply each;
+                                                      inference: "inference N", then one "forward" each
     python3.6 cntk_worker.py --describe               the Python and package versions
     python3.6 cntk_worker.py --environment OUTPUT.json  a conda environment's status file
 
@@ -89,7 +90,18 @@ def build(node, x):
         return layers.Dense(node["units"], bias=node["bias"], init=C.glorot_uniform())(x)
     if op == "dropout":
         return layers.Dropout(dropout_rate=node["rate"])(x)
+    if op == "lstm":
+        return C.sequence.last(layers.Recurrence(layers.LSTM(node["units"], init=C.glorot_uniform()))(x))
     raise ValueError(f"unknown plan node {op!r}")
+
+
+def input_of(shape):
+    """The network's input: a tensor of an image's shape, or for (steps, features) a sequence of feature
+    vectors on CNTK's dynamic sequence axis (a batch of them is fed as one (batch, steps, features) array)."""
+    import cntk as C
+    if len(shape) == 2:
+        return C.sequence.input_variable(shape[1], np.float32)
+    return C.input_variable(tuple(shape), np.float32)
 
 
 def trainable_parameters(model):
@@ -154,6 +166,27 @@ def resident_batch(config, features, labels, device, rank):
     return lambda: batch
 
 
+def make_learner(rule, parameters, learning_rate):
+    """The network's optimizer (dlbench.networks.Optimizer, as a dict). CNTK's rmsprop scales each step by
+    inc or dec (as the gradient keeps or flips its sign) within [min, max]; [1, 1 + 1e-6] (CNTK wants max above
+    min) keeps it plain RMSProp, to a millionth. Its rate is per sample (minibatch_size=1): with CNTK's
+    default (IGNORE) its RMSProp steps a batch's-size fraction of the rate, where momentum SGD's rate is the
+    mean gradient's (tests/test_backends.py steps both on a batch of 4)."""
+    import cntk as C
+    if rule["kind"] == "rmsprop":
+        return C.rmsprop(parameters, C.learning_parameter_schedule(learning_rate, minibatch_size=1),
+                         gamma=rule["rho"], inc=1.5, dec=0.5, max=1.0 + 1e-6, min=1.0, need_ave_multiplier=False)
+    return momentum_sgd(parameters, learning_rate, rule["momentum"])
+
+
+def momentum_sgd(parameters, learning_rate, momentum):
+    """SGD with the classical momentum of the other frameworks (v = momentum v + g, w -= rate v), not CNTK's
+    unit-gain momentum (v = momentum v + (1 - momentum) g), which its global default could switch on."""
+    import cntk as C
+    return C.momentum_sgd(parameters, C.learning_parameter_schedule(learning_rate), C.momentum_schedule(momentum),
+                          unit_gain=False)
+
+
 class Worker:
     def __init__(self, config, rank):
         import cntk as C
@@ -161,15 +194,15 @@ class Worker:
         device = select_device(config["gpus"], rank)
         C.device.try_set_default_device(device)
         C.cntk_py.set_max_num_cputhreads(config["threads"])  # else CNTK takes every core of the machine
-        features = C.input_variable(tuple(config["input_shape"]), np.float32)
+        features = input_of(config["input_shape"])
         labels = C.input_variable(config["num_classes"], np.float32)
         scale = config["input_scale"]  # 1 / std per channel in the reader's (BGR) order; None: normalised
         scaled = C.element_times(features, C.constant(np.array(scale, np.float32).reshape(-1, 1, 1))) \
             if scale else features
         self.model = build(config["plan"], scaled)
+        self.features, self.device = features, device
         loss = C.cross_entropy_with_softmax(self.model, labels)
-        learner = C.momentum_sgd(self.model.parameters, C.learning_parameter_schedule(config["learning_rate"]),
-                                 C.momentum_schedule(0.9))
+        learner = make_learner(config["optimizer"], self.model.parameters, config["learning_rate"])
         if self.distributed:  # gradients summed over the ranks (MPI all-reduce) before each update
             learner = C.train.distributed.data_parallel_distributed_learner(learner)
         self.trainer = C.Trainer(self.model, loss, [learner])
@@ -186,6 +219,16 @@ class Worker:
         self.trainer.train_minibatch(batch)
         # Reading the loss back waits for the step's device work, as Caffe's solver does.
         self.loss = float(self.trainer.previous_minibatch_loss_average)
+
+    def prepare_inference(self, batch_size):
+        """A resident batch of the run's input for forward passes: the first ``batch_size`` images of its next."""
+        import cntk as C
+        images = self.next_batch()[self.features].asarray()[:batch_size]
+        self.inference_input = {self.features: C.Value(batch=np.ascontiguousarray(images), device=self.device)}
+
+    def forward(self):
+        # eval: no gradient, dropout off, batch norm on its running statistics; the output comes back as NumPy
+        self.model.eval(self.inference_input)
 
     def weights_sum(self):
         """A fingerprint of the weights, the same on every rank of a data-parallel group."""
@@ -221,6 +264,12 @@ def serve(config_path, socket_path):
         if command == "step":
             worker.step()
             reply(done=True, input_wait=worker.input_wait)
+        elif command == "forward":
+            worker.forward()
+            reply(done=True, input_wait=worker.input_wait)
+        elif command.startswith("inference "):
+            worker.prepare_inference(int(command.split()[1]))
+            reply(ready=True)
         elif command == "loss":
             reply(loss=worker.loss, weights_sum=worker.weights_sum())
         else:

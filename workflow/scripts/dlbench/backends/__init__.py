@@ -15,11 +15,14 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
 from importlib.metadata import PackageNotFoundError, distributions, version
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Self
+
+from ..networks import optimizer
+from ..spec import SINGLE_DEVICE_TASKS, SINGLE_DEVICES, TASKS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,6 +55,37 @@ class Trainer(Protocol):
     def input_wait_seconds(self) -> float | None:
         """Seconds the steps so far waited for their batches (an :class:`InputClock`'s); None where the
         framework's step takes its batch itself, out of the loop's sight."""
+
+    def test_logits(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The accuracy task's evaluation: the network's logits (float32, images x classes) and the labels of
+        every image of the test split, a batch of the case's size at a time, read by the run's input
+        pipeline without augmentation (a centre crop, no mirror) and passed forward in evaluation mode
+        without gradients, in the run's precision. Training goes on after it as before it."""
+
+    def layer_profiler(self) -> LayerProfiler:
+        """The profile task's: a context manager under which the framework's own profiler records the steps
+        taken; on its exit, each step's per-layer times (:class:`LayerProfiler`)."""
+
+    INFERENCE_IDIOM: str  # for the record: the framework's call that runs a forward pass in inference
+
+    def inference(self, batch_size: int) -> Callable[[], Callable[[], None]]:
+        """Put the model in evaluation mode (dropout off, batch norm's running statistics) and return a
+        function that dispatches one forward pass without gradients, in the run's precision, of a
+        resident batch of ``batch_size`` images taken once from the run's input; it returns like
+        :meth:`step`, its wait returning when the result can be read."""
+
+
+class LayerProfiler(Protocol):
+    """What a trainer's :meth:`Trainer.layer_profiler` returns."""
+
+    METHOD: str  # for the record: the profiler, and how its events are mapped to the description's layers
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exception) -> None: ...
+
+    steps: list[dict[str, tuple[float, float]]]  # after exit: per step, each layer's (forward, backward) seconds,
+    # the layers named as networks.layer_names names them
 
 
 class WorkerTrainer(Trainer, Protocol):
@@ -113,29 +147,61 @@ class Framework:
     gpu_precisions: tuple[str, ...] = ("fp32",)
     compiler: str | None = None  # what compile: true switches on
     always_compiled: str | None = None  # what compiles every run, compile: false too
+    # Per optimizer kind (networks.Optimizer), how the framework's own differs from the description
+    # (tests/test_backends.py steps each): the record's execution.optimizer_difference.
+    optimizer_differences: dict[str, str] = field(default_factory=dict)
+    tasks: tuple[str, ...] = tuple(TASKS)  # of spec.TASKS, those it can run (ONNX Runtime cannot train)
+    # Of those, the ones its backend does not run yet, and why: their cells are made, and recorded unavailable
+    not_yet: dict[str, str] = field(default_factory=dict)
+    cannot_resize: str | None = None  # why its input pipeline cannot resize a case's images (input_size)
+    # The native framework it runs on (Keras's backend; the exporter ONNX Runtime runs the network of):
+    # the API-cost table gives its numbers relative to that one's (seed 002's question).
+    runs_on: str | None = None
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        """The tasks its backend runs."""
+        return tuple(task for task in self.tasks if task not in self.not_yet)
 
 
 MIXED = ("bf16", "fp16")
+KERAS_NOT_YET = {"profile": "profiling through Keras on its three backends is not wired yet"}
 # The one place a framework is added: the thesis's five, then Keras 3's high-level API on three
-# backends (seed 001's keras-mxnet comparison in its modern form). config/schema.yaml, the run
+# backends (seed 001's keras-mxnet comparison in its modern form), then ONNX Runtime on the network
+# PyTorch exports (seed 002's low-level reference, inference only). config/schema.yaml, the run
 # record's schema and README's table are checked against it (tests/test_registry.py).
 REGISTRY = {framework.name: framework for framework in (
-    Framework("caffe", "caffe", "caffe", "lmdb", always_compiled="Caffe's static net"),
+    Framework("caffe", "caffe", "caffe", "lmdb", always_compiled="Caffe's static net",
+              cannot_resize="Caffe's Data layer crops and mirrors but does not resize (convert_imageset --resize_height "
+                            "and --resize_width would store resized copies: not wired)",
+              optimizer_differences={"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}),
     Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (tf.function jit_compile)",
               always_compiled="tf.function graph"),
     Framework("pytorch", "pytorch", "pytorch", "lmdb", launcher="torchrun", cpu_precisions=("fp32", "bf16"),
-              gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile"),
+              gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile",
+              optimizer_differences={"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}),
     Framework("mxnet", "mxnet", "mxnet", "recordio", cpu_precisions=("fp32", "bf16"), gpu_precisions=("fp32", "fp16"),
-              always_compiled="Gluon hybridize (static graph)"),
-    Framework("cntk", "cntk", "cntk", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph"),
+              always_compiled="Gluon hybridize (static graph)",
+              not_yet={"profile": "MXNet 1.9's profiler names operators by their type alone, not by the Gluon block "
+                                  "that ran them, and bulks a hybridised graph's: its per-layer times are not wired"}),
+    Framework("cntk", "cntk", "cntk", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
+              not_yet={"accuracy": "its worker's evaluation over the test map file is not wired yet",
+                       "profile": "CNTK's profiler in its worker is not wired yet"},
+              cannot_resize="the scale transform of CNTK's ImageDeserializer is not wired yet",
+              optimizer_differences={"rmsprop": "the mean square starts at the first squared gradient, not at 0, "
+                                                "and has no epsilon: the first steps are rate x sign(g), "
+                                                "about a third of the others' (with rho 0.9)"}),
     Framework("keras-tensorflow", "keras_api", "tensorflow", "lmdb", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (Keras jit_compile)",
-              always_compiled="tf.function graph"),
+              always_compiled="tf.function graph", runs_on="tensorflow", not_yet=KERAS_NOT_YET),
     Framework("keras-jax", "keras_api", "jax", "lmdb", cpu_precisions=("fp32", "bf16"),
-              gpu_precisions=("fp32", "tf32", *MIXED), always_compiled="jax.jit (XLA)"),
+              gpu_precisions=("fp32", "tf32", *MIXED), always_compiled="jax.jit (XLA)", not_yet=KERAS_NOT_YET),
     Framework("keras-torch", "keras_api", "pytorch", "lmdb", cpu_precisions=("fp32", "bf16"),
-              gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile (Keras jit_compile)"),
+              gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile (Keras jit_compile)",
+              runs_on="pytorch", not_yet=KERAS_NOT_YET),
+    Framework("onnxruntime", "onnx_runtime", "pytorch", "lmdb", always_compiled="ONNX Runtime's graph optimisations",
+              tasks=("inference",), runs_on="pytorch"),
 )}
 FRAMEWORKS = tuple(REGISTRY)
 ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}
@@ -143,10 +209,10 @@ ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.item
 
 def registry_table() -> str:
     """The registry as README's Markdown table."""
-    header = ("framework", "backend module", "environment", "data format", "over processes",
+    header = ("framework", "backend module", "environment", "data format", "tasks", "over processes",
               "precisions on CPUs", "on GPUs", "compile: true", "compiled always")
     rows = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
-    rows += [f"| `{f.name}` | `backends/{f.module}.py` | `{f.environment}` | `{f.data_format}` | "
+    rows += [f"| `{f.name}` | `backends/{f.module}.py` | `{f.environment}` | `{f.data_format}` | {', '.join(f.runs)} | "
              f"{f.launcher or 'no'} | {', '.join(f.cpu_precisions)} | {', '.join(f.gpu_precisions)} | "
              f"{f.compiler or '—'} | {f.always_compiled or '—'} |" for f in REGISTRY.values()]
     return "\n".join(rows)
@@ -168,14 +234,35 @@ def require_numerics(spec: RunSpec) -> None:
         raise Unavailable(f"compile: {spec.framework} has no compiler to switch on")
 
 
+def require_task(spec: RunSpec) -> None:
+    """The framework runs the task; inference and profiles run on one device (the record of a run on several
+    says so)."""
+    framework = REGISTRY[spec.framework]
+    if spec.task not in framework.runs:
+        why = framework.not_yet.get(spec.task)
+        raise Unavailable(f"{spec.task}: {spec.framework} runs {', '.join(framework.runs)} only"
+                          + (f" ({why})" if why else ""))
+    if spec.task in SINGLE_DEVICE_TASKS and spec.device not in SINGLE_DEVICES:
+        raise Unavailable(f"{spec.task} on {spec.device}: {spec.task} runs on one device ({', '.join(SINGLE_DEVICES)}); "
+                          + SINGLE_DEVICE_TASKS[spec.task])
+
+
+def require_input(spec: RunSpec) -> None:
+    """The framework's input pipeline can resize the images where the case asks for it (input_size)."""
+    why = REGISTRY[spec.framework].cannot_resize
+    if spec.input_size and spec.data_mode != "synthetic" and why:
+        raise Unavailable(f"input_size {spec.input_size}: {why}")
+
+
 def execution(spec: RunSpec) -> dict:
     """How the run's math is done, for its record: what its precision and compile setting mean in
-    its framework."""
-    framework = REGISTRY[spec.framework]
+    its framework, and the network's optimizer (:class:`dlbench.networks.Optimizer`)."""
+    framework, rule = REGISTRY[spec.framework], optimizer(spec.network)
     return {"precision": spec.precision, "tf32": spec.precision == "tf32",
             "compute_dtype": {"bf16": "bfloat16", "fp16": "float16"}.get(spec.precision, "float32"),
             "loss_scaling": spec.precision == "fp16",
-            "compiler": framework.compiler if spec.compile else framework.always_compiled}
+            "compiler": framework.compiler if spec.compile else framework.always_compiled,
+            "optimizer": asdict(rule), "optimizer_difference": framework.optimizer_differences.get(rule.kind)}
 
 
 def load(framework: str) -> ModuleType:

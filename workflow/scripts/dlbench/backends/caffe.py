@@ -8,13 +8,15 @@ iteration, so the runner times Caffe like every other backend.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Self
 
 import numpy as np
 
@@ -30,7 +32,8 @@ from . import Unavailable, already_finished, inputs
 CUDA_RUNTIME = re.compile(r"libcudart\.so\.(\d+(?:\.\d+)?)")
 
 PACKAGES = ("numpy", "protobuf")  # their versions go into the run's record
-FILLER = caffe_pb2.FillerParameter(type="xavier")  # Caffe's default weight filler is all zeros
+# networks.INITIALISATION (Caffe's default weight filler is all zeros, its xavier's variance over fan-in)
+FILLER = caffe_pb2.FillerParameter(type="xavier", variance_norm=caffe_pb2.FillerParameter.AVERAGE)
 FLOOR_POOLING = "ceil_mode" in caffe_pb2.PoolingParameter.DESCRIPTOR.fields_by_name
 
 
@@ -46,28 +49,45 @@ def cuda_build() -> str | None:
 
 
 class NetWriter:
-    """A NetParameter being written: layers appended in order, each named after its type."""
+    """A NetParameter being written for batches of ``batch``: layers appended in order, each named after its
+    type; ``described`` says which description layer (networks.Named) each of them is part of."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, batch: int):
         self.net = caffe_pb2.NetParameter(name=name)
+        self.batch = batch
         self.count = 0
+        self.described: dict[str, str] = {}
 
-    def add(self, kind: str, bottoms: list[str], in_place: bool = False, **params) -> str:
+    def add(self, kind: str, bottoms: list[str], in_place: bool = False, tops: int = 1, **params) -> str | list[str]:
+        """The layer's top, or its ``tops`` tops."""
         self.count += 1
         name = f"{kind.lower()}{self.count}"
-        top = bottoms[0] if in_place else name
-        layer = self.net.layer.add(name=name, type=kind, bottom=bottoms, top=[top])
+        names = [bottoms[0] if in_place else name] if tops == 1 else [f"{name}_{index}" for index in range(tops)]
+        layer = self.net.layer.add(name=name, type=kind, bottom=bottoms, top=names)
         for field, value in params.items():
             if isinstance(value, list):
                 getattr(layer, field).extend(value)
             else:
                 getattr(layer, field).CopyFrom(value)
-        return top
+        return names[0] if tops == 1 else names
+
+
+def _constant(value: float) -> caffe_pb2.FillerParameter:
+    return caffe_pb2.FillerParameter(type="constant", value=value)
 
 
 class CaffeBuilder:
     """Each built node is ``emit(writer, bottom, private) -> top``. ``private`` says that nothing
     else reads ``bottom``, so an element-wise layer may overwrite it, as Caffe's own nets do."""
+
+    def name_leaf(self, emit, name: str):
+        """The description layer's Caffe layers (a batch norm is two, an LSTM several) recorded as its."""
+        def named(writer: NetWriter, bottom, private):
+            first = len(writer.net.layer)
+            top = emit(writer, bottom, private)
+            writer.described.update((layer.name, name) for layer in writer.net.layer[first:])
+            return top
+        return named
 
     def conv(self, layer, shape):
         param = caffe_pb2.ConvolutionParameter(num_output=layer.out_channels, kernel_size=[layer.kernel],
@@ -117,6 +137,30 @@ class CaffeBuilder:
         param = caffe_pb2.DropoutParameter(dropout_ratio=layer.rate)
         return lambda writer, bottom, private: writer.add("Dropout", [bottom], in_place=private, dropout_param=param)
 
+    def lstm(self, layer, shape):
+        steps, features = shape
+
+        def emit(writer, bottom, private):
+            # Caffe's LSTM reads time-major blobs (steps, batch, features) and sequence-continuation flags
+            # (0 where a sequence starts, else Caffe carries the state over from the previous batch).
+            # BVLC Caffe has no transpose: the batch-major blob is sliced into its steps, stacked, reshaped.
+            step_tops = writer.add("Slice", [bottom], tops=steps, slice_param=caffe_pb2.SliceParameter(axis=1))
+            stacked = writer.add("Concat", step_tops, concat_param=caffe_pb2.ConcatParameter(axis=0))
+            time_major = writer.add("Reshape", [stacked], reshape_param=caffe_pb2.ReshapeParameter(
+                shape=caffe_pb2.BlobShape(dim=[steps, -1, features])))
+            flags = writer.add("DummyData", [], tops=2, dummy_data_param=caffe_pb2.DummyDataParameter(
+                shape=[caffe_pb2.BlobShape(dim=[1, writer.batch]), caffe_pb2.BlobShape(dim=[steps - 1, writer.batch])],
+                data_filler=[_constant(0), _constant(1)]))
+            starts = writer.add("Concat", flags, concat_param=caffe_pb2.ConcatParameter(axis=0))
+            outputs = writer.add("LSTM", [time_major, starts], recurrent_param=caffe_pb2.RecurrentParameter(
+                num_output=layer.units, weight_filler=FILLER, bias_filler=_constant(0)))
+            earlier, last = writer.add("Slice", [outputs], tops=2, slice_param=caffe_pb2.SliceParameter(
+                axis=0, slice_point=[steps - 1]))
+            writer.add("Silence", [earlier], tops=0)
+            return writer.add("Reshape", [last], reshape_param=caffe_pb2.ReshapeParameter(
+                shape=caffe_pb2.BlobShape(dim=[-1, layer.units])))
+        return emit
+
     def sequential(self, children):
         def emit(writer, bottom, private):
             for child in children:
@@ -138,15 +182,16 @@ class CaffeBuilder:
         return emit
 
 
-def net_parameter(description: networks.Network, data_layers: list[caffe_pb2.LayerParameter],
-                  loss: bool) -> caffe_pb2.NetParameter:
-    """The network on the ``data`` blob the given layers produce; with ``loss``, a softmax loss on ``label``."""
-    writer = NetWriter(f"{description.name}_{description.variant}")
+def net_parameter(description: networks.Network, data_layers: list[caffe_pb2.LayerParameter], batch: int,
+                  loss: bool) -> tuple[caffe_pb2.NetParameter, dict[str, str]]:
+    """The network on the ``data`` blob of ``batch`` the given layers produce; with ``loss``, a softmax loss
+    on ``label``. And which description layer each Caffe layer is part of."""
+    writer = NetWriter(f"{description.name}_{description.variant}", batch)
     writer.net.layer.extend(data_layers)
-    logits = networks.build(description, CaffeBuilder())(writer, "data", False)
+    logits = networks.build(description, networks.Named(CaffeBuilder()))(writer, "data", False)
     if loss:
         writer.net.layer.add(name="loss", type="SoftmaxWithLoss", bottom=[logits, "label"], top=["loss"])
-    return writer.net
+    return writer.net, writer.described
 
 
 def input_layer(top: str, shape: tuple) -> caffe_pb2.LayerParameter:
@@ -161,7 +206,7 @@ class Built(NamedTuple):
 
 def build(description: networks.Network) -> Built:
     """The network on an ``Input`` blob of one image (the parameter count and shape checks use it)."""
-    parameter = net_parameter(description, [input_layer("data", (1, *description.input_shape))], loss=False)
+    parameter, _ = net_parameter(description, [input_layer("data", (1, *description.input_shape))], 1, loss=False)
     with tempfile.TemporaryDirectory(prefix="dlbench-caffe-") as scratch:
         path = Path(scratch, "net.prototxt")
         path.write_text(text_format.MessageToString(parameter))
@@ -185,21 +230,26 @@ def forward_shape(model: Built, images: np.ndarray) -> tuple:
     return model.net.forward()[model.net.outputs[0]].shape
 
 
-def data_layer(spec: RunSpec, description: networks.Network) -> caffe_pb2.LayerParameter:
-    """Caffe's LMDB reader with the reference pipelines' transformation (random crop to the input,
-    mirror for colour images). Its normalisation is one scale for all channels: 1 / mean std."""
-    shards = inputs.train_shards(spec)
-    if len(shards) > 1:
-        print(f"Caffe's Data layer reads one LMDB: shard {shards[0].name} of {len(shards)}, cycled", flush=True)
+def data_layer(spec: RunSpec, description: networks.Network, shard: Path) -> caffe_pb2.LayerParameter:
+    """Caffe's LMDB reader with the reference pipelines' transformation (in the TRAIN phase a random crop
+    to the input and a mirror for colour images; in the TEST phase the centre crop). Its normalisation
+    is one scale for all channels: 1 / mean std."""
     mean, std = inputs.pixel_statistics(spec)
     channels, height, _ = description.input_shape
     return caffe_pb2.LayerParameter(
         name="data", type="Data", top=["data", "label"],
-        data_param=caffe_pb2.DataParameter(source=str(shards[0]), backend=caffe_pb2.DataParameter.LMDB,
+        data_param=caffe_pb2.DataParameter(source=str(shard), backend=caffe_pb2.DataParameter.LMDB,
                                            batch_size=spec.batch_size_global),
         transform_param=caffe_pb2.TransformationParameter(
             mean_value=[float(m) for m in mean], scale=float(1 / std.mean()), crop_size=height,
             mirror=channels == 3))
+
+
+def solver_rule(rule: networks.Optimizer) -> dict:
+    """The network's optimizer as SolverParameter fields; Caffe's RMSProp adds delta after the square root."""
+    if rule.kind == "rmsprop":
+        return {"type": "RMSProp", "rms_decay": rule.rho, "delta": rule.epsilon}
+    return {"type": "SGD", "momentum": rule.momentum}
 
 
 def _select_device(spec: RunSpec) -> None:
@@ -220,7 +270,41 @@ def _select_device(spec: RunSpec) -> None:
     caffe.set_mode_gpu()
 
 
+class LayerProfiler:
+    """``caffe time``'s per-layer timing, through pycaffe: while it is on, a step is the solver's net run
+    forward one Caffe layer at a time, then backward one at a time, each timed on the host clock, and no
+    update (pycaffe cannot apply one apart from a whole solver step). A Caffe layer counts for the
+    description layer it was built for; the Data and loss layers for none."""
+
+    METHOD = ("caffe time's per-layer forward and backward (Net::ForwardFromTo, BackwardFromTo one layer at a time "
+              "through pycaffe, host clock), mapped to the description's layers; a profiled step makes no update")
+
+    def __init__(self, trainer: Trainer, layers: list[str]):
+        self.trainer, self.layers, self.steps = trainer, layers, []
+
+    def __enter__(self) -> Self:
+        self.trainer.profiler = self
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.trainer.profiler = None
+
+    def step(self, net: caffe.Net) -> None:
+        times = {name: [0.0, 0.0] for name in self.layers}
+        described = [self.trainer.described.get(name) for name in net._layer_names]
+        net.clear_param_diffs()
+        for phase, order in ((0, range(len(described))), (1, reversed(range(len(described))))):
+            for index in order:
+                start = time.perf_counter()
+                (net._forward if phase == 0 else net._backward)(index, index)
+                if described[index]:
+                    times[described[index]][phase] += time.perf_counter() - start
+        self.steps.append({name: tuple(pair) for name, pair in times.items()})
+
+
 class Trainer:
+    INFERENCE_IDIOM = "net.forward() of a TEST-phase net sharing the solver's weights"
+
     def __init__(self, spec: RunSpec, description: networks.Network):
         _select_device(spec)
         caffe.set_random_seed(spec.seed)
@@ -230,15 +314,22 @@ class Trainer:
         if spec.data_mode == "synthetic":
             data_layers = [input_layer("data", batch), input_layer("label", batch[:1])]
         else:
-            data_layers = [data_layer(spec, description)]
+            shards = inputs.train_shards(spec)
+            if len(shards) > 1:
+                print(f"Caffe's Data layer reads one LMDB: shard {shards[0].name} of {len(shards)}, cycled", flush=True)
+            data_layers = [data_layer(spec, description, shards[0])]
         net_path = directory / "train.prototxt"
-        net_path.write_text(text_format.MessageToString(net_parameter(description, data_layers, loss=True)))
+        parameter, self.described = net_parameter(description, data_layers, spec.batch_size_global, loss=True)
+        net_path.write_text(text_format.MessageToString(parameter))
         solver_path = directory / "solver.prototxt"
         solver_path.write_text(text_format.MessageToString(caffe_pb2.SolverParameter(
-            train_net=str(net_path), type="SGD", base_lr=spec.learning_rate, momentum=0.9, lr_policy="fixed",
+            train_net=str(net_path), base_lr=spec.learning_rate, lr_policy="fixed",
+            **solver_rule(networks.optimizer(spec.network)),
             max_iter=spec.iterations, display=0, snapshot_after_train=False, random_seed=spec.seed,
             solver_mode=caffe_pb2.SolverParameter.GPU if spec.gpus else caffe_pb2.SolverParameter.CPU)))
         self.solver = caffe.get_solver(str(solver_path))
+        self.spec, self.description, self.directory = spec, description, directory
+        self.profiler: LayerProfiler | None = None
         if spec.data_mode == "synthetic":
             net = self.solver.net
             net.blobs["data"].data[...], net.blobs["label"].data[...] = inputs.normalised_synthetic_batch(
@@ -246,9 +337,53 @@ class Trainer:
         self.steps = 0
 
     def step(self):
-        self.solver.step(1)
+        if self.profiler:
+            self.profiler.step(self.solver.net)
+        else:
+            self.solver.step(1)
         self.steps += 1
         return already_finished  # the solver reads the loss back to the host at the end of each step
+
+    def layer_profiler(self) -> LayerProfiler:
+        if self.spec.gpus:  # caffe time's CUDA-event timer is not in pycaffe; the host clock cannot wait for a layer
+            raise Unavailable("Caffe's per-layer profile on a GPU: pycaffe exposes no way to wait for one layer's "
+                              "kernels (caffe time's CUDA-event timer); CPU runs only")
+        return LayerProfiler(self, networks.layer_names(self.description))
+
+    def test_logits(self):
+        """A TEST-phase net on the test split's LMDB sharing the solver's weights; Caffe's Data layer cycles
+        its LMDB, so the last batch's images taken again from the start are left out."""
+        shards = inputs.test_shards(self.spec)
+        if len(shards) > 1:
+            raise Unavailable(f"Caffe's Data layer reads one LMDB; this test split has {len(shards)} shards")
+        images = json.loads((Path(self.spec.data_dir) / "CONVERTED.json").read_text())["splits"]["test"]["images"]
+        parameter, _ = net_parameter(self.description, [data_layer(self.spec, self.description, shards[0])],
+                                     self.spec.batch_size_global, loss=False)
+        path = self.directory / "test.prototxt"
+        path.write_text(text_format.MessageToString(parameter))
+        net = caffe.Net(str(path), caffe.TEST)
+        net.share_with(self.solver.net)
+        logits = parameter.layer[-1].top[0]
+        for start in range(0, images, self.spec.batch_size_global):
+            kept = min(self.spec.batch_size_global, images - start)
+            net.forward()
+            yield net.blobs[logits].data[:kept].copy(), net.blobs["label"].data[:kept].astype(np.int64)
+
+    def inference(self, batch_size: int):
+        train_net = self.solver.net
+        train_net.forward(end="data")  # the Data layer's next batch (Input layers: the resident one)
+        path = self.directory / f"inference-{batch_size}.prototxt"
+        data = input_layer("data", (batch_size, *self.description.input_shape))
+        parameter, _ = net_parameter(self.description, [data], batch_size, loss=False)
+        path.write_text(text_format.MessageToString(parameter))
+        net = caffe.Net(str(path), caffe.TEST)  # dropout off, batch norm on its running statistics
+        net.share_with(train_net)  # layers of the same names: the weights the solver holds
+        net.blobs["data"].data[...] = train_net.blobs["data"].data[:batch_size]
+
+        def forward():
+            net.forward()  # returns the output blob read back to the host
+            return already_finished
+        return forward
 
     def synchronize(self) -> None:
         pass  # every step finished before it returned

@@ -22,6 +22,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -101,6 +102,9 @@ class CntkPlanner:
     def dropout(self, layer, shape):
         return {"op": "dropout", "rate": layer.rate}
 
+    def lstm(self, layer, shape):
+        return {"op": "lstm", "units": layer.units}
+
     def sequential(self, children):
         return {"op": "sequential", "children": children}
 
@@ -162,7 +166,8 @@ def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -
     count = ranks(spec)
     config = {"plan": plan(description), "input_shape": list(description.input_shape),
               "num_classes": description.num_classes, "batch_size": spec.batch_size_global, "ranks": count,
-              "learning_rate": spec.learning_rate, "threads": max(1, spec.threads // count), "gpus": spec.gpus,
+              "learning_rate": spec.learning_rate, "optimizer": asdict(networks.optimizer(spec.network)),
+              "threads": max(1, spec.threads // count), "gpus": spec.gpus,
               "synthetic_images": None, "synthetic_labels": None, "input_scale": None,
               "map_file": None, "mean_file": None}
     if spec.data_mode == "synthetic":
@@ -187,6 +192,8 @@ def _cpu_seconds(pid: int) -> float:
 
 
 class Trainer:
+    INFERENCE_IDIOM = "model.eval(batch) in the CNTK worker (each call includes the runner's socket round trip)"
+
     def __init__(self, spec: RunSpec, description: networks.Network):
         python = worker_python()
         self.scratch = tempfile.TemporaryDirectory(prefix="dlbench-cntk-")
@@ -277,10 +284,16 @@ class Trainer:
         self.input_wait = self._replies()[0]["input_wait"]  # rank 0's, as the other frameworks'
         self.pending -= 1
 
-    def step(self):
-        self._send("step")
+    def step(self, command: str = "step"):
+        self._send(command)
         self.pending += 1
         return self._wait_for_oldest_step
+
+    def inference(self, batch_size: int):
+        self.synchronize()
+        self._send(f"inference {batch_size}")
+        self._replies()
+        return lambda: self.step("forward")
 
     def synchronize(self) -> None:
         while self.pending:

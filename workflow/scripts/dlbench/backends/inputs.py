@@ -1,7 +1,8 @@
 """What every backend's input pipeline shares, so that all frameworks see the same data.
 
-Synthetic mode: one resident batch of random pixels (the same bytes in every framework), fed
-to every step, so that the run measures compute alone, as tf_cnn_benchmarks' synthetic data.
+Synthetic mode: one resident batch of random pixels (text: random one-hot characters; the same
+bytes in every framework), fed to every step, so that the run measures compute alone, as
+tf_cnn_benchmarks' synthetic data.
 Real and generated data: the training shards of the dataset in the framework's own format.
 """
 from __future__ import annotations
@@ -17,18 +18,30 @@ from ..spec import RunSpec
 
 
 def synthetic_batch(spec: RunSpec, description: networks.Network) -> tuple[np.ndarray, np.ndarray]:
-    """uint8 images (N, C, H, W) and int64 labels of the global batch."""
+    """uint8 images (N, C, H, W) or texts (N, steps, characters) and int64 labels of the global batch."""
     rng = np.random.default_rng(spec.seed)
-    images = rng.integers(0, 256, (spec.batch_size_global, *description.input_shape), dtype=np.uint8)
+    shape = (spec.batch_size_global, *description.input_shape)
+    if FAMILIES[spec.family].layout == "text":  # one character per step: 255 among zeros
+        images = np.zeros(shape, np.uint8)
+        np.put_along_axis(images, rng.integers(0, shape[-1], (*shape[:-1], 1)), 255, axis=-1)
+    else:
+        images = rng.integers(0, 256, shape, dtype=np.uint8)
     labels = rng.integers(0, description.num_classes, spec.batch_size_global, dtype=np.int64)
     return images, labels
 
 
 def normalised_synthetic_batch(spec: RunSpec, description: networks.Network) -> tuple[np.ndarray, np.ndarray]:
-    """The synthetic batch as the networks see it: float32 (N, C, H, W), per channel (x - mean) / std."""
+    """The synthetic batch as the networks see it: float32, per channel (x - mean) / std."""
     images, labels = synthetic_batch(spec, description)
     mean, std = pixel_statistics(spec)
-    return (images.astype(np.float32) - mean.reshape(-1, 1, 1)) / std.reshape(-1, 1, 1), labels
+    per_channel = (-1, *[1] * (len(description.input_shape) - 1))
+    return (images.astype(np.float32) - mean.reshape(per_channel)) / std.reshape(per_channel), labels
+
+
+def stored_shape(spec: RunSpec, description: networks.Network) -> tuple:
+    """The shape the pipeline decodes (and crops) images to: the network's input, or with a case's
+    ``input_size`` the dataset's own, which the pipeline then resizes (bilinear) and makes RGB."""
+    return FAMILIES[spec.family].image_shape if spec.input_size else tuple(description.input_shape)
 
 
 def pixel_statistics(spec: RunSpec) -> tuple[np.ndarray, np.ndarray]:
@@ -37,8 +50,18 @@ def pixel_statistics(spec: RunSpec) -> tuple[np.ndarray, np.ndarray]:
     return np.float32(family.mean) * 255, np.float32(family.std) * 255
 
 
-def train_shards(spec: RunSpec) -> list[Path]:
-    shards = shard_dirs(Path(spec.data_dir), "train")
+def _shards(spec: RunSpec, split: str) -> list[Path]:
+    shards = shard_dirs(Path(spec.data_dir), split)
     if not shards:
-        raise FileNotFoundError(f"{spec.data_dir}: no training shards train-*-of-* (is the dataset converted?)")
+        words = {"train": "training"}.get(split, split)
+        raise FileNotFoundError(f"{spec.data_dir}: no {words} shards {split}-*-of-* (is the dataset converted?)")
     return shards
+
+
+def train_shards(spec: RunSpec) -> list[Path]:
+    return _shards(spec, "train")
+
+
+def test_shards(spec: RunSpec) -> list[Path]:
+    """The test split's shards, which an accuracy run evaluates on."""
+    return _shards(spec, "test")

@@ -18,8 +18,8 @@ import numpy as np
 from .. import networks
 from ..spec import RunSpec
 from . import InputClock, Unavailable, already_finished, cuda_of_distribution, inputs, require_gpus, require_one_batch
-from .keras_layers import build, forward_shape, set_precision, trainable_parameters  # noqa: F401 - the backend interface
-from .lmdb_records import LmdbRecords, shuffled_runs
+from .keras_layers import build, forward_shape, keras_layout, keras_optimizer, set_precision, trainable_parameters  # noqa: F401 - the backend interface
+from .lmdb_records import LmdbRecords, in_order, shuffled_runs
 
 PACKAGES = ("keras", "tensorflow", "tensorflow-cpu", "jax", "jaxlib", "torch", "numpy")
 
@@ -70,26 +70,38 @@ def _configure(spec: RunSpec) -> None:
     set_precision(spec.precision)
 
 
-def _nhwc(images: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
-    return (images.transpose(0, 2, 3, 1).astype(np.float32) - mean) / std
+def normalised(images: np.ndarray, mean: np.ndarray, std: np.ndarray, shape: tuple) -> np.ndarray:
+    """Keras's layout, channels last: the per-channel statistics apply along the last axis. Images stored at
+    another size than ``shape`` (a case's input_size) are resized (bilinear) and made RGB, by the backend."""
+    images = (keras_layout(images).astype(np.float32) - mean) / std
+    channels, *size = shape
+    if images.ndim == 4 and images.shape[1:] != (*size, channels):  # images, not sequences
+        resized = keras.ops.image.resize(images, size, interpolation="bilinear", data_format="channels_last")
+        images = np.repeat(keras.ops.convert_to_numpy(resized), channels // images.shape[-1], axis=-1)
+    return images
 
 
 class Trainer:
+    INFERENCE_IDIOM = "model.predict_on_batch(images)"
+
     def __init__(self, spec: RunSpec, description: networks.Network):
         _configure(spec)
         self.gpus = spec.gpus
         keras.utils.set_random_seed(spec.seed)
         self.model = build(description)
-        self.model.compile(optimizer=keras.optimizers.SGD(spec.learning_rate, momentum=0.9),
+        self.model.compile(optimizer=keras_optimizer(networks.optimizer(spec.network), spec.learning_rate),
                            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                            jit_compile=spec.compile or keras.backend.backend() == "jax")
         mean, std = inputs.pixel_statistics(spec)
+        shape = description.input_shape
+        self.test_source = (spec, inputs.stored_shape(spec, description), mean, std, shape)
         if spec.data_mode == "synthetic":
             images, labels = inputs.synthetic_batch(spec, description)
-            resident = (keras.ops.convert_to_tensor(_nhwc(images, mean, std)), keras.ops.convert_to_tensor(labels))
+            resident = (keras.ops.convert_to_tensor(normalised(images, mean, std, shape)),
+                        keras.ops.convert_to_tensor(labels))
             self.next_batch = InputClock(lambda: resident)
         else:
-            records = LmdbRecords(inputs.train_shards(spec), description.input_shape, spec.seed)
+            records = LmdbRecords(inputs.train_shards(spec), inputs.stored_shape(spec, description), spec.seed)
             require_one_batch(spec, len(records), spec.batch_size_global)
             rng, runs = np.random.default_rng(spec.seed), len(records) // spec.batch_size_global
 
@@ -97,7 +109,7 @@ class Trainer:
                 while True:
                     for indices in shuffled_runs(len(records), spec.batch_size_global, rng.permutation(runs)):
                         images, labels = records.batch(indices)
-                        yield _nhwc(images, mean, std), labels
+                        yield normalised(images, mean, std, shape), labels
 
             batches = epochs()
             self.next_batch = InputClock(lambda: next(batches))
@@ -106,6 +118,21 @@ class Trainer:
     def step(self):
         self.loss = self.model.train_on_batch(*self.next_batch())
         return already_finished  # train_on_batch returns the loss as a host number
+
+    def inference(self, batch_size: int):
+        images = self.next_batch()[0][:batch_size]
+
+        def forward():
+            self.model.predict_on_batch(images)
+            return already_finished  # predict_on_batch returns the predictions as a NumPy array
+        return forward
+
+    def test_logits(self):
+        spec, stored, mean, std, shape = self.test_source
+        records = LmdbRecords(inputs.test_shards(spec), stored, augment=False)
+        for indices in in_order(len(records), spec.batch_size_global):
+            images, labels = records.batch(indices)
+            yield np.asarray(self.model.predict_on_batch(normalised(images, mean, std, shape)), np.float32), labels
 
     def synchronize(self) -> None:
         pass  # every step finished before it returned

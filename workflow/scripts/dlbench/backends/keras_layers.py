@@ -1,6 +1,6 @@
 """Keras 3 layers for the network descriptions: one builder for the TensorFlow backend and for
 Keras's high-level API on every Keras backend (TensorFlow, JAX, PyTorch). Images are NHWC
-(Keras's default, TensorFlow's native layout)."""
+(Keras's default, TensorFlow's native layout); sequences (batch, steps, features) as they are."""
 from __future__ import annotations
 
 import math
@@ -35,6 +35,12 @@ def _padding(layer, shape) -> str | None:
 class KerasBuilder:
     """Turns a :mod:`dlbench.networks` description into a function of a Keras tensor (NHWC)."""
 
+    def name_leaf(self, layer: keras.Layer, name: str) -> keras.Layer:
+        """The description's name for the layer (networks.Named): the name scope of its ops, which
+        TensorFlow's profiler reports."""
+        layer.name = name
+        return layer
+
     def conv(self, layer, shape):
         padding = _padding(layer, shape)
         conv = layers.Conv2D(layer.out_channels, layer.kernel, layer.stride, padding=padding or "valid",
@@ -65,6 +71,9 @@ class KerasBuilder:
     def dropout(self, layer, shape):
         return layers.Dropout(layer.rate)
 
+    def lstm(self, layer, shape):
+        return layers.LSTM(layer.units)
+
     def sequential(self, children):
         def apply(x):
             for child in children:
@@ -81,10 +90,15 @@ class KerasBuilder:
         return lambda x: add([body(x), x if shortcut is None else shortcut(x)])
 
 
+def keras_layout(batch: np.ndarray) -> np.ndarray:
+    """A batch of the description's inputs as Keras takes it: images NCHW -> NHWC, sequences unchanged."""
+    return batch.transpose(0, 2, 3, 1) if batch.ndim == 4 else batch
+
+
 def build(description: networks.Network) -> keras.Model:
-    channels, height, width = description.input_shape
-    images = keras.Input((height, width, channels))
-    return keras.Model(images, networks.build(description, KerasBuilder())(images), name=description.name)
+    images = keras.Input(keras_layout(np.empty((1, *description.input_shape), np.float32)).shape[1:])
+    return keras.Model(images, networks.build(description, networks.Named(KerasBuilder()))(images),
+                       name=description.name)
 
 
 def trainable_parameters(model: keras.Model) -> int:
@@ -92,5 +106,12 @@ def trainable_parameters(model: keras.Model) -> int:
 
 
 def forward_shape(model: keras.Model, images: np.ndarray) -> tuple:
-    """The output shape for float32 NCHW ``images`` (inference mode)."""
-    return tuple(model(images.transpose(0, 2, 3, 1), training=False).shape)
+    """The output shape for float32 ``images`` in the description's layout (inference mode)."""
+    return tuple(model(keras_layout(images), training=False).shape)
+
+
+def keras_optimizer(rule: networks.Optimizer, learning_rate: float) -> keras.optimizers.Optimizer:
+    """The network's optimizer in Keras (for TensorFlow's backend and Keras 3 on any backend)."""
+    if rule.kind == "rmsprop":
+        return keras.optimizers.RMSprop(learning_rate, rho=rule.rho, epsilon=rule.epsilon)
+    return keras.optimizers.SGD(learning_rate, momentum=rule.momentum)

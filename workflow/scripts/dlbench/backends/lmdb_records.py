@@ -14,12 +14,13 @@ from ..formats import lmdb_datum
 class LmdbRecords:
     """Caffe's LMDB shards of Datum records, with the reference pipelines' augmentation: a random
     crop to the network's input where the stored image is larger (ILSVRC12: shorter side 256 ->
-    224), and a random horizontal mirror for colour images. Index ``i`` is the ``i``-th record in
-    stored order over the shards. Handles are opened at the first batch, so that each loader
-    worker process opens its own."""
+    224), and a random horizontal mirror for colour images; for evaluation (``augment`` false) the
+    centre crop and no mirror. Index ``i`` is the ``i``-th record in stored order over the shards.
+    Handles are opened at the first batch, so that each loader worker process opens its own."""
 
-    def __init__(self, shards: list[Path], input_shape: tuple, seed: int = 0):
+    def __init__(self, shards: list[Path], input_shape: tuple, seed: int = 0, augment: bool = True):
         self.shards, self.input_shape, self.seed = [str(s) for s in shards], tuple(input_shape), seed
+        self.augment = augment
         self.keys, self.envs, self.rng = [], None, None
         for number, shard in enumerate(self.shards):
             env = lmdb.open(shard, readonly=True, lock=False, readahead=False)
@@ -33,10 +34,10 @@ class LmdbRecords:
     def _augment(self, image: np.ndarray) -> np.ndarray:
         _, height, width = self.input_shape
         if image.shape[1:] != (height, width):
-            top = self.rng.integers(0, image.shape[1] - height + 1)
-            left = self.rng.integers(0, image.shape[2] - width + 1)
+            top, left = (self.rng.integers(0, image.shape[1] - height + 1), self.rng.integers(0, image.shape[2] - width + 1)
+                         ) if self.augment else ((image.shape[1] - height) // 2, (image.shape[2] - width) // 2)
             image = image[:, top:top + height, left:left + width]
-        if image.shape[0] == 3 and self.rng.random() < 0.5:
+        if self.augment and image.shape[0] == 3 and self.rng.random() < 0.5:
             image = image[:, :, ::-1]
         return image
 
@@ -72,6 +73,12 @@ class LmdbRecords:
             image, labels[position] = lmdb_datum.decode(value)
             images[position] = self._augment(image)
         return images, labels
+
+
+def in_order(size: int, batch_size: int) -> Iterator[list[int]]:
+    """Every record once, in stored order, in batches (the last one shorter): an evaluation's pass."""
+    for start in range(0, size, batch_size):
+        yield list(range(start, min(start + batch_size, size)))
 
 
 def shuffled_runs(size: int, batch_size: int, order: list[int]) -> Iterator[list[int]]:

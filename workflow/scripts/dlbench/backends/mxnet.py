@@ -7,6 +7,7 @@ monitor sets it from the job's cores (left unset, MXNet 1.9 trains on one core).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import mxnet as mx
 import numpy as np
@@ -44,6 +45,20 @@ class _Residual(nn.HybridBlock):
         return self.body(x) + (x if self.shortcut is None else self.shortcut(x))
 
 
+class _LastStep(nn.HybridBlock):
+    """Gluon's ``rnn.LSTM`` over (batch, steps, features), its output at the last step. Gluon keeps a second
+    bias vector per gate (``h2h_bias``); it stays zero and untrained, so the math and the trainable
+    parameters are the description's."""
+
+    def __init__(self, features: int, units: int):
+        super().__init__()
+        self.lstm = gluon.rnn.LSTM(units, layout="NTC", input_size=features)
+        self.lstm.collect_params(".*h2h_bias").setattr("grad_req", "null")  # initialised to zeros, as all its biases
+
+    def hybrid_forward(self, F, x):
+        return F.squeeze(F.slice_axis(self.lstm(x), axis=1, begin=-1, end=None), axis=1)
+
+
 class GluonBuilder:
     """Turns a :mod:`dlbench.networks` description into a Gluon ``HybridBlock`` (NCHW)."""
 
@@ -71,6 +86,9 @@ class GluonBuilder:
 
     def dropout(self, layer, shape):
         return nn.Dropout(layer.rate)
+
+    def lstm(self, layer, shape):
+        return _LastStep(shape[1], layer.units)
 
     def sequential(self, children):
         block = nn.HybridSequential()
@@ -113,15 +131,29 @@ class RecordBatches:
         images = sum(len((shard / recordio_im2rec.IDX).read_text().splitlines()) for shard in self.shards)
         require_one_batch(spec, images, spec.batch_size_global)
         channels = description.input_shape[0]
-        mean, std = inputs.pixel_statistics(spec)
+        # a grey image decoded as RGB for a case's input_size: its statistics for every channel
+        mean, std = (np.resize(values, channels) for values in inputs.pixel_statistics(spec))
         normalise = {f"{kind}_{colour}": float(value) for kind, values in (("mean", mean), ("std", std))
                      for colour, value in zip("rgb", values)}
+        # input_size: the shorter side resized (bilinear) to it, grey images decoded as colour ones
+        resize = {"resize": spec.input_size} if spec.input_size else {}
         self.options = dict(data_shape=description.input_shape, batch_size=spec.batch_size_global, shuffle=True,
-                            rand_crop=True, rand_mirror=channels == 3, preprocess_threads=spec.threads,
-                            seed=spec.seed, round_batch=True, **normalise)
+                            rand_crop=True, rand_mirror=inputs.stored_shape(spec, description)[0] == 3,
+                            preprocess_threads=spec.threads, seed=spec.seed, round_batch=True, **normalise, **resize)
+        self.test_shards = inputs.test_shards(spec) if spec.task == "accuracy" else []
         self.rng = np.random.default_rng(spec.seed)
         self.order: list[int] = []
         self.iterator = None
+
+    def test(self) -> Iterator[tuple[mx.nd.NDArray, mx.nd.NDArray]]:
+        """The test split once, shard after shard in stored order, centre-cropped and not mirrored; a shard's
+        last batch without the images ``round_batch`` took again from its start."""
+        options = {**self.options, "shuffle": False, "rand_crop": False, "rand_mirror": False}
+        for shard in self.test_shards:
+            for batch in mx.io.ImageRecordIter(path_imgrec=str(shard / recordio_im2rec.REC),
+                                               path_imgidx=str(shard / recordio_im2rec.IDX), **options):
+                kept = batch.data[0].shape[0] - batch.pad
+                yield batch.data[0][:kept], batch.label[0][:kept]
 
     def _open_next_shard(self) -> None:
         if not self.order:
@@ -147,6 +179,13 @@ class RecordBatches:
 AMP_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
+def optimizer(rule: networks.Optimizer, learning_rate: float) -> tuple[str, dict]:
+    """The network's optimizer as gluon.Trainer takes it."""
+    if rule.kind == "rmsprop":
+        return "rmsprop", {"learning_rate": learning_rate, "gamma1": rule.rho, "epsilon": rule.epsilon}
+    return "sgd", {"learning_rate": learning_rate, "momentum": rule.momentum}
+
+
 def _contexts(spec: RunSpec) -> list[mx.Context]:
     if spec.gpus == 0:
         return [mx.cpu()]
@@ -156,6 +195,8 @@ def _contexts(spec: RunSpec) -> list[mx.Context]:
 
 class Trainer:
     """``contexts`` overrides the spec's (tests: two CPU contexts for the multi-device path)."""
+
+    INFERENCE_IDIOM = "the hybridised Gluon block called outside autograd.record (predict mode)"
 
     def __init__(self, spec: RunSpec, description: networks.Network, contexts: list[mx.Context] | None = None):
         self.contexts = contexts or _contexts(spec)
@@ -168,8 +209,8 @@ class Trainer:
         self.net.initialize(mx.init.Xavier(), ctx=self.contexts)
         self.net.hybridize(static_alloc=True, static_shape=True)
         # Data parallelism: the global batch is split over the contexts, the kvstore sums gradients.
-        self.trainer = gluon.Trainer(self.net.collect_params(), "sgd",
-                                     {"learning_rate": spec.learning_rate, "momentum": 0.9},
+        self.trainer = gluon.Trainer(self.net.collect_params(),
+                                     *optimizer(networks.optimizer(spec.network), spec.learning_rate),
                                      kvstore="device" if len(self.contexts) > 1 else None)
         self.loss_scaling = spec.precision == "fp16"
         if self.loss_scaling:
@@ -181,7 +222,7 @@ class Trainer:
             resident = self._split(mx.nd.array(images), mx.nd.array(labels))
             self.next_batch = InputClock(lambda: resident)
         else:
-            batches = RecordBatches(spec, description)
+            self.batches = batches = RecordBatches(spec, description)
             self.next_batch = InputClock(lambda: self._split(*batches.next()))
         self.losses = None
 
@@ -207,6 +248,20 @@ class Trainer:
             for loss in losses:
                 loss.wait_to_read()
         return wait_for_losses
+
+    def inference(self, batch_size: int):
+        ((images, _),) = self.next_batch()  # one context
+        images = images[:batch_size]
+
+        def forward():
+            output = self.net(images)  # outside autograd.record: no gradient, dropout off, running statistics
+            return output.wait_to_read
+        return forward
+
+    def test_logits(self):
+        for images, labels in self.batches.test():
+            # outside autograd.record: dropout off, batch norm's running statistics; on the first context
+            yield self.net(images.as_in_context(self.contexts[0])).astype("float32").asnumpy(), labels.asnumpy()
 
     def synchronize(self) -> None:
         mx.nd.waitall()

@@ -3,19 +3,24 @@
 ``GradScaler``), as PyTorch's AMP recipe has it."""
 from __future__ import annotations
 
+import bisect
+import functools
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Self
 
 import numpy as np
 import torch
 from torch import distributed, nn
 from torch.nn.parallel import DistributedDataParallel
+from torch.profiler import ProfilerActivity
 from torch.utils.data import DataLoader
 
 from .. import networks
 from ..spec import RunSpec
 from . import InputClock, Unavailable, already_finished, inputs, require_gpus, require_one_batch
-from .lmdb_records import LmdbRecords, shuffled_runs
+from .lmdb_records import LmdbRecords, in_order, shuffled_runs
 
 
 def framework_version() -> str:
@@ -58,11 +63,35 @@ class _Residual(nn.Module):
         return self.body(x) + (x if self.shortcut is None else self.shortcut(x))
 
 
+class _LastStep(nn.Module):
+    """``nn.LSTM`` over (batch, steps, features), its output at the last step. PyTorch adds a second bias
+    vector per gate (``bias_hh``); it stays zero and untrained, so the math and the trainable parameters
+    are the description's."""
+
+    def __init__(self, features: int, units: int):
+        super().__init__()
+        self.lstm = nn.LSTM(features, units, batch_first=True)
+        nn.init.zeros_(self.lstm.bias_hh_l0)
+        self.lstm.bias_hh_l0.requires_grad_(False)
+
+    def forward(self, x):
+        return self.lstm(x)[0][:, -1]
+
+
+def _initialised(layer: nn.Conv2d | nn.Linear) -> nn.Module:
+    """networks.INITIALISATION, in the place of PyTorch's default (Kaiming uniform with a = sqrt(5))."""
+    nn.init.xavier_uniform_(layer.weight)
+    if layer.bias is not None:
+        nn.init.zeros_(layer.bias)
+    return layer
+
+
 class TorchBuilder:
     """Turns a :mod:`dlbench.networks` description into an ``nn.Module``."""
 
     def conv(self, layer, shape):
-        return nn.Conv2d(shape[0], layer.out_channels, layer.kernel, layer.stride, layer.padding, bias=layer.bias)
+        return _initialised(nn.Conv2d(shape[0], layer.out_channels, layer.kernel, layer.stride, layer.padding,
+                                      bias=layer.bias))
 
     def batchnorm(self, layer, shape):
         return nn.BatchNorm2d(shape[0], eps=layer.eps)
@@ -80,10 +109,13 @@ class TorchBuilder:
         return nn.Flatten()
 
     def dense(self, layer, shape):
-        return nn.Linear(shape[0], layer.out_features, bias=layer.bias)
+        return _initialised(nn.Linear(shape[0], layer.out_features, bias=layer.bias))
 
     def dropout(self, layer, shape):
         return nn.Dropout(layer.rate)
+
+    def lstm(self, layer, shape):
+        return _LastStep(shape[1], layer.units)
 
     def sequential(self, children):
         return nn.Sequential(*children)
@@ -137,8 +169,8 @@ class LmdbDataset(torch.utils.data.Dataset):
     """:class:`LmdbRecords` for a DataLoader: whole batches through ``__getitems__``, each worker
     with its own handles and random stream."""
 
-    def __init__(self, shards: list[Path], input_shape: tuple, seed: int = 0):
-        self.records = LmdbRecords(shards, input_shape, seed)
+    def __init__(self, shards: list[Path], input_shape: tuple, seed: int = 0, augment: bool = True):
+        self.records = LmdbRecords(shards, input_shape, seed, augment)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -171,24 +203,26 @@ def _as_tensors(batch: tuple[np.ndarray, np.ndarray]) -> tuple[torch.Tensor, tor
     return torch.from_numpy(images), torch.from_numpy(labels)
 
 
-class _Batches:
+class Batches:
     """Endless batches: synthetic (one resident batch) or shuffled epochs of a dataset."""
 
     def __init__(self, spec: RunSpec, description: networks.Network, device: torch.device, rank: int = 0,
                  world: int = 1):
         """The process's share of the global batch: ``world`` processes each train on a slice."""
         mean, std = inputs.pixel_statistics(spec)
-        self.mean = torch.from_numpy(mean).to(device).view(1, -1, 1, 1)
-        self.std = torch.from_numpy(std).to(device).view(1, -1, 1, 1)
+        per_channel = (1, -1, *[1] * (len(description.input_shape) - 1))  # channels follow the batch axis
+        self.mean = torch.from_numpy(mean).to(device).view(per_channel)
+        self.std = torch.from_numpy(std).to(device).view(per_channel)
         self.device, self.batch = device, spec.batch_size_global // world
-        self.memory_format = memory_format(spec)  # the model's
+        self.spec, self.description = spec, description
+        self.memory_format = memory_format(spec, description)  # the model's
         if spec.data_mode == "synthetic":
             share = slice(rank * self.batch, (rank + 1) * self.batch)
             images, labels = _as_tensors(inputs.synthetic_batch(spec, description))
             self.synthetic = (self._normalise(images[share].to(device)), labels[share].to(device))
             return
         self.synthetic = None
-        dataset = LmdbDataset(inputs.train_shards(spec), description.input_shape, spec.seed + rank)
+        dataset = LmdbDataset(inputs.train_shards(spec), inputs.stored_shape(spec, description), spec.seed + rank)
         require_one_batch(spec, len(dataset), self.batch)
         workers = spec.loader_workers
         generator = torch.Generator().manual_seed(spec.seed + rank)  # each process its own order
@@ -199,7 +233,22 @@ class _Batches:
         self.iterator = iter(self.loader)
 
     def _normalise(self, images: torch.Tensor) -> torch.Tensor:
-        return images.float().sub_(self.mean).div_(self.std).contiguous(memory_format=self.memory_format)
+        images = images.float().sub_(self.mean).div_(self.std)
+        channels, *size = self.description.input_shape
+        if images.shape[1:] != self.description.input_shape:  # a case's input_size: resized, made RGB, on the device
+            images = nn.functional.interpolate(images, size=size, mode="bilinear", align_corners=False)
+            images = images.expand(-1, channels, -1, -1)
+        return images.contiguous(memory_format=self.memory_format)
+
+    def test(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """The test split once, in stored order, without augmentation, in the training batches' loader."""
+        dataset = LmdbDataset(inputs.test_shards(self.spec), inputs.stored_shape(self.spec, self.description),
+                              augment=False)
+        loader = DataLoader(dataset, batch_sampler=list(in_order(len(dataset), self.batch)),
+                            num_workers=self.spec.loader_workers, pin_memory=self.device.type == "cuda",
+                            collate_fn=_as_tensors)
+        for images, labels in loader:
+            yield self._normalise(images.to(self.device, non_blocking=True)), labels
 
     def next(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self.synthetic is not None:
@@ -213,19 +262,93 @@ class _Batches:
         return self._normalise(images), labels.to(self.device, non_blocking=True)
 
 
+class LayerProfiler:
+    """``torch.profiler`` over the steps taken under it. Each description layer's call is wrapped in a
+    ``record_function`` named after it (module hooks): its forward time is that scope's; its backward time
+    is that of the autograd functions whose sequence numbers the ops in its scope were given (the link
+    PyTorch's own profiler keeps between a forward op and its backward). CPU time on a CPU; on a GPU, the
+    time of the CUDA kernels they launched. A step begins with the first layer's call."""
+
+    METHOD = ("torch.profiler: a record_function per description layer (module hooks), each layer's backward "
+              "the autograd functions of its ops' sequence numbers")
+    BACKWARD = "autograd::engine::evaluate_function: "
+
+    def __init__(self, layers: dict[str, nn.Module], cuda: bool):
+        self.layers, self.cuda = layers, cuda
+        self.scopes, self.handles, self.steps = {}, [], []
+
+    def __enter__(self) -> Self:
+        for name, module in self.layers.items():
+            self.handles += [module.register_forward_pre_hook(functools.partial(self._enter_layer, name)),
+                             module.register_forward_hook(functools.partial(self._exit_layer, name))]
+        activities = [ProfilerActivity.CPU, *[ProfilerActivity.CUDA] * self.cuda]
+        self.profiler = torch.profiler.profile(activities=activities)
+        self.profiler.__enter__()
+        return self
+
+    def _enter_layer(self, name: str, module, args) -> None:
+        self.scopes[name] = torch.profiler.record_function(name).__enter__()
+
+    def _exit_layer(self, name: str, module, args, output) -> None:
+        self.scopes.pop(name).__exit__(None, None, None)
+
+    def __exit__(self, *exception) -> None:
+        self.profiler.__exit__(*exception)
+        for handle in self.handles:
+            handle.remove()
+        if exception[0] is None:
+            self.steps = self._per_step(self.profiler.events())
+
+    def _seconds(self, event) -> float:
+        return (event.device_time_total if self.cuda else event.time_range.elapsed_us()) / 1e6
+
+    def _per_step(self, events) -> list[dict[str, tuple[float, float]]]:
+        first = next(iter(self.layers))
+        scopes = [event for event in events if event.name in self.layers]
+        starts = sorted(event.time_range.start for event in scopes if event.name == first)
+        times = [{name: [0.0, 0.0] for name in self.layers} for _ in starts]
+        owners = {}  # an op's sequence number -> (step, layer) of the scope it ran in
+        for event in scopes:
+            step = bisect.bisect_right(starts, event.time_range.start) - 1
+            times[step][event.name][0] += self._seconds(event)
+            stack = list(event.cpu_children)
+            while stack:
+                child = stack.pop()
+                if child.sequence_nr >= 0:
+                    owners[child.sequence_nr] = (step, event.name)
+                stack += child.cpu_children
+        for event in events:
+            if event.name.startswith(self.BACKWARD) and event.sequence_nr in owners:
+                step, name = owners[event.sequence_nr]
+                times[step][name][1] += self._seconds(event)
+        return [{name: tuple(pair) for name, pair in step.items()} for step in times]
+
+
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def memory_format(spec: RunSpec) -> torch.memory_format:
+def optimizer(rule: networks.Optimizer, parameters, learning_rate: float) -> torch.optim.Optimizer:
+    """The network's optimizer in PyTorch; its RMSprop adds epsilon after the square root."""
+    if rule.kind == "rmsprop":
+        return torch.optim.RMSprop(parameters, lr=learning_rate, alpha=rule.rho, eps=rule.epsilon)
+    return torch.optim.SGD(parameters, lr=learning_rate, momentum=rule.momentum)
+
+
+def memory_format(spec: RunSpec, description: networks.Network) -> torch.memory_format:
     """channels_last (NHWC in memory) where it is faster: on CPUs, where oneDNN's convolutions prefer
     it (benchmarks/memory_format.py here: ResNet50 1.12x, LeNet 1.56x in fp32, 1.13x and 1.88x in
     bf16; compiled, even), and on GPUs where tensor cores run the convolutions (tf32, mixed
-    precision, compiled), as PyTorch's performance guide recommends. fp32 on a GPU keeps NCHW."""
+    precision, compiled), as PyTorch's performance guide recommends. fp32 on a GPU keeps NCHW.
+    Sequences have no channels to put last."""
+    if len(description.input_shape) != 3:
+        return torch.contiguous_format
     tensor_cores = spec.precision != "fp32" or spec.compile
     return torch.channels_last if spec.gpus == 0 or tensor_cores else torch.contiguous_format
 
 
 class Trainer:
+    INFERENCE_IDIOM = "model.eval() called under torch.inference_mode()"
+
     def __init__(self, spec: RunSpec, description: networks.Network):
         # Processes of one run on one machine share its threads (torchrun sets LOCAL_WORLD_SIZE).
         torch.set_num_threads(max(1, spec.threads // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
@@ -235,8 +358,10 @@ class Trainer:
         set_tf32(spec.precision)
         if self.devices[0].type == "cuda":
             torch.backends.cudnn.benchmark = True  # as the reference training scripts do
-        layout = memory_format(spec)  # the batches' too
-        model = build(description).to(self.devices[0], memory_format=layout)
+        layout = memory_format(spec, description)  # the batches' too
+        named = networks.Named(TorchBuilder())  # its layers by their description names, for profiles
+        model = networks.build(description, named).to(self.devices[0], memory_format=layout)
+        self.layers = named.leaves
         if world > 1:
             # Data parallelism over processes: each trains on its slice, gradients are all-reduced.
             model = DistributedDataParallel(model, device_ids=[self.devices[0].index] if spec.gpus else None)
@@ -247,14 +372,15 @@ class Trainer:
             model = nn.DataParallel(model, device_ids=[d.index for d in self.devices])
         self.model = model.train()
         self.forward = torch.compile(model) if spec.compile else model  # compiles in the first (warm-up) steps
-        self.optimizer = torch.optim.SGD(model.parameters(), lr=spec.learning_rate, momentum=0.9)
+        self.optimizer = optimizer(networks.optimizer(spec.network), model.parameters(), spec.learning_rate)
         self.criterion = nn.CrossEntropyLoss()
         device_type = self.devices[0].type
         # Weights stay fp32; autocast runs each op in the dtype PyTorch lists for it (the loss in fp32).
         self.autocast = torch.autocast(device_type, dtype=AUTOCAST_DTYPES.get(spec.precision),
                                        enabled=spec.precision in AUTOCAST_DTYPES)
         self.scaler = torch.amp.GradScaler(device_type, enabled=spec.precision == "fp16")
-        self.next_batch = InputClock(_Batches(spec, description, self.devices[0], rank, world).next)
+        self.batches = Batches(spec, description, self.devices[0], rank, world)
+        self.next_batch = InputClock(self.batches.next)
         print(f"memory format: {layout}", flush=True)
         self.loss = None
 
@@ -267,11 +393,38 @@ class Trainer:
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.loss = loss.detach()
+        return self._dispatched()
+
+    def _dispatched(self):
+        """How to wait for the work just queued: at once on a CPU, an event behind it on the GPU (the one
+        that holds the parameters)."""
         if self.devices[0].type != "cuda":
             return already_finished
-        finished = torch.cuda.Event()  # behind the optimizer step, on the GPU that holds the parameters
+        finished = torch.cuda.Event()
         finished.record(torch.cuda.current_stream(self.devices[0]))
         return finished.synchronize
+
+    def inference(self, batch_size: int):
+        images = self.next_batch()[0][:batch_size]
+        self.model.eval()
+
+        def forward():
+            with torch.inference_mode(), self.autocast:
+                self.forward(images)
+            return self._dispatched()
+        return forward
+
+    def layer_profiler(self) -> LayerProfiler:
+        return LayerProfiler(self.layers, self.devices[0].type == "cuda")
+
+    def test_logits(self):
+        self.model.eval()
+        try:
+            with torch.inference_mode(), self.autocast:
+                for images, labels in self.batches.test():
+                    yield self.forward(images).float().cpu().numpy(), labels.numpy()
+        finally:
+            self.model.train()
 
     def synchronize(self) -> None:
         for device in self.devices:

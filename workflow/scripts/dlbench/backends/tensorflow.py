@@ -9,14 +9,22 @@ iterator staying outside it.
 """
 from __future__ import annotations
 
+import bisect
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Self
+
 import keras
 import tensorflow as tf
+from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
 from .. import networks
 from ..formats import TFRECORD_FILE
 from ..spec import RunSpec
-from . import InputClock, already_finished, inputs, require_gpus
-from .keras_layers import build, forward_shape, set_precision, trainable_parameters  # noqa: F401 - the backend interface
+from . import InputClock, Unavailable, already_finished, inputs, require_gpus
+from .keras_layers import build, forward_shape, keras_layout, keras_optimizer, set_precision, trainable_parameters  # noqa: F401 - the backend interface
 
 SHUFFLE_BUFFER = 10_000  # records, as the model garden's ImageNet input
 
@@ -38,35 +46,109 @@ def cuda_build() -> str | None:
 PACKAGES = ("tensorflow", "tensorflow-cpu", "keras", "numpy")  # their versions go into the run's record
 
 
-def dataset(spec: RunSpec, description: networks.Network) -> tf.data.Dataset:
-    """Endless global batches of normalised NHWC float32 images and int64 labels."""
+def _decoder(spec: RunSpec, description: networks.Network, augment: bool):
+    """A TFRecord's normalised float32 image (NHWC) and int64 label: randomly cropped (ILSVRC12: 256 ->
+    224) and mirrored (colour images) for training, centre-cropped for evaluation; with a case's
+    ``input_size``, resized (bilinear) instead of cropped, and grey made RGB."""
     channels, height, width = description.input_shape
+    stored = inputs.stored_shape(spec, description)[0]
     mean, std = inputs.pixel_statistics(spec)
-    if spec.data_mode == "synthetic":
-        images, labels = inputs.normalised_synthetic_batch(spec, description)
-        return tf.data.Dataset.from_tensors((images.transpose(0, 2, 3, 1), labels)).repeat()
-    files = [str(shard / TFRECORD_FILE) for shard in inputs.train_shards(spec)]
     features = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
                 "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
 
     def decode(record):
         example = tf.io.parse_single_example(record, features)
-        image = tf.io.decode_image(example["image/encoded"], channels=channels, expand_animations=False)
-        image = tf.image.random_crop(image, (height, width, channels))  # ILSVRC12: 256 -> 224
-        if channels == 3:
+        image = tf.io.decode_image(example["image/encoded"], channels=stored, expand_animations=False)
+        if spec.input_size:
+            image = tf.image.resize(image, (height, width))
+        elif augment:
+            image = tf.image.random_crop(image, (height, width, channels))
+        else:
+            image = tf.image.resize_with_crop_or_pad(image, height, width)
+        if augment and stored == 3:
             image = tf.image.random_flip_left_right(image)
-        return (tf.cast(image, tf.float32) - mean) / std, example["image/class/label"]
+        image = (tf.cast(image, tf.float32) - mean) / std
+        return (tf.image.grayscale_to_rgb(image) if stored < channels else image), example["image/class/label"]
+    return decode
 
+
+def _with_threads(pipeline: tf.data.Dataset, threads: int) -> tf.data.Dataset:
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = threads  # the job's cores, no more
+    return pipeline.with_options(options)
+
+
+def dataset(spec: RunSpec, description: networks.Network) -> tf.data.Dataset:
+    """Endless global batches of normalised float32 inputs (images NHWC) and int64 labels."""
+    if spec.data_mode == "synthetic":
+        images, labels = inputs.normalised_synthetic_batch(spec, description)
+        return tf.data.Dataset.from_tensors((keras_layout(images), labels)).repeat()
+    files = [str(shard / TFRECORD_FILE) for shard in inputs.train_shards(spec)]
     records = (tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=spec.seed)
                .interleave(tf.data.TFRecordDataset, cycle_length=min(len(files), spec.threads),
                            num_parallel_calls=tf.data.AUTOTUNE))
     pipeline = (records.shuffle(SHUFFLE_BUFFER, seed=spec.seed).repeat()
-                .map(decode, num_parallel_calls=spec.threads)
+                .map(_decoder(spec, description, augment=True), num_parallel_calls=spec.threads)
                 .batch(spec.batch_size_global, drop_remainder=True)
                 .prefetch(tf.data.AUTOTUNE))
-    options = tf.data.Options()
-    options.threading.private_threadpool_size = spec.threads  # the job's cores, no more
-    return pipeline.with_options(options)
+    return _with_threads(pipeline, spec.threads)
+
+
+def test_dataset(spec: RunSpec, description: networks.Network) -> tf.data.Dataset:
+    """The test split once, in stored order, in batches of the case's size (the last one shorter)."""
+    files = [str(shard / TFRECORD_FILE) for shard in inputs.test_shards(spec)]
+    pipeline = (tf.data.TFRecordDataset(files).map(_decoder(spec, description, augment=False),
+                                                    num_parallel_calls=spec.threads)
+                .batch(spec.batch_size_global).prefetch(tf.data.AUTOTUNE))
+    return _with_threads(pipeline, spec.threads)
+
+
+class LayerProfiler:
+    """TensorFlow's profiler (``tf.profiler.experimental``) over the steps taken under it, its trace read
+    back from the XSpace protobuf it writes. Each op's kernel time on the host's threads counts for the
+    description layer in its name scope (the Keras layers are named after the description's), the gradient
+    tape's ops for that layer's backward; an op TensorFlow fused across layers (a dense layer's matrix
+    product with the ReLU after it, say) counts for the layer that names it. Ops run on several threads
+    at once: their times can sum to more than the step. A step begins with its ``train_step`` call."""
+
+    METHOD = ("TensorFlow's profiler (tf.profiler.experimental): host op times by the Keras layer in their name "
+              "scope (named after the description's layers), the gradient tape's ops as its backward; fused ops "
+              "count for the layer that names them (a convolution's forward for the ReLU after it); ops run on "
+              "several threads at once, so the layers' times can sum to more than the step")
+
+    def __init__(self, layers: list[str], step_name: str):
+        self.layers, self.step_name, self.steps = set(layers), step_name, []
+        self.order = layers
+
+    def __enter__(self) -> Self:
+        self.logdir = tempfile.mkdtemp(prefix="dlbench-tfprofile-")
+        tf.profiler.experimental.start(self.logdir)
+        return self
+
+    def __exit__(self, *exception) -> None:
+        tf.profiler.experimental.stop()
+        try:
+            if exception[0] is None:
+                (path,) = Path(self.logdir).glob("plugins/profile/*/*.xplane.pb")
+                space = xplane_pb2.XSpace()
+                space.ParseFromString(path.read_bytes())
+                self.steps = self._per_step(next(plane for plane in space.planes if plane.name == "/host:CPU"))
+        finally:
+            shutil.rmtree(self.logdir, ignore_errors=True)
+
+    def _per_step(self, plane) -> list[dict[str, tuple[float, float]]]:
+        names = plane.event_metadata
+        events = [(line.timestamp_ns * 1000 + event.offset_ps, event.duration_ps, names[event.metadata_id].name)
+                  for line in plane.lines for event in line.events]
+        starts = sorted(start for start, _, name in events if name == self.step_name)
+        times = [{name: [0.0, 0.0] for name in self.order} for _ in starts]
+        for start, duration, name in events:
+            scope = name.partition(":")[0].split("/")  # TensorFlow suffixes a scope used again: conv2_1
+            layer = next((part for part in (re.sub(r"_\d+$", "", part) for part in scope) if part in self.layers), None)
+            step = bisect.bisect_right(starts, start) - 1
+            if layer and ":" in name and step >= 0:
+                times[step][layer][scope[0] == "gradient_tape"] += duration / 1e12
+        return [{name: tuple(pair) for name, pair in step.items()} for step in times]
 
 
 def configure_runtime(threads: int, precision: str = "fp32") -> int:
@@ -92,6 +174,8 @@ def _devices(spec: RunSpec) -> list[str]:
 class Trainer:
     """``devices`` overrides the spec's (tests: logical CPU devices for the multi-device path)."""
 
+    INFERENCE_IDIOM = "model(images, training=False) in a tf.function"
+
     def __init__(self, spec: RunSpec, description: networks.Network, devices: list[str] | None = None):
         devices = devices or _devices(spec)
         self.gpus = [device for device in devices if "gpu" in device.lower()]
@@ -104,7 +188,7 @@ class Trainer:
         set_precision(spec.precision)
         with strategy.scope(), tf.device(devices[0]):
             self.model = build(description)
-            optimizer = keras.optimizers.SGD(spec.learning_rate, momentum=0.9)
+            optimizer = keras_optimizer(networks.optimizer(spec.network), spec.learning_rate)
             if spec.precision == "fp16":
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
             # Momentum slots now, in the strategy's scope: created inside the traced step on a
@@ -139,12 +223,34 @@ class Trainer:
             return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(replica_step, (images, labels)), axis=None)
 
         self.train_step = train_step
-        self.loss = None
+        self.compile, self.loss = spec.compile, None
+        self.test_source = (spec, description)
+        self.layer_names = networks.layer_names(description)
 
     def step(self):
         self.loss = self.train_step(*self.next_batch())
         # On CPU the call returns when the step's ops have run; GPU kernels run on after it returns.
         return self.loss.numpy if self.gpus else already_finished
+
+    def inference(self, batch_size: int):
+        images = self.next_batch()[0][:batch_size]  # one device: the batch itself, not per-replica parts
+        predict = tf.function(lambda batch: self.model(batch, training=False), jit_compile=self.compile)
+
+        def forward():
+            self.loss = predict(images)  # what synchronize waits for
+            return self.loss.numpy if self.gpus else already_finished
+        return forward
+
+    def layer_profiler(self) -> LayerProfiler:
+        if self.gpus:  # the kernels of a GPU run are on the device's planes, by another key
+            raise Unavailable("TensorFlow's profile of GPU kernels per layer is not wired yet (CPU runs only)")
+        return LayerProfiler(self.layer_names, self.train_step.__name__)
+
+    def test_logits(self):
+        predict = tf.function(lambda batch: self.model(batch, training=False), jit_compile=self.compile,
+                              reduce_retracing=True)  # the last batch is shorter
+        for images, labels in test_dataset(*self.test_source):
+            yield tf.cast(predict(images), tf.float32).numpy(), labels.numpy()
 
     def synchronize(self) -> None:
         if self.loss is not None:

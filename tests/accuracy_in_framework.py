@@ -1,0 +1,20 @@
+"""Run by tests/test_accuracy.py inside a framework's environment: an accuracy run (two epochs) through the
+runner's epochs and evaluations, on a dataset in the framework's own format, then the evaluation once more;
+print the epochs and both evaluations as JSON.
+
+    accuracy_in_framework.py FRAMEWORK DATA_DIR TRAIN_IMAGES DATASET NETWORK BATCH LEARNING_RATE
+"""
+import json
+import sys
+
+from dlbench import backends, datasets, runner
+from dlbench.spec import RunSpec
+
+framework, data_dir, train_images, dataset, network, batch, rate = sys.argv[1:]
+train_images, batch, epochs = int(train_images), int(batch), 2
+spec = RunSpec(framework, dataset, network, "cpu", 1, batch, epochs * (train_images // batch), 0, float(rate), 2,
+               data_dir=data_dir, task="accuracy", epochs=epochs, target_accuracy=0.9)
+trainer = backends.load(framework).Trainer(spec, datasets.description(network, spec.family))
+result = runner.accuracy(trainer, spec, progress=lambda *args, **kwargs: None)
+print(json.dumps({"epochs": result["epochs"], "steps": len(result["iteration_seconds"]),
+                  "again": runner.evaluate(trainer), "window": result["timed_window"]}))

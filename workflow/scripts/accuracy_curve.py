@@ -1,0 +1,10 @@
+"""Snakemake entry point: test accuracy over time for a (dataset, network)'s accuracy runs."""
+from pathlib import Path
+
+from dlbench.aggregate import load_records
+from dlbench.jobs import logged
+from dlbench.plots import accuracy_curves
+
+with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
+    out = snakemake.output  # noqa: F821
+    accuracy_curves(load_records(snakemake.input), [Path(out.png), Path(out.svg)])  # noqa: F821

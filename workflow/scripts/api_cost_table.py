@@ -1,0 +1,9 @@
+"""Snakemake entry point: the API-cost table (each framework beside the one it runs on) as CSV and Markdown."""
+from pathlib import Path
+
+from dlbench.aggregate import write_api_cost
+from dlbench.jobs import logged
+
+with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
+    out = snakemake.output  # noqa: F821
+    write_api_cost(Path(snakemake.input[0]), Path(out.csv), Path(out.md))  # noqa: F821
