@@ -23,7 +23,8 @@ include: "rules/aggregate.smk"
 
 # Cheap aggregation runs where Snakemake runs, not as cluster jobs; so do downloads, because a
 # cluster's compute nodes often cannot reach the internet.
-localrules: all, fetch, runs_table, appendix_table, api_cost_table, accuracy_table, layers_table, figure, accuracy_curve, layers_figure
+localrules: all, fetch, runs_table, appendix_table, api_cost_table, accuracy_table, layers_table, thesis_table, figure,
+    accuracy_curve, layers_figure, speed_heatmap, thesis_figure
 
 
 # How many runs are ok, failed or unavailable: Snakemake's "100% done" counts jobs, and a failed
@@ -42,7 +43,10 @@ rule all:
         "results/tables/runs.csv",
         "results/tables/appendix.csv",
         "results/tables/api_cost.csv",
+        "results/tables/thesis.csv",
+        "results/figures/thesis.png",
         FIGURES,
+        HEATMAPS,
         ACCURACY,
         PROFILE,
     default_target: True

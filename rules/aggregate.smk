@@ -46,6 +46,53 @@ rule api_cost_table:
         "../workflow/scripts/api_cost_table.py"
 
 
+rule thesis_table:
+    input:
+        appendix="results/tables/appendix.csv",
+        runs="results/tables/runs.csv",
+    output:
+        csv="results/tables/thesis.csv",
+        ranks="results/tables/thesis_ranks.csv",
+        md=report("results/tables/thesis.md", caption="../report/thesis.rst", category="Tables",
+                  labels={"table": "beside the thesis"}),
+    log:
+        "logs/aggregate/thesis_table.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/thesis_table.py"
+
+
+rule thesis_figure:
+    input:
+        "results/tables/thesis.csv",
+    output:
+        png=report("results/figures/thesis.png", caption="../report/thesis_figure.rst", category="Figures",
+                   subcategory="beside the thesis", labels={"figure": "ours vs the thesis"}),
+        svg="results/figures/thesis.svg",
+    log:
+        "logs/aggregate/thesis_figure.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/thesis_figure.py"
+
+
+rule speed_heatmap:
+    input:
+        "results/tables/appendix.csv",
+    output:
+        png=report("results/figures/{dataset}/speed_heatmap.png", caption="../report/speed_heatmap.rst",
+                   category="Figures", subcategory="{dataset}", labels={"metric": "which framework (heatmap)"}),
+        svg="results/figures/{dataset}/speed_heatmap.svg",
+    log:
+        "logs/aggregate/speed_heatmap-{dataset}.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/speed_heatmap.py"
+
+
 rule accuracy_table:
     input:
         "results/tables/runs.csv",

@@ -9,7 +9,8 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as bench_config  # noqa: E402
-from dlbench.aggregate import METRICS  # noqa: E402
+from dlbench.aggregate import METRICS, drawn  # noqa: E402
+from dlbench.host import Rapl  # noqa: E402
 from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
 from dlbench import ceiling, datasets, ilsvrc12, summary  # noqa: E402
 from dlbench.compute import processor  # noqa: E402
@@ -40,10 +41,16 @@ def run_records(keys):
 
 RUNS = run_records(CASES)
 CELLS = sorted({(c.dataset, c.network) for c in CASES.values()})
-# A cell's figures: the metrics its tasks measure (latency only where it has inference runs).
-FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metric, spec in METRICS.items()
-           if any(c.task in spec.tasks for c in CASES.values() if (c.dataset, c.network) == (d, n))
+# A cell's figures: the metrics its runs measure (latency only where it has inference runs, GPU power only
+# where it runs on GPUs, CPU energy where this node has RAPL counters).
+RAPL = Rapl().error is None
+FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metric in METRICS
+           if drawn(metric, *zip(*[(c.task, c.device) for c in CASES.values() if (c.dataset, c.network) == (d, n)]),
+                    rapl=RAPL)
            for ext in ("png", "svg")]
+# Per dataset with training runs, the heatmap of training speed over the fastest framework's
+HEATMAPS = [f"results/figures/{d}/speed_heatmap.{ext}" for d in sorted({c.dataset for c in CASES.values()
+                                                                         if c.task == "train"}) for ext in ("png", "svg")]
 # The accuracy task's table and its curves of accuracy over time, where the config has accuracy cases
 ACCURACY_CELLS = sorted({(c.dataset, c.network) for c in CASES.values() if c.task == "accuracy"})
 ACCURACY = (["results/tables/accuracy.csv"] if ACCURACY_CELLS else []) + [

@@ -67,13 +67,13 @@ def test_appendix_reports_mean_sd_and_n_or_the_reason(records, tmp_path):
     table = pd.read_csv(tmp_path / "a.csv")
     speed = table.query("metric == 'train_speed' and framework == 'pytorch'").iloc[0]
     assert (speed["mean"], speed["sd"], speed["n"]) == (110.0, 10.0, 3)
-    assert speed["cell"] == "110 ± 10 (n=3)"
+    assert speed["cell"] == "110 ± 10 (n=3, cv 9.1%) [cv > 5%]"
     cntk = table.query("metric == 'train_speed' and framework == 'cntk'").iloc[0]
     assert cntk["cell"] == f"unavailable: {CNTK_REASON}" and cntk["n"] == 0
     memory = table.query("metric == 'gpu_memory' and framework == 'pytorch'").iloc[0]
     assert memory["cell"] == "unavailable: CPU run (no GPU used)"
     markdown = (tmp_path / "a.md").read_text()
-    assert "| 110 ± 10 (n=3)" in markdown and CNTK_REASON in markdown
+    assert "| 110 ± 10 (n=3, cv 9.1%) [cv > 5%]" in markdown and CNTK_REASON in markdown
     assert r"\begin{longtable}" in (tmp_path / "a.tex").read_text()
 
 
@@ -82,7 +82,7 @@ def test_a_partly_failed_cell_says_how_many_runs_counted(records):
     failed.update(status="failed", reason="RuntimeError: out of memory")
     failed["timing"]["images_per_second_mean"] = None
     table = aggregate.appendix(aggregate.runs_table([failed, *records[1:3]]))
-    assert table.query("metric == 'train_speed'").iloc[0]["cell"] == "115 ± 7 (n=2 of 3, 1 failed)"
+    assert table.query("metric == 'train_speed'").iloc[0]["cell"] == "115 ± 7 (n=2 of 3, 1 failed, cv 6.1%) [cv > 5%]"
     memory = table.query("metric == 'host_memory' and framework == 'pytorch'").iloc[0]
     assert memory["n"] == 2  # the failed run's memory reading does not count either
 
@@ -122,7 +122,7 @@ def test_the_variants_of_a_cell_stand_side_by_side(tmp_path):
     settings = ["cpu fp32", "cpu fp32-compiled", "cpu bf16", "cpu bf16-compiled"]
     assert list(wide.columns) == ["metric", "unit", "dataset", "network", "framework", *settings]
     speed = wide[wide["metric"] == "train_speed"].iloc[0]
-    assert list(speed[settings]) == ["100 ± 0 (n=2)", "120 ± 0 (n=2)", "150 ± 0 (n=2)", "180 ± 0 (n=2)"]
+    assert list(speed[settings]) == ["100 ± 0 (n=2, cv 0.0%)", "120 ± 0 (n=2, cv 0.0%)", "150 ± 0 (n=2, cv 0.0%)", "180 ± 0 (n=2, cv 0.0%)"]
     figure(records, "train_speed", [tmp_path / "speed.svg"])
     svg = (tmp_path / "speed.svg").read_text()
     assert all(f'id="bar pytorch cpu {v}"' in svg for v in ("fp32", "bf16", "fp32-compiled", "bf16-compiled"))
@@ -194,10 +194,10 @@ def test_inference_stands_beside_training_and_has_its_own_metrics(tmp_path):
     assert runs.loc[runs["task"] == "train", "inference_speed"].isna().all()
     wide = aggregate.appendix_wide(aggregate.appendix(runs)).set_index("metric")
     assert list(wide.columns[-2:]) == ["cpu", "cpu inference"]
-    assert wide.loc["train_speed", "cpu"] == "100 ± 0 (n=2)" and pd.isna(wide.loc["train_speed", "cpu inference"])
-    assert wide.loc["inference_speed", "cpu inference"] == "1,500 ± 707 (n=2)"
-    assert wide.loc["latency_p50", "cpu inference"] == "0.500 ± 0.000 (n=2)"
-    assert wide.loc["host_memory", "cpu"] == wide.loc["host_memory", "cpu inference"] == "300 ± 0 (n=2)"
+    assert wide.loc["train_speed", "cpu"] == "100 ± 0 (n=2, cv 0.0%)" and pd.isna(wide.loc["train_speed", "cpu inference"])
+    assert wide.loc["inference_speed", "cpu inference"] == "1,500 ± 707 (n=2, cv 47.1%) [cv > 5%]"
+    assert wide.loc["latency_p50", "cpu inference"] == "0.500 ± 0.000 (n=2, cv 0.0%)"
+    assert wide.loc["host_memory", "cpu"] == wide.loc["host_memory", "cpu inference"] == "300 ± 0 (n=2, cv 0.0%)"
     figure(records, "latency_p99", [tmp_path / "latency.svg"])
     svg = (tmp_path / "latency.svg").read_text()
     assert 'id="bar pytorch cpu inference"' in svg and 'id="bar pytorch cpu"' not in svg  # inference runs alone
@@ -292,7 +292,7 @@ def test_the_accuracy_table_sets_seed_003_beside_its_cases_and_says_what_differs
     aggregate.write_accuracy(runs_csv, tmp_path / "accuracy.csv", tmp_path / "accuracy.md")
     table = pd.read_csv(tmp_path / "accuracy.csv", keep_default_na=False).set_index(["framework", "dataset"])
     ours = table.loc[("pytorch", "mnist")]
-    assert ours["test_accuracy"] == "0.960 ± 0.014 (n=2)" and ours["time_to_accuracy"] == "11.00 ± 0.00 (n=2)"
+    assert ours["test_accuracy"] == "0.960 ± 0.014 (n=2, cv 1.5%)" and ours["time_to_accuracy"] == "11.00 ± 0.00 (n=2, cv 0.0%)"
     assert ours["seed 003 P100"] == "99.19% in 519 s" and ours["seed 003 K80"] == "99.28% in 1,462 s"
     assert ours["differs from seed 003"] == ""  # 10 epochs at batch 10 of 224x224 images: the seed's case
     assert table.loc[("cntk", "mnist"), "test_accuracy"] == "unavailable: accuracy: cntk runs train, inference only"
@@ -302,3 +302,28 @@ def test_the_accuracy_table_sets_seed_003_beside_its_cases_and_says_what_differs
     generated = table.loc[("pytorch", "mnist-generated")]
     assert generated["data"].startswith("generated stand-in") and generated["seed 003 P100"] == ""
     assert "# Accuracy and time to accuracy" in (tmp_path / "accuracy.md").read_text()
+
+
+def test_unsteady_cells_are_marked_and_shares_near_zero_are_not(tmp_path):
+    """A cell whose repetitions disagree by more than 5 % (sd over mean) says so in its cell and hatches its bar;
+    a steady one only prints its cv; a share such as a run's input wait is never marked (1 % vs 2 % is 47 %)."""
+    steady = [{**record(repetition=r, speed=s), "path": f"s{r}"} for r, s in ((1, 100.0), (2, 102.0))]
+    unsteady = [{**record("tensorflow", repetition=r, speed=s), "path": f"u{r}"} for r, s in ((1, 100.0), (2, 130.0))]
+    for item, share in zip(unsteady, (0.01, 0.02)):
+        item["timing"]["input_wait_share"] = share
+    table = aggregate.appendix(aggregate.runs_table([*steady, *unsteady])).set_index(["metric", "framework"])
+    assert table.loc[("train_speed", "pytorch"), "cell"] == "101 ± 1 (n=2, cv 1.4%)"
+    assert table.loc[("train_speed", "tensorflow"), "cell"] == "115 ± 21 (n=2, cv 18.4%) [cv > 5%]"
+    assert table.loc[("input_wait", "tensorflow"), "cv"] > 0.4 and not table.loc[("input_wait", "tensorflow"), "flags"]
+    figure([*steady, *unsteady], "train_speed", [tmp_path / "speed.svg"])
+    svg = (tmp_path / "speed.svg").read_text()
+    assert re.search(r'id="flags tensorflow cpu".*cv &gt; 5%', svg, re.DOTALL) and 'id="flags pytorch cpu"' not in svg
+
+
+def test_a_metric_nothing_in_the_config_measures_gets_no_figure():
+    assert aggregate.drawn("train_speed", ["train"], ["cpu"], rapl=False)
+    assert not aggregate.drawn("gpu_power", ["train"], ["cpu", "2xcpu"], rapl=True)
+    assert aggregate.drawn("gpu_power", ["train"], ["cpu", "gpu1"], rapl=False)
+    assert not aggregate.drawn("cpu_energy_per_image", ["train"], ["cpu"], rapl=False)
+    assert aggregate.drawn("cpu_energy_per_image", ["train"], ["cpu"], rapl=True)
+    assert not aggregate.drawn("latency_p50", ["train", "accuracy"], ["gpu1"], rapl=True)

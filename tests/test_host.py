@@ -85,5 +85,13 @@ def test_a_busy_process_on_the_runs_core_marks_it_contended(tmp_path):
 
 
 def test_a_run_alone_on_its_core_is_not_marked_contended(tmp_path):
-    record = run(tmp_path, spec(threads=1), lock_dir=tmp_path / "locks")
-    assert 0 <= record["timing"]["contention_share"] < aggregate.FLAGS["contended"].above
+    """Other work on the test machine (CI beside a developer's jobs) really contends, and the run says so:
+    of three runs, one alone on its core is enough; a share biased upwards would mark all three."""
+    shares = []
+    for attempt in range(3):
+        (tmp_path / str(attempt)).mkdir()
+        record = run(tmp_path / str(attempt), spec(threads=1), lock_dir=tmp_path / "locks")
+        shares.append(record["timing"]["contention_share"])
+        if 0 <= shares[-1] < aggregate.FLAGS["contended"].above:
+            return
+    pytest.fail(f"every run was marked contended: shares {shares}")

@@ -9,7 +9,7 @@ import jsonschema
 import pandas as pd
 import pytest
 import yaml
-from dlbench import aggregate, backends, ilsvrc12
+from dlbench import aggregate, backends, host, ilsvrc12
 
 from .conftest import ROOT
 
@@ -138,9 +138,18 @@ def test_tables_figures_and_report(finished):
                   ("cifar10-synthetic", "alexnet"): {"profile"}}
     cells = [("mnist-synthetic", "mlp"), ("text-synthetic", "lstm"), ("cifar10-synthetic", "vgg16"),
              ("imagenet-generated", "alexnet"), *cell_tasks]
-    # a cell's figures: the metrics its tasks measure; LeNet's accuracy over time, AlexNet's time per layer
-    assert len(figures) == sum(bool(cell_tasks.get(cell, {"train"}) & set(metric.tasks))
-                               for cell in cells for metric in aggregate.METRICS.values()) + 2
+    # a cell's figures: the metrics its runs measure (no GPU metric on CPUs); LeNet's accuracy over time,
+    # AlexNet's time per layer; a speed heatmap per dataset with training runs; ours beside the thesis
+    bars = sum(aggregate.drawn(metric, cell_tasks.get(cell, {"train"}), ["cpu"], rapl=host.Rapl().error is None)
+               for cell in cells for metric in aggregate.METRICS)
+    heatmaps = sorted((finished / "results" / "figures").glob("*/speed_heatmap.png"))
+    assert len(heatmaps) == len({dataset for dataset, network in cells if "train" in cell_tasks.get((dataset, network),
+                                                                                                   {"train"})})
+    assert len(figures) == bars + 2 + len(heatmaps) + 1 and not list((finished / "results" / "figures").rglob("gpu_*"))
+    beside = pd.read_csv(tables / "thesis.csv").query("metric == 'train_speed' and network == 'lenet'")
+    assert (beside.set_index("framework").loc["pytorch", ["thesis", "ratio"]] > 0).all()
+    assert beside["apples_to_oranges"].str.contains("generated stand-in files vs the real dataset").all()
+    assert len(pd.read_csv(tables / "thesis_ranks.csv")) >= 1
     layers = pd.read_csv(tables / "layers.csv").set_index("framework")
     assert layers.loc["pytorch", "layer 1"].split()[0] in ("conv2", "conv3", "conv4", "conv5", "dense1", "dense2")
     assert layers.loc["mxnet", "profiling_overhead"].startswith("unavailable: profile: mxnet runs train, inference")
@@ -152,13 +161,14 @@ def test_tables_figures_and_report(finished):
     assert all(f'id="curve {framework} cpu accuracy rep 2"' in curves
                for framework in ("pytorch", "tensorflow", "mxnet", "caffe", "keras-jax"))
     accuracy = pd.read_csv(tables / "accuracy.csv").set_index("framework")
-    assert accuracy.loc["pytorch", "test_accuracy"].split(" [")[0].endswith("(n=2)") and accuracy.loc["pytorch", "epochs"] == 2
+    assert "(n=2, cv " in accuracy.loc["pytorch", "test_accuracy"] and accuracy.loc["pytorch", "epochs"] == 2
     assert accuracy.loc["cntk", "test_accuracy"].startswith("unavailable: accuracy: cntk runs train, inference")
     assert accuracy["data"].str.startswith("generated stand-in").all()
     report = (finished / "results" / "report.html").read_text()
     assert "train_speed" in report and "Accuracy and time to accuracy" in report
     # every figure and table has its caption (report/*.rst)
-    assert report.count("error bars one standard deviation") == len(figures) - 2
+    assert report.count("error bars one standard deviation") == bars
+    assert "apples to oranges" in report and "Which framework, at a glance" in report
     assert "Where a training step's time goes" in report
     assert "Appendix A layout" in report and "Every run of the workflow" in report
 

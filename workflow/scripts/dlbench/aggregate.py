@@ -12,7 +12,7 @@ import pandas as pd
 
 from . import compute
 from .backends import REGISTRY as FRAMEWORKS
-from .spec import PRECISIONS, SETUP_FIELDS, TASKS, RunSpec, parse_variant, variant_label
+from .spec import PRECISIONS, SETUP_FIELDS, TASKS, RunSpec, gpu_count, parse_variant, variant_label
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,10 @@ class Metric:
     unit: str
     meaning: str  # for figure captions: what the number is and where it comes from
     tasks: tuple[str, ...] = tuple(TASKS)  # the runs that measure it
+    # Whether repetitions should agree to a few percent, so that a larger coefficient of variation says the
+    # runs were unsteady (not so for shares near zero, such as a synthetic run's input wait)
+    steady: bool = True
+    needs: str = ""  # "gpu": only runs on GPUs measure it; "rapl": only on nodes with RAPL counters
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,9 @@ class Flag:
 FLAGS = {"input_bound": Flag("input-bound", "input_wait", 0.05),
          "contended": Flag("contended", "contention_share", 0.10)}
 
+
+# A cell whose repetitions vary more than this (sd over mean) is marked: its mean is a rough one.
+UNSTEADY = 0.05
 
 # The one place a metric is added; the thesis's three first.
 METRICS = {
@@ -54,12 +61,14 @@ METRICS = {
         "waited for until its result was there (a device event or a read-back)", tasks=("inference",))
        for percentile, words in (("p50", "median"), ("p90", "90th-percentile"), ("p99", "99th-percentile"))},
     "gpu_memory": Metric("memory", "gpu_process_peak_mib", "MiB",
-                         "peak GPU memory of the run's processes, as NVML reports it, sampled through the run"),
+                         "peak GPU memory of the run's processes, as NVML reports it, sampled through the run",
+                         needs="gpu"),
     "gpu_power": Metric("power", "gpu_mean_w", "W",
                         "mean power of the run's GPUs over the timed iterations, from NVML (its energy counter "
-                        "where the GPU has one, else integrated power samples)"),
+                        "where the GPU has one, else integrated power samples)", needs="gpu"),
     "gpu_energy_per_image": Metric("power", "energy_per_image_j", "J/image",
-                                   "GPU energy over the timed iterations divided by the images trained in them"),
+                                   "GPU energy over the timed iterations divided by the images trained in them",
+                                   needs="gpu"),
     "host_memory": Metric("memory", "host_peak_rss_mib", "MiB",
                           "peak resident memory of the run's process tree (the runner, its input-pipeline workers), "
                           "sampled through the run"),
@@ -79,10 +88,11 @@ METRICS = {
     "input_wait": Metric("timing", "input_wait_share", "share of timed time",
                          "the share of the timed iterations' time the training loop waited for its next batch "
                          f"(runs above {FLAGS['input_bound'].above:.0%} are marked input-bound)",
-                         tasks=("train", "accuracy")),
+                         tasks=("train", "accuracy"), steady=False),
     "cpu_energy_per_image": Metric("power", "cpu_energy_per_image_j", "J/image",
                                    "CPU package and DRAM energy (RAPL) over the timed iterations divided by the "
-                                   "images trained in them; the whole package's, other processes' work included"),
+                                   "images trained in them; the whole package's, other processes' work included",
+                                   needs="rapl"),
     "test_accuracy": Metric("quality", "accuracy", "top-1",
                             "top-1 accuracy on the test split after the last epoch, scored from the framework's "
                             "logits the same way in every framework", tasks=("accuracy",)),
@@ -95,11 +105,22 @@ METRICS = {
                                  "(seed 004 found 2.35-2.45x)", tasks=("profile",)),
     "unaccounted_share": Metric("profile", "unaccounted_share", "share of a profiled step",
                                 "the share of a profiled step's wall time that no layer's forward or backward time "
-                                "accounts for (seed 004 found 38-54 %)", tasks=("profile",)),
+                                "accounts for (seed 004 found 38-54 %)", tasks=("profile",), steady=False),
     "mfu": Metric("compute", "mfu", "fraction of ceiling",
                   "model FLOPs utilisation: achieved TFLOP/s over the ceiling of the run's devices, the rate "
                   "a large matrix product reached on this node in the run's precision (measured once per node)"),
 }
+
+
+def drawn(metric: str, tasks, devices, rapl: bool) -> bool:
+    """Whether a cell whose runs have these tasks and devices gets ``metric``'s figure: whether any of them
+    can measure it (``rapl``: whether the node has RAPL counters). A figure of nothing but "unavailable"
+    notes tells a reader nothing."""
+    spec = METRICS[metric]
+    return bool(set(tasks) & set(spec.tasks)) and {"gpu": any(gpu_count(device) for device in devices),
+                                                   "rapl": rapl}.get(spec.needs, True)
+
+
 RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "variant", "task", "repetition"]
 CELL_KEYS = ["dataset", "network", "framework", "device", "variant", "task"]
 
@@ -168,6 +189,8 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
                    epochs=run.get("epochs"), target_accuracy=run.get("target_accuracy"),
                    input_size=run.get("input_size"),
                    contention_share=record["timing"]["contention_share"],
+                   cpu_model=record["provenance"].get("cpu_model"),
+                   gpu_model=", ".join(sorted({gpu["name"] for gpu in record["provenance"].get("gpus") or []})),
                    started_at=record["provenance"].get("started_at"), record=record["path"])
         for metric, spec in METRICS.items():
             block = (record.get(spec.section) or {}) if run["task"] in spec.tasks else {}
@@ -207,31 +230,35 @@ def appendix(runs: pd.DataFrame) -> pd.DataFrame:
     for metric, spec in METRICS.items():
         for cell, group in runs[runs["task"].isin(spec.tasks)].groupby(CELL_KEYS, sort=True):
             values = measured(group, metric)[metric].astype(float)
-            row = dict(zip(CELL_KEYS, cell), metric=metric, unit=spec.unit, n=len(values), runs=len(group),
-                       flags=flag_text(group))
+            row = dict(zip(CELL_KEYS, cell), metric=metric, unit=spec.unit, n=len(values), runs=len(group))
             if len(values):
                 row["mean"], row["sd"] = values.mean(), values.std(ddof=1) if len(values) > 1 else float("nan")
-                row["cell"] = _format(row["mean"], row["sd"], len(values), group) + (
+                row["cv"] = row["sd"] / abs(row["mean"]) if row["mean"] else float("nan")
+                unsteady = f"cv > {UNSTEADY:.0%}" if spec.steady and row["cv"] > UNSTEADY else ""
+                row["flags"] = ", ".join(mark for mark in (flag_text(group), unsteady) if mark)
+                row["cell"] = _format(row["mean"], row["sd"], row["cv"], len(values), group) + (
                     f" [{row['flags']}]" if row["flags"] else "")
             else:
-                row["mean"] = row["sd"] = float("nan")
-                row["cell"] = _why_missing(group, metric)
+                row["mean"] = row["sd"] = row["cv"] = float("nan")
+                row["flags"], row["cell"] = "", _why_missing(group, metric)
             out.append(row)
-    return pd.DataFrame(out, columns=["metric", "unit", *CELL_KEYS, "n", "runs", "mean", "sd", "cell", "flags"])
+    return pd.DataFrame(out, columns=["metric", "unit", *CELL_KEYS, "n", "runs", "mean", "sd", "cv", "cell", "flags"])
 
 
-def _digits(value: float) -> int:
+def decimals(value: float) -> int:
     """Decimals a reader needs: none from 100 up, three below 1."""
     return 0 if abs(value) >= 100 else 2 if abs(value) >= 1 else 3
 
 
-def _format(mean: float, sd: float, n: int, group: pd.DataFrame) -> str:
-    digits = _digits(mean)
+def _format(mean: float, sd: float, cv: float, n: int, group: pd.DataFrame) -> str:
+    """``1,234 ± 56 (n=3, cv 4.5%)``: the number of runs always, of how many where some did not count."""
+    digits = decimals(mean)
     spread = "" if pd.isna(sd) else f" ± {sd:,.{digits}f}"
     others = group["status"][group["status"] != "ok"].value_counts()
     not_counted = "".join(f", {count} {status}" for status, count in sorted(others.items()))
     missing = "" if n == len(group) else f" of {len(group)}{not_counted}"
-    return f"{mean:,.{digits}f}{spread} (n={n}{missing})"
+    variation = "" if pd.isna(cv) else f", cv {cv:.1%}"
+    return f"{mean:,.{digits}f}{spread} (n={n}{missing}{variation})"
 
 
 def _why_missing(group: pd.DataFrame, metric: str) -> str:
@@ -337,7 +364,7 @@ def api_cost_markdown(cost: pd.DataFrame) -> str:
         metric = column.split()[0]
         ratios = cost.get(f"{column} ratio", pd.Series(float("nan"), index=cost.index))
         shown[f"{column} ({METRICS[metric].unit})"] = [
-            "—" if pd.isna(value) else f"{value:,.{_digits(value)}f}" + ("" if pd.isna(ratio) else f" (×{ratio:.2f})")
+            "—" if pd.isna(value) else f"{value:,.{decimals(value)}f}" + ("" if pd.isna(ratio) else f" (×{ratio:.2f})")
             for value, ratio in zip(cost[column], ratios)]
     return ("# What an API costs, and where a run's time goes\n\n" + shown.to_markdown(index=False) + "\n")
 
@@ -439,9 +466,9 @@ def layers_table(records: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
                                       ("profiling_overhead", "unaccounted_share")})
         layers = means[(means[keys] == pd.Series(dict(zip(keys, key)))).all(axis=1)].nlargest(TOP_LAYERS, "total_ms")
         for rank, layer in enumerate(layers.itertuples(), 1):
-            row[f"layer {rank}"] = (f"{layer.layer} {layer.total_ms:,.{_digits(layer.total_ms)}f} ms "
-                                    f"({layer.forward_ms:,.{_digits(layer.forward_ms)}f} + "
-                                    f"{layer.backward_ms:,.{_digits(layer.backward_ms)}f})")
+            row[f"layer {rank}"] = (f"{layer.layer} {layer.total_ms:,.{decimals(layer.total_ms)}f} ms "
+                                    f"({layer.forward_ms:,.{decimals(layer.forward_ms)}f} + "
+                                    f"{layer.backward_ms:,.{decimals(layer.backward_ms)}f})")
         rows.append(row)
     return pd.DataFrame(rows, columns=columns).fillna("")
 

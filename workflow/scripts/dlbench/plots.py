@@ -1,71 +1,170 @@
-"""One bar chart per (dataset, network, metric), like the thesis's Figures 5.2-5.4."""
+"""The figures: one bar chart per (dataset, network, metric), like the thesis's Figures 5.2-5.4; a heatmap of
+training speed per dataset; ours beside the thesis; accuracy curves and time per layer."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import pandas as pd
 import seaborn as sns
 
-from .aggregate import METRICS, appendix, first_line, layer_means, runs_table, setting_order, settings
+from .aggregate import METRICS, appendix, decimals, first_line, layer_means, runs_table, setting_order, settings
+from .backends import REGISTRY as FRAMEWORKS
+from .thesis import HARDWARE_WORDS
+
+# One colour per framework in every figure, in the registry's order (tab10 has room for ten).
+FRAMEWORK_COLOURS = dict(zip(FRAMEWORKS, sns.color_palette("tab10", n_colors=len(FRAMEWORKS))))
+
+
+def framework_order(names) -> list[str]:
+    return [name for name in FRAMEWORKS if name in set(names)]
+
+
+def with_notes(width: float, height: float, notes: list[str], panels: int = 1):
+    """A figure with its plot's ``panels`` side by side on top and, below them, ``notes`` (why cells are
+    missing) wrapped to the figure's width, so that they never run under a legend or a bar."""
+    lines = [line for note in notes for line in textwrap.wrap(note, width=int(width * 15), subsequent_indent="  ")]
+    notes_height = 0.14 * len(lines) + 0.1 if lines else 0.0
+    fig = plt.figure(figsize=(width, height + notes_height), layout="constrained")
+    grid = fig.add_gridspec(2, panels, height_ratios=[height, max(notes_height, 1e-3)])
+    text = fig.add_subplot(grid[1, :])
+    text.axis("off")
+    text.text(0, 1, "\n".join(lines), va="top", fontsize=7, color="dimgray", transform=text.transAxes)
+    return fig, [fig.add_subplot(grid[0, k]) for k in range(panels)]
 
 
 def figure(records: list[dict], metric: str, outputs: list[Path]) -> None:
-    """Grouped bars (framework × device, and variant where there are several: aggregate.settings): the
-    mean over the cell's ok runs, error bars = sd. A cell with no value is marked in its slot with
-    its status, and the reasons are listed. A cell whose runs were input-bound or contended is
-    hatched and says so above its bar. Each bar's SVG id names its cell (``bar <framework> <setting>``)."""
+    """Grouped bars: a group per device (and variant and task where there are several:
+    aggregate.settings), a bar per framework in its colour; the mean over the cell's ok runs, error
+    bars = sd. A cell with no value is marked in its slot with its status, and the reasons are listed
+    below the plot. A cell whose runs were input-bound, contended or unsteady is hatched and says so
+    above its bar. Each bar's SVG id names its cell (``bar <framework> <setting>``)."""
     runs = runs_table(records)
     runs = runs[runs["task"].isin(METRICS[metric].tasks)]
     dataset, network = runs["dataset"].iloc[0], runs["network"].iloc[0]
-    unit = METRICS[metric].unit
     cells = appendix(runs).query("metric == @metric")
     cells = cells.assign(setting=settings(cells)).set_index(["framework", "setting"])
-    frameworks = sorted(runs["framework"].unique())
+    frameworks = framework_order(runs["framework"])
     slots = setting_order(cells.reset_index())
-    width = 0.8 / len(slots)
-    colours = dict(zip(slots, sns.color_palette(n_colors=len(slots))))
-    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(frameworks) * max(1, len(slots)) / 2 + 3), 4))
-    for framework, slot in ((f, d) for f in frameworks for d in slots):
+    width = 0.8 / len(frameworks)
+    missing = cells[cells["n"] == 0]
+    notes = sorted({f"{framework} / {slot}: {text}" for (framework, slot), text in missing["cell"].items()})
+    fig, (ax,) = with_notes(max(5.5, 0.45 * len(frameworks) * len(slots) + 3.5), 4, notes)
+    for slot, framework in ((d, f) for d in slots for f in frameworks):
         if (framework, slot) not in cells.index:
             continue
         cell = cells.loc[(framework, slot)]
-        x = frameworks.index(framework) - 0.4 + width * (slots.index(slot) + 0.5)
+        x = slots.index(slot) - 0.4 + width * (frameworks.index(framework) + 0.5)
         if cell["n"]:
             bar = ax.bar(x, cell["mean"], width, yerr=None if pd.isna(cell["sd"]) else cell["sd"], capsize=3,
-                         color=colours[slot], label=slot, hatch="//" if cell["flags"] else None)
+                         color=FRAMEWORK_COLOURS[framework], label=framework, hatch="//" if cell["flags"] else None)
             bar.patches[0].set_gid(f"bar {framework} {slot}")
-            if cell["flags"]:  # the speed says as much about the machine as about the framework
+            if cell["flags"]:  # the value says as much about the machine as about the framework
                 ax.annotate(cell["flags"].replace(", ", "\n"), (x, cell["mean"]), xytext=(0, 3),
                             textcoords="offset points", rotation=90, ha="center", va="bottom", fontsize=7,
                             color="darkorange", gid=f"flags {framework} {slot}")
-        else:  # no bar, never a zero: the status where the bar would stand
-            ax.text(x, 0, cell["cell"].split(":")[0], rotation=90, ha="center", va="bottom", fontsize=8,
-                    color="firebrick", gid=f"missing {framework} {slot}")
-    handles = dict(zip(*reversed(ax.get_legend_handles_labels())))  # slot: one of its bars
-    if handles:
-        shown = [slot for slot in slots if slot in handles]
-        ax.legend([handles[slot] for slot in shown], shown, fontsize=8,
-                  title="device" if set(runs["variant"]) == {"fp32"} else "device, variant")
-    missing = cells[cells["n"] == 0]
-    notes = sorted({f"{framework} / {slot}: {text}" for (framework, slot), text in missing["cell"].items()})
-    if notes:
-        ax.text(0.01, 0.98, "\n".join(notes[:8]), transform=ax.transAxes, va="top", fontsize=7, color="dimgray",
-                wrap=True)
-    ax.set(title=f"{dataset} / {network}: {metric.replace('_', ' ')}", xlabel="framework", ylabel=unit,
-           xticks=range(len(frameworks)), xlim=(-0.5, len(frameworks) - 0.5))
-    ax.set_xticklabels(frameworks)
+        else:  # no bar, never a zero: the status where the bar would stand, in the framework's colour
+            ax.text(x, 0, f"{framework}: {cell['cell'].split(':')[0]}", rotation=90, ha="center", va="bottom",
+                    fontsize=7, color="firebrick", gid=f"missing {framework} {slot}",
+                    bbox={"facecolor": "white", "edgecolor": FRAMEWORK_COLOURS[framework], "pad": 1.5})
+    ax.legend([plt.Rectangle((0, 0), 1, 1, color=FRAMEWORK_COLOURS[f]) for f in frameworks], frameworks,
+              fontsize=8, title="framework", loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
+    ax.set(title=f"{dataset} / {network}: {metric.replace('_', ' ')}", ylabel=METRICS[metric].unit,
+           xticks=range(len(slots)), xlim=(-0.5, len(slots) - 0.5),
+           xlabel="device" if set(runs["variant"]) == {"fp32"} else "device, variant")
+    ax.set_xticklabels(slots)
     if not len(cells[cells["n"] > 0]):
         ax.set(yticks=[])
-    if len(frameworks) > 4:  # long names such as keras-tensorflow would run into each other
-        plt.setp(ax.get_xticklabels(), rotation=30, ha="right", rotation_mode="anchor")
-    fig.tight_layout()
+    _save(fig, outputs)
+
+
+def _save(fig, outputs: list[Path]) -> None:
+    """Every figure is laid out by matplotlib's constrained layout (made with ``layout="constrained"``)."""
     for path in outputs:
-        fig.savefig(path)
+        fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
+
+
+def speed_heatmap(table: pd.DataFrame, dataset: str, outputs: list[Path]) -> None:
+    """Which framework, at a glance: per device (and variant), a framework × network grid of training speed
+    over the fastest framework's on that network (1.00 = the fastest), the images/s beneath. A cell
+    without a speed is grey with its status; a framework the config did not run on a network is blank."""
+    speed = table[(table["metric"] == "train_speed") & (table["task"] == "train") & (table["dataset"] == dataset)]
+    speed = speed.assign(setting=settings(speed))
+    panels = setting_order(speed)
+    networks = sorted(speed["network"].unique())
+    frameworks = framework_order(speed["framework"])
+    fig, axes = plt.subplots(1, len(panels), figsize=(1.3 * len(networks) * len(panels) + 2.5, 0.45 * len(frameworks) + 1.8),
+                             squeeze=False, layout="constrained")
+    for ax, panel in zip(axes[0], panels):
+        cells = speed[speed["setting"] == panel].set_index(["framework", "network"])
+        means = cells["mean"].unstack("network").reindex(index=frameworks, columns=networks)
+        relative = means / means.max()
+        sns.heatmap(relative, ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=panel == panels[-1], annot=False,
+                    linewidths=0.5, linecolor="white", cbar_kws={"label": "speed / the fastest framework's"})
+        for (row, framework), (column, network) in ((r, c) for r in enumerate(frameworks) for c in enumerate(networks)):
+            if (framework, network) not in cells.index:
+                continue
+            cell = cells.loc[(framework, network)]
+            if cell["n"]:
+                text, colour = f"{relative.at[framework, network]:.2f}\n{cell['mean']:,.{decimals(cell['mean'])}f}", (
+                    "black" if relative.at[framework, network] > 0.6 else "white")
+            else:
+                ax.add_patch(plt.Rectangle((column, row), 1, 1, color="lightgray"))
+                text, colour = cell["cell"].split(":")[0], "firebrick"
+            ax.text(column + 0.5, row + 0.5, text, ha="center", va="center", fontsize=7, color=colour,
+                    gid=f"heat {framework} {network} {panel}")
+        ax.set(title=panel, xlabel="network", ylabel="framework" if panel == panels[0] else "")
+        ax.tick_params(axis="y", rotation=0)
+    fig.suptitle(f"{dataset}: training speed relative to the fastest framework per network (images/s below)",
+                 fontsize=10)
+    _save(fig, outputs)
+
+
+def thesis_figure(compared: pd.DataFrame, outputs: list[Path]) -> None:
+    """Ours against the thesis's, log-log, a panel per metric and thesis hardware: a point per cell both
+    measured, in its framework's colour and its network's marker; on the diagonal we measured what the
+    thesis did. Cells only one side measured are listed below."""
+    both = compared.dropna(subset=["ours_mean", "thesis"])
+    panels = sorted(both[["metric", "hardware"]].drop_duplicates().itertuples(index=False), key=tuple)
+    one_side = compared[compared[["ours_mean", "thesis"]].isna().any(axis=1)]
+    notes = [f"{row.dataset} / {row.network} / {row.framework} / {row.device}: {row.metric} "
+             f"{'not measured here (' + row.ours + ')' if pd.isna(row.ours_mean) else 'not in the thesis'}"
+             f" [{HARDWARE_WORDS[row.hardware]}]" for row in one_side.itertuples()]
+    if not panels:
+        notes.insert(0, "No cell was measured both here and in the thesis.")
+    shown = notes[:25] + ([f"... and {len(notes) - 25} more (results/tables/thesis.csv)"] if len(notes) > 25 else [])
+    fig, axes = with_notes(max(5.5, 4.2 * max(len(panels), 1)), 4.2, shown, max(len(panels), 1))
+    networks = sorted(compared["network"].unique())
+    markers = dict(zip(networks, "osD^vP*X"))
+    for ax, (metric, hardware) in zip(axes, panels):
+        points = both[(both["metric"] == metric) & (both["hardware"] == hardware)]
+        for row in points.itertuples():
+            ax.scatter(row.thesis, row.ours_mean, color=FRAMEWORK_COLOURS[row.framework], marker=markers[row.network],
+                       s=36, edgecolor="black", linewidth=0.4, gid=f"point {row.framework} {row.dataset} {row.network}")
+        low, high = min(points["thesis"].min(), points["ours_mean"].min()), max(points["thesis"].max(),
+                                                                                points["ours_mean"].max())
+        ax.plot([low / 2, high * 2], [low / 2, high * 2], linestyle="--", color="gray", linewidth=1)
+        ax.set(xscale="log", yscale="log", title=f"{metric.replace('_', ' ')}: ours vs {HARDWARE_WORDS[hardware]}",
+               xlabel=f"thesis ({points['unit'].iloc[0]})", ylabel=f"ours ({points['unit'].iloc[0]})")
+        ax.title.set_fontsize(8)
+        for axis in (ax.xaxis, ax.yaxis):  # plain numbers at 1, 2 and 5 of each decade
+            axis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
+            axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:,.6g}"))
+            axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    handles = [plt.Line2D([], [], color=FRAMEWORK_COLOURS[f], marker="o", linestyle="") for f in
+               framework_order(both["framework"])] + [
+        plt.Line2D([], [], color="gray", marker=markers[n], linestyle="") for n in networks]
+    axes[-1].legend(handles, [*framework_order(both["framework"]), *networks], fontsize=7, loc="upper left",
+                    bbox_to_anchor=(1.02, 1), borderaxespad=0)
+    if not panels:
+        axes[0].axis("off")
+    _save(fig, outputs)
 
 
 def accuracy_curves(records: list[dict], outputs: list[Path]) -> None:
@@ -76,9 +175,9 @@ def accuracy_curves(records: list[dict], outputs: list[Path]) -> None:
     run = records[0]["run"]
     table = runs_table(records)
     labels = dict(zip(table["record"], table["framework"] + " " + settings(table)))
-    names = sorted(set(labels.values()))
-    colours = dict(zip(names, sns.color_palette(n_colors=len(names))))
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    frameworks = dict(zip(table["record"], table["framework"]))
+    styles = dict(zip(sorted(set(settings(table))), ["-", "--", ":", "-."] * 4))  # a setting's line style
+    fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
     notes, shown = [], set()
     for record in records:
         label, epochs = labels[record["path"]], record["quality"].get("epochs") or []
@@ -86,7 +185,8 @@ def accuracy_curves(records: list[dict], outputs: list[Path]) -> None:
             notes.append(f"{label} rep {record['run']['repetition']}: {record['status']}: {first_line(record['reason'])}")
             continue
         ax.plot([0] + [epoch["elapsed_seconds"] for epoch in epochs], [None] + [epoch["test_accuracy"] for epoch in epochs],
-                marker="o", markersize=3, color=colours[label], label=None if label in shown else label,
+                marker="o", markersize=3, color=FRAMEWORK_COLOURS[frameworks[record["path"]]],
+                linestyle=styles[label.split(" ", 1)[1]], label=None if label in shown else label,
                 gid=f"curve {label} rep {record['run']['repetition']}")
         shown.add(label)
     targets = {record["run"].get("target_accuracy") for record in records} - {None}
@@ -98,10 +198,7 @@ def accuracy_curves(records: list[dict], outputs: list[Path]) -> None:
            xlabel="seconds since the first training step (training and evaluations)", ylabel="test top-1 accuracy")
     if shown or targets:
         ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    for path in outputs:
-        fig.savefig(path)
-    plt.close(fig)
+    _save(fig, outputs)
 
 
 def layer_times(records: list[dict], outputs: list[Path]) -> None:
@@ -115,7 +212,8 @@ def layer_times(records: list[dict], outputs: list[Path]) -> None:
     cells = table.assign(setting=table["framework"] + " " + settings(table))
     panels = sorted(cells["setting"].unique())
     height = max(3.0, 0.16 * (means["layer"].nunique() + 2) + 1.2)
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(6.5, 4.2 * len(panels)), height), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(6.5, 4.2 * len(panels)), height), squeeze=False,
+                             layout="constrained")
     colours = sns.color_palette(n_colors=3)
     for ax, panel in zip(axes[0], panels):
         first = cells[cells["setting"] == panel].iloc[0]
@@ -140,7 +238,4 @@ def layer_times(records: list[dict], outputs: list[Path]) -> None:
         ax.title.set_fontsize(8)
         ax.legend(fontsize=7, loc="lower right")
     fig.suptitle(f"{run['dataset']} / {run['network']}: time per layer in a profiled training step", fontsize=10)
-    fig.tight_layout()
-    for path in outputs:
-        fig.savefig(path)
-    plt.close(fig)
+    _save(fig, outputs)

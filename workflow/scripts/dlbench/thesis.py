@@ -1,0 +1,137 @@
+"""Our cells beside the thesis's (seed 000, Appendix A): its speed, GPU memory and GPU power for the five
+frameworks on MNIST, CIFAR10 and ImageNet, on dual E5-2630 CPUs and on one and two K20m and P100 GPUs."""
+from __future__ import annotations
+
+from itertools import combinations
+from pathlib import Path
+
+import pandas as pd
+
+from .aggregate import METRICS, read_runs
+from .config import FIGURE_4_5
+from .spec import gpu_count, parse_dataset_label
+
+APPENDIX_A = Path(__file__).parents[2] / "resources" / "piccione2018_appendix_a.csv"
+# Our names for the thesis's
+FAMILIES = {"MNIST": "mnist", "CIFAR10": "cifar10", "ImageNet": "imagenet"}
+NETWORKS = {"LeNet": "lenet", "AlexNet": "alexnet", "ResNet50": "resnet50", "GoogLeNet": "googlenet", "VGG16": "vgg16"}
+FRAMEWORKS = {"Caffe": "caffe", "TensorFlow": "tensorflow", "PyTorch": "pytorch", "MXNet": "mxnet", "CNTK": "cntk"}
+# Our devices and the thesis's hardware columns they are set beside
+HARDWARE = {"cpu": ("cpu_e5-2630_12or20cores",), "gpu1": ("1x_p100", "1x_k20m"), "gpu2": ("2x_p100", "2x_k20m")}
+HARDWARE_WORDS = {"cpu_e5-2630_12or20cores": "2x Xeon E5-2630 (12 cores, ImageNet 20)",
+                  "1x_p100": "1x Tesla P100", "1x_k20m": "1x Tesla K20m",
+                  "2x_p100": "2x Tesla P100", "2x_k20m": "2x Tesla K20m"}
+KEYS = ["metric", "dataset", "network", "framework", "device", "hardware"]
+COLUMNS = [*KEYS, "unit", "ours", "ours_mean", "n", "thesis", "ratio", "apples_to_oranges"]
+RANK_COLUMNS = ["metric", "dataset", "network", "device", "hardware", "frameworks", "spearman", "same_order",
+                "swapped"]
+
+
+def reference(path: Path = APPENDIX_A) -> pd.DataFrame:
+    """Appendix A in our names; its 0s (not available, or not measured on CPUs) as missing."""
+    table = pd.read_csv(path)
+    table = table.assign(family=table["dataset"].map(FAMILIES), network=table["network"].map(NETWORKS),
+                         framework=table["framework"].map(FRAMEWORKS))
+    return table.assign(value=table["value"].where(table["value"] > 0)).drop(columns="dataset")
+
+
+def comparable(appendix: pd.DataFrame) -> pd.DataFrame:
+    """The appendix cells the thesis measured too: training at the thesis's precision, one device or two
+    GPUs, on its datasets and networks, in its frameworks."""
+    cells = appendix[(appendix["task"] == "train") & (appendix["variant"] == "fp32")
+                     & appendix["device"].isin(list(HARDWARE)) & appendix["framework"].isin(FRAMEWORKS.values())
+                     & appendix["network"].isin(NETWORKS.values())]
+    return cells.assign(family=cells["dataset"].map(lambda label: parse_dataset_label(label)[0]))
+
+
+def comparison(appendix: pd.DataFrame, runs: pd.DataFrame, thesis: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per (our cell, thesis hardware it is set beside) for the thesis's metrics: our cell as the
+    appendix writes it, its mean, the thesis's value, ours ÷ theirs, and what makes the two differ."""
+    thesis = reference() if thesis is None else thesis
+    cells = comparable(appendix[appendix["metric"].isin(thesis["metric"].unique())])
+    rows = []
+    for cell in cells.itertuples():
+        if METRICS[cell.metric].needs == "gpu" and not gpu_count(cell.device):
+            continue  # the thesis's "GPU power" of a CPU run is its idle cards' draw
+        for hardware in HARDWARE[cell.device]:
+            match = thesis[(thesis["metric"] == cell.metric) & (thesis["family"] == cell.family)
+                           & (thesis["network"] == cell.network) & (thesis["framework"] == cell.framework)
+                           & (thesis["hardware"] == hardware)]
+            theirs = match["value"].iloc[0] if len(match) else float("nan")
+            rows.append({"metric": cell.metric, "dataset": cell.dataset, "network": cell.network,
+                         "framework": cell.framework, "device": cell.device, "hardware": hardware,
+                         "unit": cell.unit, "ours": cell.cell, "ours_mean": cell.mean, "n": cell.n, "thesis": theirs,
+                         "ratio": cell.mean / theirs,
+                         "apples_to_oranges": "; ".join(differences(cell, hardware, runs, theirs))})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def differences(cell, hardware: str, runs: pd.DataFrame, theirs: float) -> list[str]:
+    """What makes our cell and the thesis's a different measurement, in a reader's words."""
+    words = []
+    if pd.isna(theirs):
+        words.append("the thesis has no value here (not available, or not measured on CPUs)")
+    ours = runs[(runs["dataset"] == cell.dataset) & (runs["network"] == cell.network)
+                & (runs["framework"] == cell.framework) & (runs["device"] == cell.device)
+                & (runs["variant"] == "fp32") & (runs["task"] == "train")]
+    if len(ours):
+        first = ours.iloc[0]
+        machine = first.get("gpu_model") if gpu_count(cell.device) else first.get("cpu_model")
+        words.append(f"our {machine or 'unknown hardware'} vs {HARDWARE_WORDS[hardware]}")
+        batch = FIGURE_4_5.get((cell.family, cell.network), (None,))[0]
+        if batch and first["batch_size_global"] != batch:
+            words.append(f"batch {first['batch_size_global']} (thesis {batch})")
+        if first["data_mode"] != "real":
+            words.append({"generated": "generated stand-in files vs the real dataset",
+                          "synthetic": "synthetic in-memory batches (no input pipeline) vs the real dataset"}
+                         [first["data_mode"]])
+    if cell.metric == "gpu_memory":
+        words.append("process peak from NVML vs the thesis's nvidia-smi reading"
+                     + (" (its TensorFlow figure is the allocator preallocating most of the card, not what "
+                        "the model needs)" if cell.framework == "tensorflow" else ""))
+    return words
+
+
+def rank_agreement(compared: pd.DataFrame) -> pd.DataFrame:
+    """Per case, device and thesis hardware: do the frameworks come out in the same order? Spearman's rank
+    correlation of our means and the thesis's over the frameworks both measured, and the pairs whose order
+    swapped (``a < b``: a is below b here, above it in the thesis)."""
+    both = compared.dropna(subset=["ours_mean", "thesis"])
+    rows = []
+    for key, group in both.groupby(["metric", "dataset", "network", "device", "hardware"], sort=True):
+        if len(group) < 2:
+            continue
+        group = group.set_index("framework")
+        rho = group["ours_mean"].rank().corr(group["thesis"].rank())
+        swapped = [f"{a} {'<' if group.at[a, 'ours_mean'] < group.at[b, 'ours_mean'] else '>'} {b}"
+                   for a, b in combinations(sorted(group.index), 2)
+                   if (group.at[a, "ours_mean"] - group.at[b, "ours_mean"])
+                   * (group.at[a, "thesis"] - group.at[b, "thesis"]) < 0]
+        rows.append(dict(zip(RANK_COLUMNS, key), frameworks=len(group), spearman=rho, same_order=not swapped,
+                         swapped=", ".join(swapped)))
+    return pd.DataFrame(rows, columns=RANK_COLUMNS)
+
+
+def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
+    if not len(compared):
+        return ("# Our cells beside the thesis's\n\nNo cell of this config is one the thesis measured (training "
+                "in fp32 on cpu, gpu1 or gpu2; LeNet on MNIST, AlexNet, ResNet50, GoogLeNet or VGG16 on CIFAR10 "
+                "or ImageNet; Caffe, TensorFlow, PyTorch, MXNet or CNTK).\n")
+    shown = compared.assign(
+        hardware=compared["hardware"].map(HARDWARE_WORDS),
+        thesis=[("—" if pd.isna(value) else f"{value:,.0f}") for value in compared["thesis"]],
+        ratio=[("—" if pd.isna(value) else f"×{value:.3g}") for value in compared["ratio"]])
+    ranked = ranks.assign(hardware=ranks["hardware"].map(HARDWARE_WORDS), spearman=ranks["spearman"].round(2))
+    return ("# Our cells beside the thesis's (Appendix A)\n\n"
+            + shown.drop(columns=["ours_mean"]).to_markdown(index=False)
+            + "\n\n## Do the frameworks come out in the same order?\n\n"
+            + (ranked.to_markdown(index=False) if len(ranked) else "No case has two frameworks measured in both.")
+            + "\n")
+
+
+def write(appendix_csv: Path, runs_csv: Path, csv_out: Path, ranks_out: Path, md_out: Path) -> None:
+    compared = comparison(pd.read_csv(appendix_csv), read_runs(runs_csv))
+    ranks = rank_agreement(compared)
+    compared.to_csv(csv_out, index=False)
+    ranks.to_csv(ranks_out, index=False)
+    md_out.write_text(markdown(compared, ranks))

@@ -1,0 +1,10 @@
+"""Snakemake entry point: ours against the thesis's, a point per cell."""
+from pathlib import Path
+
+import pandas as pd
+from dlbench.jobs import logged
+from dlbench.plots import thesis_figure
+
+with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
+    out = snakemake.output  # noqa: F821
+    thesis_figure(pd.read_csv(snakemake.input[0]), [Path(out.png), Path(out.svg)])  # noqa: F821

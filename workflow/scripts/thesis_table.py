@@ -1,0 +1,9 @@
+"""Snakemake entry point: our cells beside the thesis's Appendix A, and whether the frameworks rank alike."""
+from pathlib import Path
+
+from dlbench.jobs import logged
+from dlbench.thesis import write
+
+with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
+    out, given = snakemake.output, snakemake.input  # noqa: F821
+    write(Path(given.appendix), Path(given.runs), Path(out.csv), Path(out.ranks), Path(out.md))
