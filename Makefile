@@ -22,9 +22,10 @@ $(VENV)/.test-installed: envs/test.requirements.txt envs/workflow.requirements.t
 # Debian packages, installed when missing (as root), elsewhere a message: what Caffe's build
 # compiles and links against (without them the Caffe runs come out "unavailable" with the missing
 # headers named), the OpenMPI that CNTK's wheels load (and its mpiexec, for CNTK on several
-# devices), and for the tests also Slurm, which the Slurm integration test starts.
+# devices), and for the tests also Slurm, which the Slurm integration test starts, and Chromium with its
+# WebDriver, in which a test opens the HTML report.
 RUN_APT := $(shell cat envs/caffe.apt.txt envs/cntk.apt.txt)
-TEST_APT := $(RUN_APT) $(shell cat envs/slurm.apt.txt)
+TEST_APT := $(RUN_APT) $(shell cat envs/slurm.apt.txt envs/browser.apt.txt)
 define apt_install
 	@if ! command -v dpkg-query >/dev/null; then \
 		echo "not Debian: install the equivalents of $(1)"; \
@@ -43,13 +44,18 @@ system-packages:
 test-system-packages:
 	$(call apt_install,$(TEST_APT))
 
-.PHONY: run test retry-failed
+.PHONY: run test retry-failed compare
 run: system-packages $(VENV)/.workflow-installed
 	$(BIN)/snakemake --profile profiles/local --cores $(CORES) --resources gpu=$(GPUS) $(SNAKEMAKE_ARGS)
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html $(SNAKEMAKE_ARGS)
 
 test: test-system-packages $(VENV)/.test-installed
 	$(BIN)/pytest
+
+# Two result sets side by side, cell by cell: make compare A=<results dir> B=<results dir>
+# (writes results/comparison/: comparison.csv, comparison.md, comparison_train_speed.{png,svg}).
+compare: $(VENV)/.workflow-installed
+	$(BIN)/python workflow/scripts/compare_results.py $(A) $(B)
 
 # Move failed run records aside (kept under results/runs-failed/) and run only those again.
 retry-failed: system-packages $(VENV)/.workflow-installed

@@ -93,6 +93,36 @@ rule speed_heatmap:
         "../workflow/scripts/speed_heatmap.py"
 
 
+rule scaling_figure:
+    input:
+        "results/tables/appendix.csv",
+    output:
+        png=report("results/figures/{dataset}/scaling.png", caption="../report/scaling.rst", category="Figures",
+                   subcategory="{dataset}", labels={"metric": "speed-up on several devices"}),
+        svg="results/figures/{dataset}/scaling.svg",
+    log:
+        "logs/aggregate/scaling-{dataset}.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/scaling_figure.py"
+
+
+rule iteration_times:
+    input:
+        train_records,
+    output:
+        png=report("results/figures/{dataset}/{network}/iteration_times.png", caption="../report/iteration_times.rst",
+                   category="Figures", subcategory="{dataset} / {network}", labels={"metric": "every step's time"}),
+        svg="results/figures/{dataset}/{network}/iteration_times.svg",
+    log:
+        "logs/aggregate/iteration_times-{dataset}-{network}.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/iteration_times.py"
+
+
 rule accuracy_table:
     input:
         "results/tables/runs.csv",

@@ -9,7 +9,7 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as bench_config  # noqa: E402
-from dlbench.aggregate import METRICS, drawn  # noqa: E402
+from dlbench.aggregate import METRICS, drawn, scale  # noqa: E402
 from dlbench.host import Rapl  # noqa: E402
 from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
 from dlbench import ceiling, datasets, ilsvrc12, summary  # noqa: E402
@@ -48,9 +48,19 @@ FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metri
            if drawn(metric, *zip(*[(c.task, c.device) for c in CASES.values() if (c.dataset, c.network) == (d, n)]),
                     rapl=RAPL)
            for ext in ("png", "svg")]
-# Per dataset with training runs, the heatmap of training speed over the fastest framework's
-HEATMAPS = [f"results/figures/{d}/speed_heatmap.{ext}" for d in sorted({c.dataset for c in CASES.values()
-                                                                         if c.task == "train"}) for ext in ("png", "svg")]
+TRAINED = [c for c in CASES.values() if c.task == "train"]
+# Per dataset with training runs, the heatmap of training speed over the fastest framework's; per dataset
+# whose training runs on several devices and on one, their speed-up
+HEATMAPS = [f"results/figures/{d}/speed_heatmap.{ext}" for d in sorted({c.dataset for c in TRAINED})
+            for ext in ("png", "svg")]
+SCALED = sorted({c.dataset for c in TRAINED if scale(c.device)[1] > 1
+                 and any((o.dataset, o.framework, o.device) == (c.dataset, c.framework, scale(c.device)[0])
+                         for o in TRAINED)})
+SCALING = [f"results/figures/{d}/scaling.{ext}" for d in SCALED for ext in ("png", "svg")]
+# Per cell with training runs, the time of their every step
+ITERATION_FIGURES = [f"results/figures/{d}/{n}/iteration_times.{ext}" for d, n in sorted({(c.dataset, c.network)
+                                                                                          for c in TRAINED})
+                     for ext in ("png", "svg")]
 # The accuracy task's table and its curves of accuracy over time, where the config has accuracy cases
 ACCURACY_CELLS = sorted({(c.dataset, c.network) for c in CASES.values() if c.task == "accuracy"})
 ACCURACY = (["results/tables/accuracy.csv"] if ACCURACY_CELLS else []) + [
@@ -259,6 +269,10 @@ def records_of(dataset, network, tasks=tuple(TASKS)):
 
 def cell_records(wildcards):
     return records_of(wildcards.dataset, wildcards.network)
+
+
+def train_records(wildcards):
+    return records_of(wildcards.dataset, wildcards.network, ("train",))
 
 
 def accuracy_records(wildcards):

@@ -1,4 +1,4 @@
-"""Our cells beside the thesis's Appendix A, and the speed heatmap: tables and figures read back."""
+"""Our cells beside the thesis's Appendix A: the table, the rank agreement and the figure, read back."""
 import pandas as pd
 import pytest
 from dlbench import aggregate, plots, thesis
@@ -55,11 +55,3 @@ def test_a_config_the_thesis_never_ran_still_gets_its_table_and_figure(tmp_path)
     plots.thesis_figure(compared, [tmp_path / "t.png"])
     assert (tmp_path / "t.png").stat().st_size > 1000
 
-
-def test_the_heatmap_shows_speed_over_the_fastest_and_marks_missing_cells(runs, tmp_path):
-    plots.speed_heatmap(aggregate.appendix(runs), "mnist-generated", [tmp_path / "h.svg"])
-    svg = (tmp_path / "h.svg").read_text()
-    assert 'id="heat tensorflow lenet cpu"' in svg and 'id="heat mxnet lenet cpu"' in svg
-    # the fastest 1.00, Caffe a third of it, the status where nothing was measured
-    for words in ("1.00", "0.33", "unavailable"):
-        assert words in svg

@@ -9,7 +9,7 @@ import jsonschema
 import pandas as pd
 import pytest
 import yaml
-from dlbench import aggregate, backends, host, ilsvrc12
+from dlbench import aggregate, backends, host, ilsvrc12, report_check
 
 from .conftest import ROOT
 
@@ -138,14 +138,18 @@ def test_tables_figures_and_report(finished):
                   ("cifar10-synthetic", "alexnet"): {"profile"}}
     cells = [("mnist-synthetic", "mlp"), ("text-synthetic", "lstm"), ("cifar10-synthetic", "vgg16"),
              ("imagenet-generated", "alexnet"), *cell_tasks]
-    # a cell's figures: the metrics its runs measure (no GPU metric on CPUs); LeNet's accuracy over time,
-    # AlexNet's time per layer; a speed heatmap per dataset with training runs; ours beside the thesis
+    # a cell's figures: the metrics its runs measure (no GPU metric on CPUs), every training step's time;
+    # LeNet's accuracy over time, AlexNet's time per layer; a speed heatmap per dataset with training runs;
+    # ours beside the thesis
     bars = sum(aggregate.drawn(metric, cell_tasks.get(cell, {"train"}), ["cpu"], rapl=host.Rapl().error is None)
                for cell in cells for metric in aggregate.METRICS)
+    trained = [cell for cell in cells if "train" in cell_tasks.get(cell, {"train"})]
     heatmaps = sorted((finished / "results" / "figures").glob("*/speed_heatmap.png"))
-    assert len(heatmaps) == len({dataset for dataset, network in cells if "train" in cell_tasks.get((dataset, network),
-                                                                                                   {"train"})})
-    assert len(figures) == bars + 2 + len(heatmaps) + 1 and not list((finished / "results" / "figures").rglob("gpu_*"))
+    assert len(heatmaps) == len({dataset for dataset, _ in trained})
+    assert len(figures) == bars + len(trained) + 2 + len(heatmaps) + 1
+    assert not list((finished / "results" / "figures").rglob("gpu_*"))  # a CPU-only config: no GPU figures
+    steps = (finished / "results" / "figures" / "mnist-generated" / "lenet" / "iteration_times.svg").read_text()
+    assert all(f'id="steps {framework} cpu rep 2"' in steps for framework in ("pytorch", "tensorflow"))
     beside = pd.read_csv(tables / "thesis.csv").query("metric == 'train_speed' and network == 'lenet'")
     assert (beside.set_index("framework").loc["pytorch", ["thesis", "ratio"]] > 0).all()
     assert beside["apples_to_oranges"].str.contains("generated stand-in files vs the real dataset").all()
@@ -169,8 +173,20 @@ def test_tables_figures_and_report(finished):
     # every figure and table has its caption (report/*.rst)
     assert report.count("error bars one standard deviation") == bars
     assert "apples to oranges" in report and "Which framework, at a glance" in report
+    assert "Every training step of every run" in report
     assert "Where a training step's time goes" in report
     assert "Appendix A layout" in report and "Every run of the workflow" in report
+
+
+@pytest.mark.slow
+def test_the_report_shows_every_figure_in_a_browser(finished):
+    """Headless Chromium opens the report, shows each figure as its menu entry does and screenshots it
+    (results/report-screenshots/, to be looked at): none missing, blank or broken, no script errors."""
+    rendered, problems = report_check.check(finished / "results" / "report.html",
+                                            finished / "results" / "report-screenshots")
+    assert not problems
+    assert sorted(rendered) == sorted(str(path.relative_to(finished)) for path in
+                                      (finished / "results" / "figures").rglob("*.png"))
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ import pandas as pd
 
 from . import compute
 from .backends import REGISTRY as FRAMEWORKS
-from .spec import PRECISIONS, SETUP_FIELDS, TASKS, RunSpec, gpu_count, parse_variant, variant_label
+from .spec import PRECISIONS, SETUP_FIELDS, TASKS, RunSpec, gpu_count, parse_device, parse_variant, variant_label
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,7 @@ class Metric:
     # runs were unsteady (not so for shares near zero, such as a synthetic run's input wait)
     steady: bool = True
     needs: str = ""  # "gpu": only runs on GPUs measure it; "rapl": only on nodes with RAPL counters
+    beside: str = ""  # a metric whose bars its figure draws beside its own (and that gets no figure of its own)
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,14 @@ METRICS = {
         "waited for until its result was there (a device event or a read-back)", tasks=("inference",))
        for percentile, words in (("p50", "median"), ("p90", "90th-percentile"), ("p99", "99th-percentile"))},
     "gpu_memory": Metric("memory", "gpu_process_peak_mib", "MiB",
-                         "peak GPU memory of the run's processes, as NVML reports it, sampled through the run",
-                         needs="gpu"),
+                         "peak GPU memory of the run's processes, as NVML reports it, sampled through the run "
+                         "(hatched beside it: the framework allocator's own peak, what its tensors took)",
+                         needs="gpu", beside="allocator_memory"),
+    "allocator_memory": Metric("memory", "framework_allocator_peak_mib", "MiB",
+                               "peak memory the framework's allocator held for tensors on the GPU, by the "
+                               "framework's own count (torch.cuda.max_memory_allocated, TensorFlow's and JAX's "
+                               "memory stats); the process peak adds the CUDA context, workspaces and caches",
+                               needs="gpu"),
     "gpu_power": Metric("power", "gpu_mean_w", "W",
                         "mean power of the run's GPUs over the timed iterations, from NVML (its energy counter "
                         "where the GPU has one, else integrated power samples)", needs="gpu"),
@@ -117,6 +124,8 @@ def drawn(metric: str, tasks, devices, rapl: bool) -> bool:
     can measure it (``rapl``: whether the node has RAPL counters). A figure of nothing but "unavailable"
     notes tells a reader nothing."""
     spec = METRICS[metric]
+    if any(other.beside == metric for other in METRICS.values()):
+        return False  # drawn in the other's figure
     return bool(set(tasks) & set(spec.tasks)) and {"gpu": any(gpu_count(device) for device in devices),
                                                    "rapl": rapl}.get(spec.needs, True)
 
@@ -290,6 +299,31 @@ def setting_order(table: pd.DataFrame) -> list[str]:
         return row.device, list(PRECISIONS).index(precision), compiled, list(TASKS).index(row.task)
     rows = table[["device", "variant", "task"]].drop_duplicates().assign(setting=lambda t: settings(t))
     return [row.setting for row in sorted(rows.itertuples(), key=key)]
+
+
+def scale(device: str) -> tuple[str, int]:
+    """The one-device run a device's speed is set against, and how many devices it has: ``gpu2`` -> (gpu1, 2),
+    ``2xgpu1`` -> (gpu1, 2), ``2xcpu`` -> (cpu, 2), ``cpu`` -> (cpu, 1)."""
+    processes, _ = parse_device(device)
+    gpus = gpu_count(device)
+    return ("gpu1", gpus) if gpus else ("cpu", processes)
+
+
+def scaling(table: pd.DataFrame) -> pd.DataFrame:
+    """From the appendix's long table, each training cell on several devices against the same framework's cell
+    on one (the thesis's 2 GPUs ÷ 1 GPU): the speed-up and the efficiency (speed-up ÷ devices)."""
+    speed = table[(table["metric"] == "train_speed") & (table["task"] == "train") & (table["n"] > 0)]
+    one = speed.set_index(["dataset", "network", "framework", "variant", "device"])["mean"]
+    rows = []
+    for cell in speed.itertuples():
+        baseline, devices = scale(cell.device)
+        base = one.get((cell.dataset, cell.network, cell.framework, cell.variant, baseline))
+        if devices > 1 and base is not None:
+            rows.append({"dataset": cell.dataset, "network": cell.network, "framework": cell.framework,
+                         "variant": cell.variant, "device": cell.device, "baseline": baseline, "devices": devices,
+                         "speedup": cell.mean / base, "efficiency": cell.mean / base / devices})
+    return pd.DataFrame(rows, columns=["dataset", "network", "framework", "variant", "device", "baseline", "devices",
+                                       "speedup", "efficiency"])
 
 
 def appendix_wide(table: pd.DataFrame) -> pd.DataFrame:

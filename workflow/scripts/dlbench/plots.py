@@ -13,7 +13,17 @@ import matplotlib.ticker
 import pandas as pd
 import seaborn as sns
 
-from .aggregate import METRICS, appendix, decimals, first_line, layer_means, runs_table, setting_order, settings
+from .aggregate import (
+    METRICS,
+    appendix,
+    decimals,
+    first_line,
+    layer_means,
+    runs_table,
+    scaling,
+    setting_order,
+    settings,
+)
 from .backends import REGISTRY as FRAMEWORKS
 from .thesis import HARDWARE_WORDS
 
@@ -47,8 +57,12 @@ def figure(records: list[dict], metric: str, outputs: list[Path]) -> None:
     runs = runs_table(records)
     runs = runs[runs["task"].isin(METRICS[metric].tasks)]
     dataset, network = runs["dataset"].iloc[0], runs["network"].iloc[0]
-    cells = appendix(runs).query("metric == @metric")
+    table = appendix(runs)
+    cells = table.query("metric == @metric")
     cells = cells.assign(setting=settings(cells)).set_index(["framework", "setting"])
+    beside = METRICS[metric].beside
+    partners = table.query("metric == @beside").pipe(lambda t: t.assign(setting=settings(t))).set_index(
+        ["framework", "setting"]) if beside else None
     frameworks = framework_order(runs["framework"])
     slots = setting_order(cells.reset_index())
     width = 0.8 / len(frameworks)
@@ -61,9 +75,16 @@ def figure(records: list[dict], metric: str, outputs: list[Path]) -> None:
         cell = cells.loc[(framework, slot)]
         x = slots.index(slot) - 0.4 + width * (frameworks.index(framework) + 0.5)
         if cell["n"]:
-            bar = ax.bar(x, cell["mean"], width, yerr=None if pd.isna(cell["sd"]) else cell["sd"], capsize=3,
-                         color=FRAMEWORK_COLOURS[framework], label=framework, hatch="//" if cell["flags"] else None)
+            own = width / 2 if beside else width
+            bar = ax.bar(x - (own / 2 if beside else 0), cell["mean"], own, capsize=3,
+                         yerr=None if pd.isna(cell["sd"]) else cell["sd"], color=FRAMEWORK_COLOURS[framework],
+                         label=framework, hatch="//" if cell["flags"] else None)
             bar.patches[0].set_gid(f"bar {framework} {slot}")
+            partner = partners.loc[(framework, slot)] if beside and (framework, slot) in partners.index else None
+            if partner is not None and partner["n"]:  # e.g. the allocator's peak beside the process's
+                extra = ax.bar(x + own / 2, partner["mean"], own, color=FRAMEWORK_COLOURS[framework], alpha=0.45,
+                               hatch="..", yerr=None if pd.isna(partner["sd"]) else partner["sd"], capsize=3)
+                extra.patches[0].set_gid(f"beside {framework} {slot}")
             if cell["flags"]:  # the value says as much about the machine as about the framework
                 ax.annotate(cell["flags"].replace(", ", "\n"), (x, cell["mean"]), xytext=(0, 3),
                             textcoords="offset points", rotation=90, ha="center", va="bottom", fontsize=7,
@@ -72,8 +93,13 @@ def figure(records: list[dict], metric: str, outputs: list[Path]) -> None:
             ax.text(x, 0, f"{framework}: {cell['cell'].split(':')[0]}", rotation=90, ha="center", va="bottom",
                     fontsize=7, color="firebrick", gid=f"missing {framework} {slot}",
                     bbox={"facecolor": "white", "edgecolor": FRAMEWORK_COLOURS[framework], "pad": 1.5})
-    ax.legend([plt.Rectangle((0, 0), 1, 1, color=FRAMEWORK_COLOURS[f]) for f in frameworks], frameworks,
-              fontsize=8, title="framework", loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
+    handles, labels = [plt.Rectangle((0, 0), 1, 1, color=FRAMEWORK_COLOURS[f]) for f in frameworks], frameworks
+    if beside:
+        handles += [plt.Rectangle((0, 0), 1, 1, color="gray"), plt.Rectangle((0, 0), 1, 1, color="gray", alpha=0.45,
+                                                                              hatch="..")]
+        labels += [metric.replace("_", " "), beside.replace("_", " ")]
+    ax.legend(handles, labels, fontsize=8, title="framework", loc="upper left", bbox_to_anchor=(1.01, 1),
+              borderaxespad=0)
     ax.set(title=f"{dataset} / {network}: {metric.replace('_', ' ')}", ylabel=METRICS[metric].unit,
            xticks=range(len(slots)), xlim=(-0.5, len(slots) - 0.5),
            xlabel="device" if set(runs["variant"]) == {"fp32"} else "device, variant")
@@ -164,6 +190,110 @@ def thesis_figure(compared: pd.DataFrame, outputs: list[Path]) -> None:
                     bbox_to_anchor=(1.02, 1), borderaxespad=0)
     if not panels:
         axes[0].axis("off")
+    _save(fig, outputs)
+
+
+def comparison_figure(compared: pd.DataFrame, label_a: str, label_b: str, outputs: list[Path]) -> None:
+    """One metric of two result sets (dlbench.compare): a bar per cell both measured, its ratio B ÷ A on a log
+    axis, the range of the ratio over the repetitions as error bars (B's min over A's max to B's max over A's
+    min), in its framework's colour; significant differences solid and starred, the others faint. Cells only
+    one set measured are listed below."""
+    both = compared.dropna(subset=["ratio"]).sort_values(["dataset", "network", "device", "variant", "task",
+                                                          "framework"], ignore_index=True)
+    one_side = compared[compared["ratio"].isna()]
+    notes = [f"{row.dataset} / {row.network} / {row.framework} / {row.device} {row.variant} {row.task}: "
+             f"A {row.a_cell}; B {row.b_cell}" for row in one_side.itertuples()]
+    metric = compared["metric"].iloc[0] if len(compared) else "metric"
+    fig, (ax,) = with_notes(8, max(2.5, 0.28 * len(both) + 1.5), notes[:30] + (
+        [f"... and {len(notes) - 30} more (comparison.csv)"] if len(notes) > 30 else []))
+    for y, row in both.iterrows():
+        low, high = row["b_min"] / row["a_max"], row["b_max"] / row["a_min"]
+        ax.barh(y, row["ratio"] - 1, left=1, height=0.6, color=FRAMEWORK_COLOURS.get(row["framework"], "gray"),
+                alpha=1.0 if row["significant"] else 0.4, xerr=[[row["ratio"] - low], [high - row["ratio"]]],
+                capsize=2, gid=f"ratio {row['framework']} {row['dataset']} {row['network']} {row['device']} "
+                               f"{row['variant']} {row['task']}")
+        if row["significant"]:
+            ax.annotate("*", (high, y), xytext=(3, 0), textcoords="offset points", va="center")
+    if len(both):
+        ax.set_yticks(range(len(both)), [f"{r.dataset} / {r.network} / {r.framework} / {r.device}"
+                                         + ("" if r.variant == "fp32" else f" {r.variant}")
+                                         + ("" if r.task == "train" else f" {r.task}") for r in both.itertuples()],
+                      fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.axvline(1, color="black", linewidth=0.8)
+        ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
+        ax.xaxis.set_minor_locator(matplotlib.ticker.LogLocator(subs=(1, 1.1, 1.25, 1.5, 2, 3, 4, 5, 6, 8)))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"×{value:g}"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"×{value:g}"))
+        ax.tick_params(axis="x", which="minor", labelsize=6)
+    else:
+        ax.text(0.5, 0.5, "no cell was measured in both sets", ha="center", va="center", transform=ax.transAxes)
+        ax.set(yticks=[])
+    ax.set(title=f"{metric.replace('_', ' ')}: {label_b} (B) over {label_a} (A)",
+           xlabel="B ÷ A (1: the same; * significant: the ranges over the repetitions do not overlap)")
+    _save(fig, outputs)
+
+
+def iteration_times(records: list[dict], outputs: list[Path]) -> None:
+    """Every step of every training run of a cell, warm-up included (shaded): milliseconds per step against
+    the step's number, a line per run in its framework's colour, a panel per setting. Jitter, the first
+    step's compilation and the warm-up's settling are there to see; the means in the other figures hide them."""
+    records = [record for record in records if record["run"]["task"] == "train"]
+    table = runs_table(records)
+    panels = setting_order(table)
+    labels = dict(zip(table["record"], settings(table)))
+    run = records[0]["run"]
+    missing = [f"{r['run']['framework']} {labels[r['path']]} rep {r['run']['repetition']}: {r['status']}: "
+               f"{first_line(r['reason'])}" for r in records if not r["timing"]["iteration_seconds"]]
+    fig, axes = with_notes(max(6.5, 4.5 * len(panels)), 4, sorted(missing), len(panels))
+    for ax, panel in zip(axes, panels):
+        warmups = set()
+        for record in (r for r in records if labels[r["path"]] == panel and r["timing"]["iteration_seconds"]):
+            framework, times = record["run"]["framework"], record["timing"]["iteration_seconds"]
+            ax.plot(range(1, len(times) + 1), [t * 1e3 for t in times], color=FRAMEWORK_COLOURS[framework],
+                    linewidth=0.8, alpha=0.8, label=framework, gid=f"steps {framework} {panel} rep "
+                                                                  f"{record['run']['repetition']}")
+            warmups.add(record["run"]["warmup_iterations"])
+        for warmup in warmups:
+            ax.axvspan(0.5, warmup + 0.5, color="gray", alpha=0.15, linewidth=0)
+        handles = dict(zip(*reversed(ax.get_legend_handles_labels())))
+        shown = framework_order(handles)
+        ax.legend([handles[f] for f in shown], shown, fontsize=7, loc="upper right")
+        ax.set(yscale="log", title=f"{panel} (shaded: warm-up, not timed)", xlabel="step", ylabel="ms per step")
+        ax.title.set_fontsize(9)
+    fig.suptitle(f"{run['dataset']} / {run['network']}: time of every training step", fontsize=10)
+    _save(fig, outputs)
+
+
+def scaling_figure(table: pd.DataFrame, dataset: str, outputs: list[Path]) -> None:
+    """Speed-up on several devices over one (aggregate.scaling), a group per network, a bar per framework in
+    its colour, a panel per device and variant, the ideal (as many times as devices) dashed."""
+    scaled = scaling(table[table["dataset"] == dataset])
+    scaled = scaled.assign(panel=scaled["device"] + (" " + scaled["variant"]).where(scaled["variant"] != "fp32", ""))
+    panels = sorted(scaled["panel"].unique())
+    fig, axes = with_notes(max(5.5, 4.5 * len(panels)), 4, [] if panels else [
+        "No framework ran this dataset's training both on one device and on several."], max(len(panels), 1))
+    for ax, panel in zip(axes, panels):
+        bars = scaled[scaled["panel"] == panel]
+        networks, frameworks = sorted(bars["network"].unique()), framework_order(bars["framework"])
+        width = 0.8 / len(frameworks)
+        for row in bars.itertuples():
+            x = networks.index(row.network) - 0.4 + width * (frameworks.index(row.framework) + 0.5)
+            ax.bar(x, row.speedup, width, color=FRAMEWORK_COLOURS[row.framework], label=row.framework,
+                   gid=f"speedup {row.framework} {row.network} {panel}")
+            ax.annotate(f"{row.efficiency:.0%}", (x, row.speedup), xytext=(0, 2), textcoords="offset points",
+                        ha="center", fontsize=6)
+        ax.axhline(bars["devices"].iloc[0], linestyle="--", color="gray", linewidth=1)
+        ax.axhline(1, color="black", linewidth=0.8)
+        handles = dict(zip(*reversed(ax.get_legend_handles_labels())))
+        ax.legend([handles[f] for f in frameworks], frameworks, fontsize=7, loc="lower right")
+        ax.set(title=f"{panel} over {bars['baseline'].iloc[0]} (dashed: ideal)", xticks=range(len(networks)),
+               xlabel="network", ylabel="speed-up (labels: efficiency)")
+        ax.set_xticklabels(networks)
+    if not panels:
+        axes[0].axis("off")
+    fig.suptitle(f"{dataset}: training speed on several devices over one", fontsize=10)
     _save(fig, outputs)
 
 

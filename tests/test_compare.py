@@ -1,0 +1,98 @@
+"""Two result sets compared cell by cell, from their records or their runs.csv, by the command line."""
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+from dlbench import aggregate, compare
+from dlbench.monitor import write_record
+
+from .conftest import ROOT
+from .test_aggregate import record
+
+
+def results(directory, speeds: dict, table=False):
+    """A results directory with a record per (framework, repetition) speed, as the workflow lays them out;
+    ``table``: only its runs.csv, as a set copied from another machine may be."""
+    paths = []
+    for framework, values in speeds.items():
+        for repetition, speed in enumerate(values, 1):
+            status = "ok" if speed else "unavailable"
+            item = record(framework, repetition=repetition, speed=speed or 0.0, status=status,
+                          reason="" if speed else "not on this machine")
+            path = directory / "runs" / framework / "mnist-generated" / "lenet" / "cpu" / "fp32" / "train" / f"rep{repetition}.json"
+            write_record(item, path)
+            paths.append(path)
+    if table:
+        (directory / "tables").mkdir(parents=True)
+        aggregate.runs_table(aggregate.load_records(paths)).to_csv(directory / "tables" / "runs.csv", index=False)
+        for path in paths:
+            path.unlink()
+    return directory
+
+
+@pytest.fixture
+def sets(tmp_path):
+    a = results(tmp_path / "laptop" / "results", {"pytorch": [100, 104, 102], "tensorflow": [200, 230, 215],
+                                                  "mxnet": [50, 50, 50], "caffe": [80, 80]})
+    b = results(tmp_path / "node", {"pytorch": [150, 152, 149], "tensorflow": [205, 220, 210],
+                                    "mxnet": [None, None, None], "cntk": [90, 91]}, table=True)
+    return a, b
+
+
+def test_each_cell_gets_its_ratio_and_significance_and_cells_of_one_set_are_listed(sets):
+    compared = compare.compare(compare.runs_of(sets[0]), compare.runs_of(sets[1]))
+    speed = compared[compared["metric"] == "train_speed"].set_index("framework")
+    assert speed.loc["pytorch", "ratio"] == pytest.approx(150.333 / 102, rel=1e-3) and speed.loc["pytorch", "significant"]
+    assert speed.loc["tensorflow", "ratio"] == pytest.approx(211.667 / 215, rel=1e-3) and not speed.loc["tensorflow", "significant"]
+    assert speed.loc["caffe", "in"] == "A only" and speed.loc["caffe", "b_cell"] == "not in this set"
+    assert speed.loc["cntk", "in"] == "B only" and speed.loc["cntk", "b_cell"] == "90.50 ± 0.71 (n=2, cv 0.8%)"
+    assert speed.loc["mxnet", "b_cell"] == "unavailable: not on this machine" and pd.isna(speed.loc["mxnet", "ratio"])
+    assert "gpu_power" not in set(compared["metric"])  # neither set measured it
+
+
+def test_the_command_line_writes_the_table_and_figure(sets, tmp_path):
+    out = tmp_path / "comparison"
+    subprocess.run([sys.executable, str(ROOT / "workflow" / "scripts" / "compare_results.py"), str(sets[0]),
+                    str(sets[1]), "--out", str(out)], check=True, capture_output=True,
+                   env={"PYTHONPATH": str(ROOT / "workflow" / "scripts"), "PATH": "/usr/bin:/bin"})
+    text = (out / "comparison.md").read_text()
+    assert "# node (B) against laptop (A)" in text  # a directory called results is named by its parent
+    assert pd.read_csv(out / "comparison.csv").query("metric == 'train_speed'")["significant"].sum() == 1
+    svg = (out / "comparison_train_speed.svg").read_text()
+    assert 'id="ratio pytorch mnist-generated lenet cpu fp32 train"' in svg and 'id="ratio cntk' not in svg
+    assert "not in this set" in svg  # the cells of one set, listed below
+
+
+def test_a_directory_without_results_is_refused(tmp_path):
+    with pytest.raises(FileNotFoundError, match="holds no results"):
+        compare.runs_of(tmp_path)
+
+
+def workflow_results(workdir, benchmarks):
+    """A results directory the workflow makes from a config of PyTorch's ``benchmarks``, two repetitions."""
+    workdir.mkdir()
+    config = {"frameworks": ["pytorch"], "repetitions": 2, "environment": "current", "benchmarks": benchmarks}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory",
+                    str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "2",
+                    "results/tables/runs.csv"], check=True, capture_output=True, timeout=900)
+    return workdir / "results"
+
+
+@pytest.mark.slow
+def test_two_result_sets_of_different_configs_are_compared(tmp_path):
+    lenet = {"dataset": "mnist", "data": "synthetic", "networks": ["lenet"], "iterations": 30, "warmup_iterations": 3}
+    a = workflow_results(tmp_path / "small-batch", [{**lenet, "batch_size": 16}])
+    b = workflow_results(tmp_path / "large-batch", [{**lenet, "batch_size": 128},
+                                                    {**lenet, "networks": ["mlp"], "batch_size": 128}])
+    out = tmp_path / "comparison"
+    subprocess.run([sys.executable, str(ROOT / "workflow" / "scripts" / "compare_results.py"), str(a), str(b),
+                    "--out", str(out)], check=True, capture_output=True,
+                   env={"PYTHONPATH": str(ROOT / "workflow" / "scripts"), "PATH": "/usr/bin:/bin"})
+    speed = pd.read_csv(out / "comparison.csv").query("metric == 'train_speed'").set_index("network")
+    assert speed.loc["lenet", "in"] == "both" and speed.loc["lenet", "ratio"] > 1  # larger batches, more images/s
+    assert speed.loc["mlp", "in"] == "B only" and speed.loc["mlp", "a_cell"] == "not in this set"
+    assert "# large-batch (B) against small-batch (A)" in (out / "comparison.md").read_text()
+    assert 'id="ratio pytorch mnist-synthetic lenet cpu fp32 train"' in (out / "comparison_train_speed.svg").read_text()

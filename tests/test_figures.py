@@ -1,0 +1,75 @@
+"""The figures a reader looks at before the tables: heatmap, scaling, every step's time, memory side by side."""
+import pytest
+from dlbench import aggregate, plots
+
+from .test_aggregate import record
+
+
+def speed_runs():
+    """LeNet's training speed in three frameworks (TensorFlow fastest, Caffe a third of it) and MXNet's none."""
+    records = [{**record(framework, repetition=r, speed=speed), "path": f"{framework}{r}"}
+               for framework, speed in (("pytorch", 2000.0), ("tensorflow", 3000.0), ("caffe", 1000.0)) for r in (1, 2)]
+    records.append({**record("mxnet", status="unavailable", reason="no MXNet here"), "path": "m"})
+    return aggregate.runs_table(records)
+
+
+def test_the_heatmap_shows_speed_over_the_fastest_and_marks_missing_cells(tmp_path):
+    plots.speed_heatmap(aggregate.appendix(speed_runs()), "mnist-generated", [tmp_path / "h.svg"])
+    svg = (tmp_path / "h.svg").read_text()
+    assert 'id="heat tensorflow lenet cpu"' in svg and 'id="heat mxnet lenet cpu"' in svg
+    # the fastest 1.00, Caffe a third of it, the status where nothing was measured
+    for words in ("1.00", "0.33", "unavailable"):
+        assert words in svg
+
+
+def gpu_record(framework, device, speed, repetition=1, process_mib=None, allocator_mib=None):
+    item = record(framework, device=device, repetition=repetition, speed=speed)
+    item["memory"].update(gpu_process_peak_mib=process_mib, framework_allocator_peak_mib=allocator_mib, reasons={})
+    return {**item, "path": f"{framework}-{device}-{repetition}"}
+
+
+def test_scaling_sets_several_devices_against_one():
+    records = [gpu_record("pytorch", "gpu1", 1000.0), gpu_record("pytorch", "gpu2", 1800.0),
+               gpu_record("mxnet", "gpu1", 1000.0), gpu_record("mxnet", "2xgpu1", 1500.0),
+               gpu_record("caffe", "gpu2", 900.0)]  # no one-GPU run to set it against
+    scaled = aggregate.scaling(aggregate.appendix(aggregate.runs_table(records))).set_index(["framework", "device"])
+    assert list(scaled.index) == [("mxnet", "2xgpu1"), ("pytorch", "gpu2")]
+    assert scaled.loc[("pytorch", "gpu2"), "speedup"] == pytest.approx(1.8)
+    assert scaled.loc[("mxnet", "2xgpu1"), "efficiency"] == pytest.approx(0.75)
+    assert aggregate.scale("2xcpu") == ("cpu", 2) and aggregate.scale("gpu4") == ("gpu1", 4)
+
+
+def test_the_scaling_figure_draws_each_speedup_and_says_when_there_is_none(tmp_path):
+    records = [gpu_record("pytorch", "gpu1", 1000.0), gpu_record("pytorch", "gpu2", 1800.0)]
+    table = aggregate.appendix(aggregate.runs_table(records))
+    plots.scaling_figure(table, "mnist-generated", [tmp_path / "s.svg"])
+    svg = (tmp_path / "s.svg").read_text()
+    assert 'id="speedup pytorch lenet gpu2"' in svg and "90%" in svg
+    plots.scaling_figure(table[table["device"] == "gpu1"], "mnist-generated", [tmp_path / "none.svg"])
+    assert "No framework ran" in (tmp_path / "none.svg").read_text()
+
+
+def test_gpu_memory_shows_the_allocator_peak_beside_the_process_peak(tmp_path):
+    records = [gpu_record("pytorch", "gpu1", 1000.0, r, process_mib=900.0, allocator_mib=300.0) for r in (1, 2)]
+    records += [gpu_record("tensorflow", "gpu1", 1000.0, r, process_mib=2000.0) for r in (1, 2)]
+    records[-1]["memory"]["reasons"] = records[-2]["memory"]["reasons"] = {
+        "framework_allocator_peak_mib": "not reported"}
+    plots.figure(records, "gpu_memory", [tmp_path / "m.svg"])
+    svg = (tmp_path / "m.svg").read_text()
+    assert 'id="bar pytorch gpu1"' in svg and 'id="beside pytorch gpu1"' in svg
+    assert 'id="bar tensorflow gpu1"' in svg and 'id="beside tensorflow gpu1"' not in svg
+    assert not aggregate.drawn("allocator_memory", ["train"], ["gpu1"], rapl=True)  # it is in gpu_memory's figure
+    table = aggregate.appendix(aggregate.runs_table(records)).set_index(["metric", "framework"])
+    assert table.loc[("allocator_memory", "pytorch"), "mean"] == 300.0
+
+
+def test_every_step_is_drawn_with_the_warmup_shaded(tmp_path):
+    records = [{**record(framework, repetition=r), "path": f"{framework}{r}"} for framework in ("pytorch", "caffe")
+               for r in (1, 2)]
+    records[0]["timing"]["iteration_seconds"] = [2.0] + [0.1] * 19  # a first step that compiled
+    records.append({**record("cntk", status="unavailable", reason="no CNTK here"), "path": "c"})
+    records[-1]["timing"]["iteration_seconds"] = []
+    plots.iteration_times(records, [tmp_path / "t.svg", tmp_path / "t.png"])
+    svg = (tmp_path / "t.svg").read_text()
+    assert all(f'id="steps {f} cpu rep {r}"' in svg for f in ("pytorch", "caffe") for r in (1, 2))
+    assert "no CNTK here" in svg

@@ -1,0 +1,93 @@
+"""Two result sets compared cell by cell: another machine, last month's run, another config.
+
+Per cell (dataset, network, framework, device, variant, task) and metric: each set's mean, spread and
+repetitions, the ratio B ÷ A, and whether the difference is significant (both sets have at least two ok
+runs and their ranges over the repetitions do not overlap). Cells only one set has are listed as such;
+a cell one set could not measure keeps that set's status and reason.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .aggregate import CELL_KEYS, METRICS, appendix, load_records, measured, read_runs, runs_table
+from .plots import comparison_figure
+
+SIDES = ("a", "b")
+COLUMNS = ["metric", "unit", *CELL_KEYS, *[f"{side}_{field}" for side in SIDES for field in
+                                           ("mean", "sd", "n", "min", "max", "cell")], "ratio", "significant", "in"]
+
+
+def runs_of(results: Path) -> pd.DataFrame:
+    """A result set's runs: its ``tables/runs.csv``, else the records under its ``runs/``."""
+    table = results / "tables" / "runs.csv"
+    if table.exists():
+        return read_runs(table)
+    records = sorted((results / "runs").rglob("rep*.json"))
+    if not records:
+        raise FileNotFoundError(f"{results} holds no results: neither tables/runs.csv nor runs/**/rep*.json")
+    return runs_table(load_records(records))
+
+
+def cells(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Per cell of ``metric``'s tasks: the mean, sd, n, min and max over its ok runs that measured it, and what
+    the cell says when none did (the appendix's words)."""
+    runs = runs[runs["task"].isin(METRICS[metric].tasks)]
+    if not len(runs):
+        return pd.DataFrame(columns=[*CELL_KEYS, "mean", "sd", "n", "min", "max", "cell"])
+    stats = measured(runs, metric).groupby(CELL_KEYS)[metric].agg(["min", "max"])
+    texts = appendix(runs).query("metric == @metric").set_index(CELL_KEYS)[["mean", "sd", "n", "cell"]]
+    return texts.join(stats).reset_index()
+
+
+def compare(a: pd.DataFrame, b: pd.DataFrame, metrics=tuple(METRICS)) -> pd.DataFrame:
+    """The runs of set A and of set B, cell by cell, for each of ``metrics`` either set has a value of."""
+    rows = []
+    for metric in metrics:
+        joined = cells(a, metric).merge(cells(b, metric), on=CELL_KEYS, how="outer", suffixes=("_a", "_b"),
+                                        indicator=True)
+        for row in joined.to_dict("records"):
+            if not (row["n_a"] > 0 or row["n_b"] > 0):
+                continue  # neither measured it (GPU power of CPU runs)
+            out = {"metric": metric, "unit": METRICS[metric].unit, **{key: row[key] for key in CELL_KEYS}}
+            for side in SIDES:
+                out.update({f"{side}_{field}": row[f"{field}_{side}"] for field in ("mean", "sd", "n", "min", "max")})
+                out[f"{side}_cell"] = row[f"cell_{side}"] if pd.notna(row[f"cell_{side}"]) else "not in this set"
+            out["ratio"] = out["b_mean"] / out["a_mean"]
+            out["significant"] = bool(out["a_n"] >= 2 and out["b_n"] >= 2
+                                      and (out["b_min"] > out["a_max"] or out["b_max"] < out["a_min"]))
+            out["in"] = {"both": "both", "left_only": "A only", "right_only": "B only"}[row["_merge"]]
+            rows.append(out)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def markdown(compared: pd.DataFrame, label_a: str, label_b: str) -> str:
+    head = (f"# {label_b} (B) against {label_a} (A)\n\nRatio B ÷ A of the means over each cell's ok runs; "
+            "`significant`: both sets have at least two ok runs and their ranges (min-max over the repetitions) "
+            "do not overlap.\n\n")
+    shown = compared.assign(ratio=[("—" if pd.isna(value) else f"×{value:.3g}") for value in compared["ratio"]],
+                            significant=compared["significant"].map({True: "yes", False: ""}))
+    shown = shown[["metric", *CELL_KEYS, "a_cell", "b_cell", "ratio", "significant", "in"]].rename(
+        columns={"a_cell": f"A: {label_a}", "b_cell": f"B: {label_b}"})
+    return head + (shown.to_markdown(index=False) if len(shown) else "The two sets have no metric in common.") + "\n"
+
+
+def write(a_dir: Path, b_dir: Path, out_dir: Path, label_a: str | None = None, label_b: str | None = None,
+          metric: str = "train_speed") -> list[Path]:
+    """The comparison's table (CSV, Markdown) and a figure of ``metric``'s ratios into ``out_dir``."""
+    label_a, label_b = label_a or set_name(a_dir), label_b or set_name(b_dir)
+    compared = compare(runs_of(a_dir), runs_of(b_dir))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    outputs = [out_dir / "comparison.csv", out_dir / "comparison.md", out_dir / f"comparison_{metric}.png",
+               out_dir / f"comparison_{metric}.svg"]
+    compared.to_csv(outputs[0], index=False)
+    outputs[1].write_text(markdown(compared, label_a, label_b))
+    comparison_figure(compared[compared["metric"] == metric], label_a, label_b, outputs[2:])
+    return outputs
+
+
+def set_name(results: Path) -> str:
+    """A result set's name for a reader: its directory, or the project's when it is called ``results``."""
+    results = results.resolve()
+    return results.parent.name if results.name == "results" else results.name

@@ -1,0 +1,10 @@
+"""Snakemake entry point: every training step's time in a (dataset, network) cell."""
+from pathlib import Path
+
+from dlbench.aggregate import load_records
+from dlbench.jobs import logged
+from dlbench.plots import iteration_times
+
+with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
+    out = snakemake.output  # noqa: F821
+    iteration_times(load_records(snakemake.input), [Path(out.png), Path(out.svg)])  # noqa: F821
