@@ -24,7 +24,7 @@ include: "rules/aggregate.smk"
 # Cheap aggregation runs where Snakemake runs, not as cluster jobs; so do downloads, because a
 # cluster's compute nodes often cannot reach the internet.
 localrules: all, fetch, runs_table, appendix_table, api_cost_table, accuracy_table, layers_table, thesis_table, figure,
-    accuracy_curve, layers_figure, speed_heatmap, thesis_figure, iteration_times, scaling_figure
+    accuracy_curve, layers_figure, heatmap, thesis_figure, iteration_times, scaling_figure
 
 
 # How many runs are ok, failed or unavailable: Snakemake's "100% done" counts jobs, and a failed

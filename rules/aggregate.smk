@@ -78,19 +78,21 @@ rule thesis_figure:
         "../workflow/scripts/thesis_figure.py"
 
 
-rule speed_heatmap:
+rule heatmap:
     input:
         "results/tables/appendix.csv",
     output:
-        png=report("results/figures/{dataset}/speed_heatmap.png", caption="../report/speed_heatmap.rst",
-                   category="Figures", subcategory="{dataset}", labels={"metric": "which framework (heatmap)"}),
-        svg="results/figures/{dataset}/speed_heatmap.svg",
+        png=report("results/figures/{dataset}/{metric}_heatmap.png", caption="../report/heatmap.rst",
+                   category="Figures", subcategory="{dataset}", labels={"metric": "which framework: {metric}"}),
+        svg="results/figures/{dataset}/{metric}_heatmap.svg",
     log:
-        "logs/aggregate/speed_heatmap-{dataset}.log",
+        "logs/aggregate/heatmap-{dataset}-{metric}.log",
+    wildcard_constraints:
+        metric="|".join(metric for metric, spec in METRICS.items() if spec.best),
     conda:
         "../envs/workflow.yaml"
     script:
-        "../workflow/scripts/speed_heatmap.py"
+        "../workflow/scripts/heatmap.py"
 
 
 rule scaling_figure:

@@ -49,9 +49,12 @@ FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metri
                     rapl=RAPL)
            for ext in ("png", "svg")]
 TRAINED = [c for c in CASES.values() if c.task == "train"]
-# Per dataset with training runs, the heatmap of training speed over the fastest framework's; per dataset
-# whose training runs on several devices and on one, their speed-up
-HEATMAPS = [f"results/figures/{d}/speed_heatmap.{ext}" for d in sorted({c.dataset for c in TRAINED})
+# Per dataset with training runs, a heatmap of each metric with a better end that they measure (speed, energy
+# per image) against the best framework's; per dataset whose training runs on several devices and on one,
+# their speed-up
+HEATMAPS = [f"results/figures/{d}/{metric}_heatmap.{ext}" for d in sorted({c.dataset for c in TRAINED})
+            for metric, spec in METRICS.items()
+            if spec.best and drawn(metric, ["train"], [c.device for c in TRAINED if c.dataset == d], rapl=RAPL)
             for ext in ("png", "svg")]
 SCALED = sorted({c.dataset for c in TRAINED if scale(c.device)[1] > 1
                  and any((o.dataset, o.framework, o.device) == (c.dataset, c.framework, scale(c.device)[0])

@@ -1,12 +1,17 @@
-"""Run by tests/test_profile.py inside a framework's environment: a profile run of AlexNet on CIFAR10-shaped
-synthetic batches (the runner's timed steps, then the profiled ones); print the runner's result as JSON."""
+"""Run by tests/test_profile.py inside a framework's environment: a profile run of a network (AlexNet unless
+named) on CIFAR10-shaped synthetic batches (the runner's timed steps, then the profiled ones); print the
+runner's result as JSON, or the reason the framework cannot profile it."""
 import json
 import sys
 
 from dlbench import backends, datasets, runner
 from dlbench.spec import RunSpec
 
-framework = sys.argv[1]
-spec = RunSpec(framework, "cifar10-synthetic", "alexnet", "cpu", 1, 8, 6, 2, 0.01, 2, task="profile")
-trainer = backends.load(framework).Trainer(spec, datasets.description("alexnet", "cifar10"))
-print(json.dumps(runner.profile(trainer, spec, progress=lambda *args, **kwargs: None)))
+framework, network = (*sys.argv[1:], "alexnet")[:2]
+spec = RunSpec(framework, "cifar10-synthetic", network, "cpu", 1, 8, 6, 2, 0.01, 2, task="profile")
+try:
+    trainer = backends.load(framework).Trainer(spec, datasets.description(network, "cifar10"))
+except backends.Unavailable as error:
+    print(json.dumps({"unavailable": str(error)}))
+else:
+    print(json.dumps(runner.profile(trainer, spec, progress=lambda *args, **kwargs: None)))

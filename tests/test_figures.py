@@ -14,7 +14,7 @@ def speed_runs():
 
 
 def test_the_heatmap_shows_speed_over_the_fastest_and_marks_missing_cells(tmp_path):
-    plots.speed_heatmap(aggregate.appendix(speed_runs()), "mnist-generated", [tmp_path / "h.svg"])
+    plots.heatmap(aggregate.appendix(speed_runs()), "mnist-generated", "train_speed", [tmp_path / "h.svg"])
     svg = (tmp_path / "h.svg").read_text()
     assert 'id="heat tensorflow lenet cpu"' in svg and 'id="heat mxnet lenet cpu"' in svg
     # the fastest 1.00, Caffe a third of it, the status where nothing was measured
@@ -22,10 +22,24 @@ def test_the_heatmap_shows_speed_over_the_fastest_and_marks_missing_cells(tmp_pa
         assert words in svg
 
 
-def gpu_record(framework, device, speed, repetition=1, process_mib=None, allocator_mib=None):
+def gpu_record(framework, device, speed, repetition=1, process_mib=None, allocator_mib=None, joules_per_image=None):
     item = record(framework, device=device, repetition=repetition, speed=speed)
     item["memory"].update(gpu_process_peak_mib=process_mib, framework_allocator_peak_mib=allocator_mib, reasons={})
+    item["power"].update(energy_per_image_j=joules_per_image, reasons={} if joules_per_image else {
+        "energy_per_image_j": "no NVML energy counter"})
     return {**item, "path": f"{framework}-{device}-{repetition}"}
+
+
+def test_the_energy_heatmap_sets_each_framework_against_the_one_that_took_least(tmp_path):
+    records = [gpu_record("pytorch", "gpu1", 1000.0, r, joules_per_image=0.02) for r in (1, 2)]
+    records += [gpu_record("tensorflow", "gpu1", 800.0, r, joules_per_image=0.08) for r in (1, 2)]
+    records += [gpu_record("mxnet", "gpu1", 900.0)]
+    plots.heatmap(aggregate.appendix(aggregate.runs_table(records)), "mnist-generated", "gpu_energy_per_image",
+                  [tmp_path / "e.svg"])
+    svg = (tmp_path / "e.svg").read_text()
+    # PyTorch took the least (1.00), TensorFlow four times as much (0.25); MXNet measured none
+    assert all(words in svg for words in ("1.00", "0.25", "unavailable"))
+    assert 'id="heat mxnet lenet gpu1"' in svg
 
 
 def test_scaling_sets_several_devices_against_one():

@@ -55,7 +55,7 @@ def test_a_profile_names_every_layer_of_the_description_and_times_both_passes(pr
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["tensorflow", "caffe"])
+@pytest.mark.parametrize("framework", ["tensorflow", "mxnet", "caffe"])
 def test_each_frameworks_profiler_times_the_same_layers(framework, request):
     python = request.getfixturevalue(f"{framework}_python")
     result = run_in(python, "profile_in_framework.py", framework)
@@ -66,15 +66,18 @@ def test_each_frameworks_profiler_times_the_same_layers(framework, request):
     assert profile["accounted_ms"] > 0 and profile["overhead"] > 0.5
     if framework == "tensorflow":  # a convolution's forward is fused with its bias and ReLU, named after the ReLU
         assert all(layers[f"relu{k}"]["forward_ms"] > 0 for k in range(1, 6))
-    else:  # caffe time's way: one Caffe layer after another, nothing overlapping
+    else:  # one layer after another (caffe time's way; MXNet's operators in order), nothing overlapping
         assert all(layers[f"conv{k}"]["forward_ms"] > 0 for k in range(1, 6))
         assert 0 <= profile["unaccounted_share"] < 1
+    if framework == "mxnet":  # its operators carry no layer names: only a chain of layers maps onto them
+        assert "matched in order" in profile["method"]
+        assert "sequential networks" in run_in(python, "profile_in_framework.py", framework, "googlenet")["unavailable"]
 
 
 def test_frameworks_whose_profiler_is_not_wired_and_runs_on_several_devices_say_why():
-    with pytest.raises(backends.Unavailable, match=r"profile: mxnet runs train, inference, accuracy only \(MXNet 1.9's "
-                                                   "profiler names operators by their type alone"):
-        backends.require_task(_spec(framework="mxnet"))
+    with pytest.raises(backends.Unavailable, match=r"profile: keras-jax runs train, inference, accuracy only \("
+                                                   "profiling through Keras"):
+        backends.require_task(_spec(framework="keras-jax"))
     with pytest.raises(backends.Unavailable, match=r"profile on 2xcpu: profile runs on one device \(cpu, gpu1\)"):
         backends.require_task(_spec(device="2xcpu"))
     assert monitor.layer_profile(_spec(), {}, "see the run's reason (unavailable)")["reasons"]["overhead"] == (
@@ -83,9 +86,9 @@ def test_frameworks_whose_profiler_is_not_wired_and_runs_on_several_devices_say_
 
 
 def test_the_layers_table_and_figure_read_the_same_layer_across_frameworks(profiled, tmp_path):
-    other = {**profiled, "path": str(tmp_path / "mxnet.json"), "status": "unavailable",
-             "reason": "profile: mxnet runs train, inference, accuracy only", "profile": None,
-             "run": {**profiled["run"], "framework": "mxnet"}}
+    other = {**profiled, "path": str(tmp_path / "cntk.json"), "status": "unavailable",
+             "reason": "profile: cntk runs train, inference only", "profile": None,
+             "run": {**profiled["run"], "framework": "cntk"}}
     records = [profiled, other]
     runs = aggregate.runs_table(records)
     table = aggregate.layers_table(records, runs).set_index("framework")
@@ -93,18 +96,18 @@ def test_the_layers_table_and_figure_read_the_same_layer_across_frameworks(profi
     top = means.nlargest(1, "total").iloc[0]
     assert table.loc["pytorch", "layer 1"].startswith(f"{top['layer']} ")
     assert "(n=1)" in table.loc["pytorch", "unaccounted_share"]  # (marked contended where CI shares the cores)
-    assert table.loc["mxnet", "profiling_overhead"] == "unavailable: profile: mxnet runs train, inference, accuracy only"
-    assert table.loc["mxnet", "layer 1"] == ""
+    assert table.loc["cntk", "profiling_overhead"] == "unavailable: profile: cntk runs train, inference only"
+    assert table.loc["cntk", "layer 1"] == ""
     layer_times(records, [tmp_path / "layers.svg"])
     svg = (tmp_path / "layers.svg").read_text()
     assert 'id="forward pytorch cpu profile"' in svg and 'id="unaccounted pytorch cpu profile"' in svg
-    assert "unavailable: profile: mxnet" in svg
+    assert "unavailable: profile: cntk" in svg
 
 
 def test_profile_cases_take_a_training_runs_iterations():
-    config = validated({"frameworks": ["pytorch", "mxnet", "onnxruntime"], "benchmarks": [
+    config = validated({"frameworks": ["pytorch", "keras-jax", "onnxruntime"], "benchmarks": [
         {"dataset": "cifar10", "data": "synthetic", "networks": ["alexnet"], "tasks": ["profile"],
          "iterations": 12, "warmup_iterations": 2}]})
     found = {case.framework: case for case in cases(config)}
-    assert sorted(found) == ["mxnet", "pytorch"]  # MXNet's is recorded unavailable, saying why; ONNX Runtime has none
+    assert sorted(found) == ["keras-jax", "pytorch"]  # Keras's is recorded unavailable, saying why; ONNX Runtime has none
     assert (found["pytorch"].iterations, found["pytorch"].warmup_iterations) == (12, 2)

@@ -77,7 +77,7 @@ def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
             assert len(record["timing"]["iteration_seconds"]) == 16, framework
             assert [epoch["test_images"] for epoch in quality["epochs"]] == [64, 64], framework
             assert quality["accuracy"] > 0.5 and quality["time_to_accuracy_seconds"] > 0, (framework, quality)
-        if record["run"]["task"] == "profile":  # AlexNet layer by layer (PyTorch, TensorFlow): 4 profiled steps
+        if record["run"]["task"] == "profile":  # AlexNet layer by layer (PyTorch, TensorFlow, MXNet, Caffe): 4 steps
             profile = record["profile"]
             assert profile["steps"] == 4 and [layer["name"] for layer in profile["layers"]][:3] == [
                 "conv1", "relu1", "maxpool1"], profile
@@ -121,8 +121,8 @@ def test_tables_figures_and_report(finished):
     tables = finished / "results" / "tables"
     appendix = pd.read_csv(tables / "appendix.csv")
     speed = appendix.query("metric == 'train_speed' and n == 2")
-    # accuracy runs too, but CNTK's; PyTorch's, TensorFlow's and Caffe's profile runs (unprofiled steps)
-    assert len(speed) == 8 * 5 + 7 + 3 and (speed["mean"] > 0).all()
+    # accuracy runs too, but CNTK's; PyTorch's, TensorFlow's, MXNet's and Caffe's profile runs (unprofiled steps)
+    assert len(speed) == 8 * 5 + 7 + 4 and (speed["mean"] > 0).all()
     for metric in ("inference_speed", "latency_p50", "latency_p99"):
         inferred = appendix.query("metric == @metric and n == 2")
         assert len(inferred) == 9 and set(inferred["network"]) == {"lenet"} and (inferred["mean"] > 0).all()
@@ -139,13 +139,15 @@ def test_tables_figures_and_report(finished):
     cells = [("mnist-synthetic", "mlp"), ("text-synthetic", "lstm"), ("cifar10-synthetic", "vgg16"),
              ("imagenet-generated", "alexnet"), *cell_tasks]
     # a cell's figures: the metrics its runs measure (no GPU metric on CPUs), every training step's time;
-    # LeNet's accuracy over time, AlexNet's time per layer; a speed heatmap per dataset with training runs;
-    # ours beside the thesis
+    # LeNet's accuracy over time, AlexNet's time per layer; per dataset with training runs a heatmap of speed
+    # (and of CPU energy per image where RAPL counts it); ours beside the thesis
     bars = sum(aggregate.drawn(metric, cell_tasks.get(cell, {"train"}), ["cpu"], rapl=host.Rapl().error is None)
                for cell in cells for metric in aggregate.METRICS)
     trained = [cell for cell in cells if "train" in cell_tasks.get(cell, {"train"})]
-    heatmaps = sorted((finished / "results" / "figures").glob("*/speed_heatmap.png"))
-    assert len(heatmaps) == len({dataset for dataset, _ in trained})
+    heatmaps = sorted((finished / "results" / "figures").glob("*/*_heatmap.png"))
+    assert len(heatmaps) == len({dataset for dataset, _ in trained}) * sum(
+        aggregate.drawn(metric, ["train"], ["cpu"], rapl=host.Rapl().error is None)
+        for metric, spec in aggregate.METRICS.items() if spec.best)
     assert len(figures) == bars + len(trained) + 2 + len(heatmaps) + 1
     assert not list((finished / "results" / "figures").rglob("gpu_*"))  # a CPU-only config: no GPU figures
     steps = (finished / "results" / "figures" / "mnist-generated" / "lenet" / "iteration_times.svg").read_text()
@@ -156,8 +158,8 @@ def test_tables_figures_and_report(finished):
     assert len(pd.read_csv(tables / "thesis_ranks.csv")) >= 1
     layers = pd.read_csv(tables / "layers.csv").set_index("framework")
     assert layers.loc["pytorch", "layer 1"].split()[0] in ("conv2", "conv3", "conv4", "conv5", "dense1", "dense2")
-    assert layers.loc["mxnet", "profiling_overhead"].startswith("unavailable: profile: mxnet runs train, inference")
-    assert layers.loc["tensorflow", "layer 1"]  # the same layer names in TensorFlow's profile
+    assert layers.loc["cntk", "profiling_overhead"].startswith("unavailable: profile: cntk runs train, inference")
+    assert layers.loc["tensorflow", "layer 1"] and layers.loc["mxnet", "layer 1"]  # the same layer names
     assert (finished / "results" / "figures" / "cifar10-synthetic" / "alexnet" / "layers.svg").exists()
     lenet = finished / "results" / "figures" / "mnist-generated" / "lenet"
     assert (lenet / "latency_p50.png").exists() and (lenet / "accuracy_curve.png").exists()

@@ -27,6 +27,8 @@ class Metric:
     steady: bool = True
     needs: str = ""  # "gpu": only runs on GPUs measure it; "rapl": only on nodes with RAPL counters
     beside: str = ""  # a metric whose bars its figure draws beside its own (and that gets no figure of its own)
+    # "max" or "min": the better end, for a heatmap per dataset of each framework against the best one per network
+    best: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ METRICS = {
                           "images per second over the timed iterations (warm-up excluded), with the global batch, "
                           "from the training loop's own clock: each interval runs from one step's completion to "
                           "the next (accuracy runs: over all their epochs, the first steps included; profile runs: "
-                          "their steps without the profiler)", tasks=("train", "accuracy", "profile")),
+                          "their steps without the profiler)", tasks=("train", "accuracy", "profile"), best="max"),
     "inference_speed": Metric("timing", "images_per_second_mean", "images/s",
                               "images per second of forward passes without gradients at the case's batch size, "
                               "timed as training steps are (one batch in flight, warm-up excluded)",
@@ -75,7 +77,7 @@ METRICS = {
                         "where the GPU has one, else integrated power samples)", needs="gpu"),
     "gpu_energy_per_image": Metric("power", "energy_per_image_j", "J/image",
                                    "GPU energy over the timed iterations divided by the images trained in them",
-                                   needs="gpu"),
+                                   needs="gpu", best="min"),
     "host_memory": Metric("memory", "host_peak_rss_mib", "MiB",
                           "peak resident memory of the run's process tree (the runner, its input-pipeline workers), "
                           "sampled through the run"),
@@ -99,7 +101,7 @@ METRICS = {
     "cpu_energy_per_image": Metric("power", "cpu_energy_per_image_j", "J/image",
                                    "CPU package and DRAM energy (RAPL) over the timed iterations divided by the "
                                    "images trained in them; the whole package's, other processes' work included",
-                                   needs="rapl"),
+                                   needs="rapl", best="min"),
     "test_accuracy": Metric("quality", "accuracy", "top-1",
                             "top-1 accuracy on the test split after the last epoch, scored from the framework's "
                             "logits the same way in every framework", tasks=("accuracy",)),
@@ -257,6 +259,11 @@ def appendix(runs: pd.DataFrame) -> pd.DataFrame:
 def decimals(value: float) -> int:
     """Decimals a reader needs: none from 100 up, three below 1."""
     return 0 if abs(value) >= 100 else 2 if abs(value) >= 1 else 3
+
+
+def ratio_words(ratios: pd.Series) -> list[str]:
+    """Ratios as a table prints them: ``×1.23``, a dash where there is none."""
+    return ["—" if pd.isna(value) else f"×{value:.3g}" for value in ratios]
 
 
 def _format(mean: float, sd: float, cv: float, n: int, group: pd.DataFrame) -> str:

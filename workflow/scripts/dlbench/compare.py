@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .aggregate import CELL_KEYS, METRICS, appendix, load_records, measured, read_runs, runs_table
+from .aggregate import CELL_KEYS, METRICS, appendix, load_records, measured, ratio_words, read_runs, runs_table
 from .plots import comparison_figure
 
 SIDES = ("a", "b")
@@ -66,7 +66,7 @@ def markdown(compared: pd.DataFrame, label_a: str, label_b: str) -> str:
     head = (f"# {label_b} (B) against {label_a} (A)\n\nRatio B ÷ A of the means over each cell's ok runs; "
             "`significant`: both sets have at least two ok runs and their ranges (min-max over the repetitions) "
             "do not overlap.\n\n")
-    shown = compared.assign(ratio=[("—" if pd.isna(value) else f"×{value:.3g}") for value in compared["ratio"]],
+    shown = compared.assign(ratio=ratio_words(compared["ratio"]),
                             significant=compared["significant"].map({True: "yes", False: ""}))
     shown = shown[["metric", *CELL_KEYS, "a_cell", "b_cell", "ratio", "significant", "in"]].rename(
         columns={"a_cell": f"A: {label_a}", "b_cell": f"B: {label_b}"})

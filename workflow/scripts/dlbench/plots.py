@@ -1,5 +1,5 @@
-"""The figures: one bar chart per (dataset, network, metric), like the thesis's Figures 5.2-5.4; a heatmap of
-training speed per dataset; ours beside the thesis; accuracy curves and time per layer."""
+"""The figures: one bar chart per (dataset, network, metric), like the thesis's Figures 5.2-5.4; heatmaps of
+training speed and energy per image per dataset; ours beside the thesis; accuracy curves and time per layer."""
 from __future__ import annotations
 
 import textwrap
@@ -116,23 +116,26 @@ def _save(fig, outputs: list[Path]) -> None:
     plt.close(fig)
 
 
-def speed_heatmap(table: pd.DataFrame, dataset: str, outputs: list[Path]) -> None:
-    """Which framework, at a glance: per device (and variant), a framework × network grid of training speed
-    over the fastest framework's on that network (1.00 = the fastest), the images/s beneath. A cell
-    without a speed is grey with its status; a framework the config did not run on a network is blank."""
-    speed = table[(table["metric"] == "train_speed") & (table["task"] == "train") & (table["dataset"] == dataset)]
-    speed = speed.assign(setting=settings(speed))
-    panels = setting_order(speed)
-    networks = sorted(speed["network"].unique())
-    frameworks = framework_order(speed["framework"])
+def heatmap(table: pd.DataFrame, dataset: str, metric: str, outputs: list[Path]) -> None:
+    """Which framework, at a glance: per device (and variant), a framework × network grid of a training metric
+    against the best framework's on that network (1.00 = the best: the fastest, or the one that took the least
+    energy per image; ``Metric.best``), the value beneath. A cell without a value is grey with its status; a
+    framework the config did not run on a network is blank."""
+    spec, words = METRICS[metric], metric.replace("_", " ")
+    values = table[(table["metric"] == metric) & (table["task"] == "train") & (table["dataset"] == dataset)]
+    values = values.assign(setting=settings(values))
+    panels = setting_order(values)
+    networks = sorted(values["network"].unique())
+    frameworks = framework_order(values["framework"])
     fig, axes = plt.subplots(1, len(panels), figsize=(1.3 * len(networks) * len(panels) + 2.5, 0.45 * len(frameworks) + 1.8),
                              squeeze=False, layout="constrained")
     for ax, panel in zip(axes[0], panels):
-        cells = speed[speed["setting"] == panel].set_index(["framework", "network"])
+        cells = values[values["setting"] == panel].set_index(["framework", "network"])
         means = cells["mean"].unstack("network").reindex(index=frameworks, columns=networks)
-        relative = means / means.max()
+        relative = means / means.max() if spec.best == "max" else means.min() / means
         sns.heatmap(relative, ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=panel == panels[-1], annot=False,
-                    linewidths=0.5, linecolor="white", cbar_kws={"label": "speed / the fastest framework's"})
+                    linewidths=0.5, linecolor="white", cbar_kws={"label": (
+                        "this one's ÷ the best's" if spec.best == "max" else "the best's ÷ this one's")})
         for (row, framework), (column, network) in ((r, c) for r in enumerate(frameworks) for c in enumerate(networks)):
             if (framework, network) not in cells.index:
                 continue
@@ -147,8 +150,8 @@ def speed_heatmap(table: pd.DataFrame, dataset: str, outputs: list[Path]) -> Non
                     gid=f"heat {framework} {network} {panel}")
         ax.set(title=panel, xlabel="network", ylabel="framework" if panel == panels[0] else "")
         ax.tick_params(axis="y", rotation=0)
-    fig.suptitle(f"{dataset}: training speed relative to the fastest framework per network (images/s below)",
-                 fontsize=10)
+    fig.suptitle(textwrap.fill(f"{dataset}: {words} against the best framework per network ({spec.unit} below)",
+                               width=int(fig.get_figwidth() * 12)), fontsize=10)
     _save(fig, outputs)
 
 

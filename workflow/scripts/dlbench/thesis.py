@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .aggregate import METRICS, read_runs
+from .aggregate import METRICS, ratio_words, read_runs
 from .config import FIGURE_4_5
 from .spec import gpu_count, parse_dataset_label
 
@@ -120,7 +120,7 @@ def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
     shown = compared.assign(
         hardware=compared["hardware"].map(HARDWARE_WORDS),
         thesis=[("—" if pd.isna(value) else f"{value:,.0f}") for value in compared["thesis"]],
-        ratio=[("—" if pd.isna(value) else f"×{value:.3g}") for value in compared["ratio"]])
+        ratio=ratio_words(compared["ratio"]))
     ranked = ranks.assign(hardware=ranks["hardware"].map(HARDWARE_WORDS), spearman=ranks["spearman"].round(2))
     return ("# Our cells beside the thesis's (Appendix A)\n\n"
             + shown.drop(columns=["ours_mean"]).to_markdown(index=False)

@@ -182,9 +182,7 @@ REGISTRY = {framework.name: framework for framework in (
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile",
               optimizer_differences={"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}),
     Framework("mxnet", "mxnet", "mxnet", "recordio", cpu_precisions=("fp32", "bf16"), gpu_precisions=("fp32", "fp16"),
-              always_compiled="Gluon hybridize (static graph)",
-              not_yet={"profile": "MXNet 1.9's profiler names operators by their type alone, not by the Gluon block "
-                                  "that ran them, and bulks a hybridised graph's: its per-layer times are not wired"}),
+              always_compiled="Gluon hybridize (static graph)"),
     Framework("cntk", "cntk", "cntk", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
               not_yet={"accuracy": "its worker's evaluation over the test map file is not wired yet",
                        "profile": "CNTK's profiler in its worker is not wired yet"},

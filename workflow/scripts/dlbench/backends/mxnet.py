@@ -6,8 +6,14 @@ monitor sets it from the job's cores (left unset, MXNet 1.9 trains on one core).
 """
 from __future__ import annotations
 
+import json
 import math
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Self
 
 import mxnet as mx
 import numpy as np
@@ -19,7 +25,7 @@ from mxnet.gluon.contrib.nn import HybridConcurrent
 from .. import networks
 from ..formats import recordio_im2rec
 from ..spec import RunSpec
-from . import InputClock, cuda_of_distribution, inputs, require_gpus, require_one_batch
+from . import InputClock, Unavailable, cuda_of_distribution, inputs, require_gpus, require_one_batch
 
 
 def framework_version() -> str:
@@ -179,6 +185,102 @@ class RecordBatches:
 AMP_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
+# A layer kind's operator in MXNet's trace; its backward is "_backward_" and the operator's name, Flatten's a copy
+OPERATORS = {"conv": "Convolution", "batchnorm": "BatchNorm", "relu": "Activation", "maxpool": "Pooling",
+             "globalavgpool": "Pooling", "flatten": "Flatten", "dense": "FullyConnected", "dropout": "Dropout"}
+BACKWARD_OPERATORS = {"Flatten": "_backward_copy"}
+
+
+def _sequential(node) -> bool:
+    if isinstance(node, networks.Sequential):
+        return all(map(_sequential, node.layers))
+    return not isinstance(node, (networks.Concat, networks.Residual))
+
+
+def profiled_layers(description: networks.Network) -> list[str]:
+    """The layers a profile maps MXNet's operators to (see :class:`LayerProfiler`)."""
+    layers = networks.layer_names(description)
+    if not _sequential(description.body) or any(name.rstrip("0123456789") not in OPERATORS for name in layers):
+        raise Unavailable("profile: MXNet's profiler names operators by type alone; they are mapped to the layers of "
+                          "sequential networks of one operator per layer only (not branches, residuals or LSTMs)")
+    return layers
+
+
+class LayerProfiler:
+    """MXNet's profiler over the steps taken under it, its Chrome trace read back. MXNet names an operator by its
+    type alone, not by the block that ran it; in a sequential network each layer runs one operator, so a step's
+    layers are its operators in order: each layer's forward in the description's order, then their backward in
+    reverse (the loss's, the optimizer's and the engine's operators between them are no layer's). The mapping
+    is checked: the trace must hold exactly as many operators of the layers' types as the steps need. MXNet
+    bulks a hybridised graph's operators into one event; under the profiler the graph is rebuilt with bulking
+    off (MXNET_EXEC_BULK_EXEC_TRAIN=0; aggregate stats on, which keeps the engine from bulking the imperative
+    ones), so the profiled steps run unbulked: their overhead includes that."""
+
+    METHOD = ("MXNet's profiler (mx.profiler, its Chrome trace): operators, named by type only, matched in order to a "
+              "sequential network's layers (forward in the description's order, backward in reverse) and the count "
+              "checked; bulked execution off while profiling, so that each operator is its own event")
+
+    def __init__(self, net: nn.HybridBlock, layers: list[str]):
+        self.net, self.layers, self.steps = net, layers, []
+        kinds = [name.rstrip("0123456789") for name in layers]
+        forward = [OPERATORS[kind] for kind in kinds]
+        self.pattern = [*((layer, 0, operator) for layer, operator in zip(layers, forward)),
+                        *((layer, 1, BACKWARD_OPERATORS.get(operator, f"_backward_{operator}"))
+                          for layer, operator in reversed(list(zip(layers, forward))))]
+
+    def __enter__(self) -> Self:
+        self.directory = Path(tempfile.mkdtemp(prefix="dlbench-mxprofile-"))
+        self.bulking = os.environ.get("MXNET_EXEC_BULK_EXEC_TRAIN")
+        self._rebuild("0")
+        mx.profiler.set_config(profile_all=True, aggregate_stats=True, filename=str(self.directory / "trace.json"))
+        mx.profiler.set_state("run")
+        return self
+
+    def __exit__(self, *exception) -> None:
+        mx.nd.waitall()
+        mx.profiler.set_state("stop")
+        try:
+            if exception[0] is None:
+                mx.profiler.dump()
+                self.steps = self._per_step(json.loads((self.directory / "trace.json").read_text())["traceEvents"])
+        finally:
+            self._rebuild(self.bulking)
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _rebuild(self, bulking: str | None) -> None:
+        """Hybridising again drops the cached graph: the next step builds it with this bulking setting."""
+        if bulking is None:
+            os.environ.pop("MXNET_EXEC_BULK_EXEC_TRAIN", None)
+        else:
+            os.environ["MXNET_EXEC_BULK_EXEC_TRAIN"] = bulking
+        self.net.hybridize(static_alloc=True, static_shape=True)
+
+    def _per_step(self, events: list[dict]) -> list[dict[str, tuple[float, float]]]:
+        begun, operators = {}, []
+        for event in events:
+            if event.get("cat") == "operator" and event["ph"] in "BE":
+                key = (event["name"], event["pid"], event["tid"])
+                if event["ph"] == "B":
+                    begun[key] = event["ts"]
+                else:
+                    start = begun.pop(key)
+                    operators.append((start, (event["ts"] - start) / 1e6, event["name"]))
+        steps, position, times = [], 0, {}
+        for _, seconds, name in sorted(operators):
+            layer, backward, expected = self.pattern[position]
+            if name == expected:
+                times.setdefault(layer, [0.0, 0.0])[backward] += seconds
+                position = (position + 1) % len(self.pattern)
+                if not position:
+                    steps.append({name: tuple(pair) for name, pair in times.items()})
+                    times = {}
+        found = sum(name in {operator for _, _, operator in self.pattern} for _, _, name in operators)
+        if position or found != len(steps) * len(self.pattern):
+            raise RuntimeError(f"MXNet's trace does not map onto the layers: {found} operators of their types for "
+                               f"{len(steps)} complete steps of {len(self.pattern)}")
+        return steps
+
+
 def optimizer(rule: networks.Optimizer, learning_rate: float) -> tuple[str, dict]:
     """The network's optimizer as gluon.Trainer takes it."""
     if rule.kind == "rmsprop":
@@ -205,6 +307,7 @@ class Trainer:
         # oneDNN's, on CPUs); it patches the operators, so before the network is built.
         if spec.precision in AMP_DTYPES:
             amp.init(target_dtype=AMP_DTYPES[spec.precision])
+        self.profiled_layers = profiled_layers(description) if spec.task == "profile" else []
         self.net = build(description)
         self.net.initialize(mx.init.Xavier(), ctx=self.contexts)
         self.net.hybridize(static_alloc=True, static_shape=True)
@@ -257,6 +360,9 @@ class Trainer:
             output = self.net(images)  # outside autograd.record: no gradient, dropout off, running statistics
             return output.wait_to_read
         return forward
+
+    def layer_profiler(self) -> LayerProfiler:
+        return LayerProfiler(self.net, self.profiled_layers)
 
     def test_logits(self):
         for images, labels in self.batches.test():
