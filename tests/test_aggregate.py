@@ -320,6 +320,16 @@ def test_unsteady_cells_are_marked_and_shares_near_zero_are_not(tmp_path):
     assert re.search(r'id="flags tensorflow cpu".*cv &gt; 5%', svg, re.DOTALL) and 'id="flags pytorch cpu"' not in svg
 
 
+def test_a_runs_flags_mark_what_its_surroundings_bear_on_and_not_its_memory_peak():
+    """A run that waited for its input is marked so in its speed, not in its memory peak (nor its accuracy)."""
+    waited = [{**record(repetition=r), "path": f"w{r}"} for r in (1, 2)]
+    for item in waited:
+        item["timing"]["input_wait_share"] = 0.3
+    table = aggregate.appendix(aggregate.runs_table(waited)).set_index("metric")
+    assert table.loc["train_speed", "flags"] == "input-bound 2/2"
+    assert table.loc["host_memory", "flags"] == "" and not table.loc["host_memory", "cell"].endswith("]")
+
+
 def test_a_metric_nothing_in_the_config_measures_gets_no_figure():
     assert aggregate.drawn("train_speed", ["train"], ["cpu"], rapl=False)
     assert not aggregate.drawn("gpu_power", ["train"], ["cpu", "2xcpu"], rapl=True)

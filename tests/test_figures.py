@@ -33,13 +33,13 @@ def gpu_record(framework, device, speed, repetition=1, process_mib=None, allocat
 def test_the_energy_heatmap_sets_each_framework_against_the_one_that_took_least(tmp_path):
     records = [gpu_record("pytorch", "gpu1", 1000.0, r, joules_per_image=0.02) for r in (1, 2)]
     records += [gpu_record("tensorflow", "gpu1", 800.0, r, joules_per_image=0.08) for r in (1, 2)]
-    records += [gpu_record("mxnet", "gpu1", 900.0)]
+    records += [gpu_record("mxnet", "gpu1", 900.0), gpu_record("pytorch", "cpu", 100.0)]
     plots.heatmap(aggregate.appendix(aggregate.runs_table(records)), "mnist-generated", "gpu_energy_per_image",
                   [tmp_path / "e.svg"])
     svg = (tmp_path / "e.svg").read_text()
     # PyTorch took the least (1.00), TensorFlow four times as much (0.25); MXNet measured none
     assert all(words in svg for words in ("1.00", "0.25", "unavailable"))
-    assert 'id="heat mxnet lenet gpu1"' in svg
+    assert 'id="heat mxnet lenet gpu1"' in svg and 'id="heat pytorch lenet cpu"' not in svg  # no CPU panel
 
 
 def test_scaling_sets_several_devices_against_one():

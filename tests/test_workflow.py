@@ -166,6 +166,7 @@ def test_tables_figures_and_report(finished):
     curves = (lenet / "accuracy_curve.svg").read_text()
     assert all(f'id="curve {framework} cpu accuracy rep 2"' in curves
                for framework in ("pytorch", "tensorflow", "mxnet", "caffe", "keras-jax"))
+    assert "cntk cpu accuracy (rep 1, 2): unavailable: accuracy: cntk runs train, inference" in curves  # below the plot
     accuracy = pd.read_csv(tables / "accuracy.csv").set_index("framework")
     assert "(n=2, cv " in accuracy.loc["pytorch", "test_accuracy"] and accuracy.loc["pytorch", "epochs"] == 2
     assert accuracy.loc["cntk", "test_accuracy"].startswith("unavailable: accuracy: cntk runs train, inference")

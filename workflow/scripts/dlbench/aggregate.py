@@ -29,6 +29,7 @@ class Metric:
     beside: str = ""  # a metric whose bars its figure draws beside its own (and that gets no figure of its own)
     # "max" or "min": the better end, for a heatmap per dataset of each framework against the best one per network
     best: str = ""
+    flagged: bool = True  # whether the runs' flags (input-bound, contended) bear on it: not on a peak or an accuracy
 
 
 @dataclass(frozen=True)
@@ -66,12 +67,12 @@ METRICS = {
     "gpu_memory": Metric("memory", "gpu_process_peak_mib", "MiB",
                          "peak GPU memory of the run's processes, as NVML reports it, sampled through the run "
                          "(hatched beside it: the framework allocator's own peak, what its tensors took)",
-                         needs="gpu", beside="allocator_memory"),
+                         needs="gpu", beside="allocator_memory", flagged=False),
     "allocator_memory": Metric("memory", "framework_allocator_peak_mib", "MiB",
                                "peak memory the framework's allocator held for tensors on the GPU, by the "
                                "framework's own count (torch.cuda.max_memory_allocated, TensorFlow's and JAX's "
                                "memory stats); the process peak adds the CUDA context, workspaces and caches",
-                               needs="gpu"),
+                               needs="gpu", flagged=False),
     "gpu_power": Metric("power", "gpu_mean_w", "W",
                         "mean power of the run's GPUs over the timed iterations, from NVML (its energy counter "
                         "where the GPU has one, else integrated power samples)", needs="gpu"),
@@ -80,7 +81,7 @@ METRICS = {
                                    needs="gpu", best="min"),
     "host_memory": Metric("memory", "host_peak_rss_mib", "MiB",
                           "peak resident memory of the run's process tree (the runner, its input-pipeline workers), "
-                          "sampled through the run"),
+                          "sampled through the run", flagged=False),
     "cpu_per_wall": Metric("timing", "cpu_per_wall", "CPU s / wall s",
                            "CPU time of the training process over the timed iterations divided by their wall time: "
                            "how many cores it kept busy"),
@@ -104,7 +105,7 @@ METRICS = {
                                    needs="rapl", best="min"),
     "test_accuracy": Metric("quality", "accuracy", "top-1",
                             "top-1 accuracy on the test split after the last epoch, scored from the framework's "
-                            "logits the same way in every framework", tasks=("accuracy",)),
+                            "logits the same way in every framework", tasks=("accuracy",), flagged=False),
     "time_to_accuracy": Metric("quality", "time_to_accuracy_seconds", "s",
                                "seconds from the first training step to the end of the evaluation of the first epoch "
                                "whose test accuracy reached the case's target (training and evaluations)",
@@ -246,7 +247,7 @@ def appendix(runs: pd.DataFrame) -> pd.DataFrame:
                 row["mean"], row["sd"] = values.mean(), values.std(ddof=1) if len(values) > 1 else float("nan")
                 row["cv"] = row["sd"] / abs(row["mean"]) if row["mean"] else float("nan")
                 unsteady = f"cv > {UNSTEADY:.0%}" if spec.steady and row["cv"] > UNSTEADY else ""
-                row["flags"] = ", ".join(mark for mark in (flag_text(group), unsteady) if mark)
+                row["flags"] = ", ".join(mark for mark in (flag_text(group) if spec.flagged else "", unsteady) if mark)
                 row["cell"] = _format(row["mean"], row["sd"], row["cv"], len(values), group) + (
                     f" [{row['flags']}]" if row["flags"] else "")
             else:

@@ -25,6 +25,7 @@ from .aggregate import (
     settings,
 )
 from .backends import REGISTRY as FRAMEWORKS
+from .spec import gpu_count
 from .thesis import HARDWARE_WORDS
 
 # One colour per framework in every figure, in the registry's order (tab10 has room for ten).
@@ -86,7 +87,8 @@ def figure(records: list[dict], metric: str, outputs: list[Path]) -> None:
                                hatch="..", yerr=None if pd.isna(partner["sd"]) else partner["sd"], capsize=3)
                 extra.patches[0].set_gid(f"beside {framework} {slot}")
             if cell["flags"]:  # the value says as much about the machine as about the framework
-                ax.annotate(cell["flags"].replace(", ", "\n"), (x, cell["mean"]), xytext=(0, 3),
+                ax.annotate(cell["flags"].replace(", ", "\n"), (x, cell["mean"] + (0 if pd.isna(cell["sd"]) else
+                                                                                     cell["sd"])), xytext=(0, 3),
                             textcoords="offset points", rotation=90, ha="center", va="bottom", fontsize=7,
                             color="darkorange", gid=f"flags {framework} {slot}")
         else:  # no bar, never a zero: the status where the bar would stand, in the framework's colour
@@ -106,7 +108,17 @@ def figure(records: list[dict], metric: str, outputs: list[Path]) -> None:
     ax.set_xticklabels(slots)
     if not len(cells[cells["n"] > 0]):
         ax.set(yticks=[])
+    elif (cells["flags"] != "").any():  # room above the bars for their flags
+        ax.set_ylim(top=(cells["mean"] + cells["sd"].fillna(0)).max() * 1.45)
     _save(fig, outputs)
+
+
+def _plain_log(axis, span: float) -> None:
+    """A log axis labelled in plain numbers at 1, 2 and 5 of each decade (at each decade alone where it spans
+    many), not in powers of ten."""
+    axis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5) if span < 1e3 else (1,)))
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:,.6g}"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def _save(fig, outputs: list[Path]) -> None:
@@ -123,6 +135,8 @@ def heatmap(table: pd.DataFrame, dataset: str, metric: str, outputs: list[Path])
     framework the config did not run on a network is blank."""
     spec, words = METRICS[metric], metric.replace("_", " ")
     values = table[(table["metric"] == metric) & (table["task"] == "train") & (table["dataset"] == dataset)]
+    if spec.needs == "gpu":  # no panel of CPU runs that could not have measured it
+        values = values[values["device"].map(gpu_count) > 0]
     values = values.assign(setting=settings(values))
     panels = setting_order(values)
     networks = sorted(values["network"].unique())
@@ -157,7 +171,7 @@ def heatmap(table: pd.DataFrame, dataset: str, metric: str, outputs: list[Path])
 
 def thesis_figure(compared: pd.DataFrame, outputs: list[Path]) -> None:
     """Ours against the thesis's, log-log, a panel per metric and thesis hardware: a point per cell both
-    measured, in its framework's colour and its network's marker; on the diagonal we measured what the
+    measured, in its framework's colour and its case's marker (network and dataset); on the diagonal we measured what the
     thesis did. Cells only one side measured are listed below."""
     both = compared.dropna(subset=["ours_mean", "thesis"])
     panels = sorted(both[["metric", "hardware"]].drop_duplicates().itertuples(index=False), key=tuple)
@@ -169,12 +183,12 @@ def thesis_figure(compared: pd.DataFrame, outputs: list[Path]) -> None:
         notes.insert(0, "No cell was measured both here and in the thesis.")
     shown = notes[:25] + ([f"... and {len(notes) - 25} more (results/tables/thesis.csv)"] if len(notes) > 25 else [])
     fig, axes = with_notes(max(5.5, 4.2 * max(len(panels), 1)), 4.2, shown, max(len(panels), 1))
-    networks = sorted(compared["network"].unique())
-    markers = dict(zip(networks, "osD^vP*X"))
+    cases = sorted({f"{row.network} / {row.dataset}" for row in both.itertuples()})
+    markers = dict(zip(cases, "osD^vP*Xph<>H8d"))
     for ax, (metric, hardware) in zip(axes, panels):
         points = both[(both["metric"] == metric) & (both["hardware"] == hardware)]
         for row in points.itertuples():
-            ax.scatter(row.thesis, row.ours_mean, color=FRAMEWORK_COLOURS[row.framework], marker=markers[row.network],
+            ax.scatter(row.thesis, row.ours_mean, color=FRAMEWORK_COLOURS[row.framework], marker=markers[f"{row.network} / {row.dataset}"],
                        s=36, edgecolor="black", linewidth=0.4, gid=f"point {row.framework} {row.dataset} {row.network}")
         low, high = min(points["thesis"].min(), points["ours_mean"].min()), max(points["thesis"].max(),
                                                                                 points["ours_mean"].max())
@@ -182,14 +196,12 @@ def thesis_figure(compared: pd.DataFrame, outputs: list[Path]) -> None:
         ax.set(xscale="log", yscale="log", title=f"{metric.replace('_', ' ')}: ours vs {HARDWARE_WORDS[hardware]}",
                xlabel=f"thesis ({points['unit'].iloc[0]})", ylabel=f"ours ({points['unit'].iloc[0]})")
         ax.title.set_fontsize(8)
-        for axis in (ax.xaxis, ax.yaxis):  # plain numbers at 1, 2 and 5 of each decade
-            axis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
-            axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:,.6g}"))
-            axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        for axis in (ax.xaxis, ax.yaxis):
+            _plain_log(axis, high / low)
     handles = [plt.Line2D([], [], color=FRAMEWORK_COLOURS[f], marker="o", linestyle="") for f in
                framework_order(both["framework"])] + [
-        plt.Line2D([], [], color="gray", marker=markers[n], linestyle="") for n in networks]
-    axes[-1].legend(handles, [*framework_order(both["framework"]), *networks], fontsize=7, loc="upper left",
+        plt.Line2D([], [], color="gray", marker=markers[case], linestyle="") for case in cases]
+    axes[-1].legend(handles, [*framework_order(both["framework"]), *cases], fontsize=7, loc="upper left",
                     bbox_to_anchor=(1.02, 1), borderaxespad=0)
     if not panels:
         axes[0].axis("off")
@@ -251,19 +263,23 @@ def iteration_times(records: list[dict], outputs: list[Path]) -> None:
                f"{first_line(r['reason'])}" for r in records if not r["timing"]["iteration_seconds"]]
     fig, axes = with_notes(max(6.5, 4.5 * len(panels)), 4, sorted(missing), len(panels))
     for ax, panel in zip(axes, panels):
-        warmups = set()
+        warmups, shortest, longest = set(), float("inf"), 0.0
         for record in (r for r in records if labels[r["path"]] == panel and r["timing"]["iteration_seconds"]):
             framework, times = record["run"]["framework"], record["timing"]["iteration_seconds"]
             ax.plot(range(1, len(times) + 1), [t * 1e3 for t in times], color=FRAMEWORK_COLOURS[framework],
                     linewidth=0.8, alpha=0.8, label=framework, gid=f"steps {framework} {panel} rep "
                                                                   f"{record['run']['repetition']}")
             warmups.add(record["run"]["warmup_iterations"])
+            shortest, longest = min(shortest, min(times)), max(longest, max(times))
         for warmup in warmups:
             ax.axvspan(0.5, warmup + 0.5, color="gray", alpha=0.15, linewidth=0)
         handles = dict(zip(*reversed(ax.get_legend_handles_labels())))
         shown = framework_order(handles)
-        ax.legend([handles[f] for f in shown], shown, fontsize=7, loc="upper right")
+        ax.legend([handles[f] for f in shown], shown, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1),
+                  borderaxespad=0)
         ax.set(yscale="log", title=f"{panel} (shaded: warm-up, not timed)", xlabel="step", ylabel="ms per step")
+        if longest:
+            _plain_log(ax.yaxis, longest / shortest)
         ax.title.set_fontsize(9)
     fig.suptitle(f"{run['dataset']} / {run['network']}: time of every training step", fontsize=10)
     _save(fig, outputs)
@@ -310,12 +326,17 @@ def accuracy_curves(records: list[dict], outputs: list[Path]) -> None:
     labels = dict(zip(table["record"], table["framework"] + " " + settings(table)))
     frameworks = dict(zip(table["record"], table["framework"]))
     styles = dict(zip(sorted(set(settings(table))), ["-", "--", ":", "-."] * 4))  # a setting's line style
-    fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
-    notes, shown = [], set()
+    # runs without epochs, once per reason: "cntk cpu accuracy (rep 1, 2, 3): unavailable: ..."
+    missing = {}
+    for record in records:
+        if not record["quality"].get("epochs"):
+            why = f"{labels[record['path']]} (rep {{}}): {record['status']}: {first_line(record['reason'])}"
+            missing.setdefault(why, []).append(str(record["run"]["repetition"]))
+    fig, (ax,) = with_notes(7, 4.5, sorted(why.format(", ".join(reps)) for why, reps in missing.items()))
+    shown = set()
     for record in records:
         label, epochs = labels[record["path"]], record["quality"].get("epochs") or []
         if not epochs:
-            notes.append(f"{label} rep {record['run']['repetition']}: {record['status']}: {first_line(record['reason'])}")
             continue
         ax.plot([0] + [epoch["elapsed_seconds"] for epoch in epochs], [None] + [epoch["test_accuracy"] for epoch in epochs],
                 marker="o", markersize=3, color=FRAMEWORK_COLOURS[frameworks[record["path"]]],
@@ -325,12 +346,10 @@ def accuracy_curves(records: list[dict], outputs: list[Path]) -> None:
     targets = {record["run"].get("target_accuracy") for record in records} - {None}
     for target in targets:
         ax.axhline(target, linestyle="--", color="gray", linewidth=1, label=f"target {target:g}")
-    if notes:
-        ax.text(0.01, 0.02, "\n".join(sorted(notes)[:8]), transform=ax.transAxes, fontsize=7, color="dimgray")
     ax.set(title=f"{run['dataset']} / {run['network']}: test accuracy over time", ylim=(0, 1.02),
            xlabel="seconds since the first training step (training and evaluations)", ylabel="test top-1 accuracy")
     if shown or targets:
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
     _save(fig, outputs)
 
 
