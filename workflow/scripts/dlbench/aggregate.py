@@ -118,7 +118,9 @@ METRICS = {
                                 "accounts for (seed 004 found 38-54 %)", tasks=("profile",), steady=False),
     "mfu": Metric("compute", "mfu", "fraction of ceiling",
                   "model FLOPs utilisation: achieved TFLOP/s over the ceiling of the run's devices, the rate "
-                  "a large matrix product reached on this node in the run's precision (measured once per node)"),
+                  "a large matrix product reached on this node in the run's precision (measured once per node); "
+                  "the ceiling is a measured rate, not the processor's peak, so a run whose kernels outran that "
+                  "product shows more than 1"),
 }
 
 
