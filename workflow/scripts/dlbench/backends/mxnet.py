@@ -272,7 +272,7 @@ class LayerProfiler:
                 times.setdefault(layer, [0.0, 0.0])[backward] += seconds
                 position = (position + 1) % len(self.pattern)
                 if not position:
-                    steps.append({name: tuple(pair) for name, pair in times.items()})
+                    steps.append({done: tuple(pair) for done, pair in times.items()})
                     times = {}
         found = sum(name in {operator for _, _, operator in self.pattern} for _, _, name in operators)
         if position or found != len(steps) * len(self.pattern):
