@@ -83,7 +83,8 @@ rule heatmap:
         "results/tables/appendix.csv",
     output:
         png=report("results/figures/{dataset}/{metric}_heatmap.png", caption="../report/heatmap.rst",
-                   category="Figures", subcategory="{dataset}", labels={"metric": "which framework: {metric}"}),
+                   category="Figures", subcategory="{dataset}",
+                   labels=lambda wildcards: menu_label(wildcards, "which framework: ")),
         svg="results/figures/{dataset}/{metric}_heatmap.svg",
     log:
         "logs/aggregate/heatmap-{dataset}-{metric}.log",
@@ -205,7 +206,7 @@ rule figure:
             caption="../report/figure.rst",
             category="Figures",
             subcategory="{dataset} / {network}",
-            labels={"metric": "{metric}"},
+            labels=menu_label,
         ),
         svg="results/figures/{dataset}/{network}/{metric}.svg",
     wildcard_constraints:

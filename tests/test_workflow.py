@@ -172,7 +172,9 @@ def test_tables_figures_and_report(finished):
     assert accuracy.loc["cntk", "test_accuracy"].startswith("unavailable: accuracy: cntk runs train, inference")
     assert accuracy["data"].str.startswith("generated stand-in").all()
     report = (finished / "results" / "report.html").read_text()
-    assert "train_speed" in report and "Accuracy and time to accuracy" in report
+    assert "Accuracy and time to accuracy" in report
+    # the menu names a figure's metric in words with its unit
+    assert "train speed (images/s)" in report and "which framework: train speed (images/s)" in report
     # every figure and table has its caption (report/*.rst)
     assert report.count("error bars one standard deviation") == bars
     assert "apples to oranges" in report and "Which framework, at a glance" in report
