@@ -185,6 +185,17 @@ class RecordBatches:
 AMP_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
+def require_bf16_kernels() -> None:
+    """MXNet's bf16 on CPUs is oneDNN's, whose 2.x kernels need AVX-512: on other CPUs every bf16 operator
+    fails, in a run first deep in its timed loop with an opaque error, so one tiny operator is tried first."""
+    data, weight = (mx.nd.amp_cast(mx.nd.ones(shape), dtype=amp.amp.bfloat16) for shape in ((1, 4), (2, 4)))
+    try:
+        mx.nd.FullyConnected(data, weight, no_bias=True, num_hidden=2).wait_to_read()
+    except mx.base.MXNetError as error:
+        raise Unavailable(f"bf16 on cpu: MXNet {mx.__version__}'s oneDNN has no bf16 kernels for this CPU (oneDNN "
+                          f"2.x runs bf16 on AVX-512 CPUs only): {str(error).splitlines()[0]}") from error
+
+
 # A layer kind's operator in MXNet's trace; its backward is "_backward_" and the operator's name, Flatten's a copy
 OPERATORS = {"conv": "Convolution", "batchnorm": "BatchNorm", "relu": "Activation", "maxpool": "Pooling",
              "globalavgpool": "Pooling", "flatten": "Flatten", "dense": "FullyConnected", "dropout": "Dropout"}
@@ -305,6 +316,8 @@ class Trainer:
         mx.random.seed(spec.seed)
         # MXNet's AMP: operators on its lists run in the target dtype, weights stay fp32 (bf16 is
         # oneDNN's, on CPUs); it patches the operators, so before the network is built.
+        if spec.precision == "bf16" and not spec.gpus:
+            require_bf16_kernels()
         if spec.precision in AMP_DTYPES:
             amp.init(target_dtype=AMP_DTYPES[spec.precision])
         self.profiled_layers = profiled_layers(description) if spec.task == "profile" else []
