@@ -41,6 +41,8 @@ def run_records(keys):
 
 RUNS = run_records(CASES)
 CELLS = sorted({(c.dataset, c.network) for c in CASES.values()})
+
+
 def menu_label(wildcards, before=""):
     """A figure's entry in the report's menu: its metric in words with the unit, not the metric's key."""
     return {"metric": f"{before}{wildcards.metric.replace('_', ' ')} ({METRICS[wildcards.metric].unit})"}
