@@ -1,6 +1,7 @@
 """Config validation, the benchmark matrix, and the input functions the rules share."""
 import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -15,7 +16,8 @@ from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
 from dlbench import ceiling, datasets, ilsvrc12, summary  # noqa: E402
 from dlbench.compute import processor  # noqa: E402
 from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
-from dlbench.envs import SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements, cuda_variant, node_gpus  # noqa: E402
+from dlbench.envs import (SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements, cuda_variant,  # noqa: E402
+                          current_environment, node_gpus)
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
 from dlbench.spec import COMPILED, PRECISIONS, TASKS, RunSpec, gpu_count, parse_dataset_label  # noqa: E402
 
@@ -239,15 +241,22 @@ def train_threads(wildcards):
     return threads_for(wildcards.device)
 
 
-def threads_for(device):
-    if gpu_count(device):
-        return config["threads"]["gpu"]
-    if config["threads"]["cpu"]:
-        return config["threads"]["cpu"]
+def given_cores():
+    """--cores, or None where Snakemake was given none (a cluster executor's main process)."""
     try:
-        return workflow.cores  # "all cores": what Snakemake was given
+        return workflow.cores
     except WorkflowError:
-        return os.cpu_count()
+        return None
+
+
+def threads_for(device):
+    """A job's threads on ``device`` as Snakemake gives them: the config's, capped as Snakemake caps a
+    rule's threads (--max-threads, --cores); threads.cpu 0 means all cores given to Snakemake."""
+    caps = [cap for cap in (workflow.resource_settings.max_threads, given_cores()) if cap]
+    wanted = config["threads"]["gpu"] if gpu_count(device) else config["threads"]["cpu"]
+    if not wanted:
+        return min(caps, default=os.cpu_count())
+    return min([wanted, *caps])
 
 
 def loader_workers(device, threads):
@@ -259,9 +268,13 @@ def loader_workers(device, threads):
     return threads if gpu_count(device) else 0
 
 
-def run_spec(wildcards, threads):
+def run_spec(wildcards):
+    """The run's spec as plain data: a params value of the wildcards alone, which Snakemake compares with
+    the one it stored for the record (its params trigger leaves out what depends on threads, input or
+    output, and values it cannot represent), so that a changed setting reruns the run."""
     run = case(wildcards)
-    return RunSpec(
+    threads = threads_for(run.device)
+    return asdict(RunSpec(
         framework=run.framework, dataset=run.dataset, network=run.network, device=run.device,
         repetition=int(wildcards.repetition), batch_size_global=run.batch_size, iterations=run.iterations,
         warmup_iterations=run.warmup_iterations, learning_rate=run.learning_rate, threads=threads,
@@ -270,7 +283,13 @@ def run_spec(wildcards, threads):
         precision=run.precision, compile=run.compile, task=run.task, latency_calls=run.latency_calls,
         epochs=run.epochs, target_accuracy=run.target_accuracy, input_size=run.input_size,
         seed=int(wildcards.repetition),
-    )
+    ))
+
+
+# What the runs' framework is where Snakemake sees no file of it (environment: current): the interpreter and
+# its installed distributions, a params value of every run. A built environment is the run's input (a venv's
+# status file, rebuilt with its requirements) or Snakemake's own (a conda environment's hash).
+CURRENT_ENVIRONMENT = None if BUILD_VENVS or USE_CONDA else current_environment()
 
 
 def records_of(dataset, network, tasks=tuple(TASKS)):

@@ -56,11 +56,13 @@ rule train:
         RUN_RECORD,
     log:
         RUN_RECORD.removesuffix(".json") + ".log",
-    # Params are what is measured: a change reruns the run. The timeout and the slot settings
-    # (how long to wait, where the locks are) change no measurement; train.py reads them from the config.
+    # Params are what is measured: a change reruns the run (a params value of the wildcards alone, plain data:
+    # Snakemake's params trigger compares no other). The timeout and the slot settings (how long to wait,
+    # where the locks are) change no measurement; train.py reads them from the config.
     params:
         spec=run_spec,
         sample_hz=config["measurement"]["sample_hz"],
+        environment=CURRENT_ENVIRONMENT,
     threads: train_threads
     resources:
         gpu=lambda wildcards: gpu_count(wildcards.device),

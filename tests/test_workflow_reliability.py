@@ -1,22 +1,29 @@
 """The workflow when things go wrong, as a user meets it: a dataset that cannot be fetched still gives
-records and tables, a user's archive is kept, settings that change no measurement rerun nothing,
-and the run ends with a summary of ok / failed / unavailable runs."""
+records and tables, a user's archive is kept, a changed setting reruns exactly the runs it changes and
+settings that change no measurement rerun nothing, and the run ends with a summary of ok / failed /
+unavailable runs."""
+import copy
+import dataclasses
 import json
+import os
+import re
 import subprocess
 import sys
 
 import pytest
 import yaml
 
+from dlbench.spec import RunSpec
+
 from .conftest import ROOT
 
 QUICK = {"networks": ["lenet"], "batch_size": 16, "iterations": 12, "warmup_iterations": 2}
 
 
-def snakemake(workdir, *args):
+def snakemake(workdir, *args, env=None):
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory",
                str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
-    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=900, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +87,105 @@ def test_settings_that_change_no_measurement_rerun_nothing(unfetchable):
         (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Nothing to be done" in result.stdout + result.stderr, result.stdout[-3000:]
+
+
+RUN = "results/runs/pytorch/{}/{}/cpu/fp32/{}/rep1.json"
+TRAINED = RUN.format("mnist-synthetic", "lenet", "train")
+INFERRED = RUN.format("mnist-synthetic", "lenet", "inference")
+ACCURATE = RUN.format("mnist-generated", "lenet", "accuracy")
+RESIZABLE = RUN.format("cifar10-synthetic", "alexnet", "train")
+FINISHED = [TRAINED, INFERRED, ACCURATE, RESIZABLE]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """One finished run of each kind whose settings a config can change: training and inference of LeNet,
+    LeNet's accuracy over an epoch of generated MNIST, AlexNet at CIFAR10's own size."""
+    workdir = tmp_path_factory.mktemp("finished")
+    config = {"frameworks": ["pytorch"], "repetitions": 1, "environment": "current", "threads": {"cpu": 1},
+              "generated": {"train_images": 128, "test_images": 32},
+              "benchmarks": [{"dataset": "mnist", "data": "synthetic", "tasks": ["train", "inference"],
+                              "latency_calls": 20, **QUICK},
+                             {"dataset": "mnist", "data": "generated", "networks": ["lenet"], "tasks": ["accuracy"],
+                              "epochs": 1, "batch_size": 32, "target_accuracy": 0.5},
+                             {"dataset": "cifar10", "data": "synthetic", "networks": ["alexnet"], "batch_size": 2,
+                              "iterations": 3, "warmup_iterations": 1}]}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(workdir, *FINISHED)
+    assert result.returncode == 0, result.stderr[-5000:]
+    for record in FINISHED:
+        assert json.loads((workdir / record).read_text())["status"] == "ok", record
+    return workdir, config
+
+
+def scheduled(workdir, config, env=None) -> dict[str, str]:
+    """The records a dry run with ``config`` would make again, and why."""
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(workdir, "--dry-run", *FINISHED, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = re.findall(r"output: (results/runs/\S+\.json).*?reason: ([^\n]*)", result.stdout, re.DOTALL)
+    return dict(jobs)
+
+
+def changed(config, case, **settings):
+    """``config`` with ``settings`` of its benchmarks[case] (or of the config itself where case is None)."""
+    config = copy.deepcopy(config)
+    (config if case is None else config["benchmarks"][case]).update(settings)
+    return config
+
+
+# Each field of a run's spec that a config sets: a change to it, and the records it must make again.
+# The others name the record's path (a change is another record) or follow from these.
+CHANGES = {
+    "batch_size_global": ((0, {"batch_size": 8}), [TRAINED, INFERRED]),
+    "iterations": ((0, {"iterations": 13}), [TRAINED, INFERRED]),
+    "warmup_iterations": ((0, {"warmup_iterations": 3}), [TRAINED, INFERRED]),
+    "learning_rate": ((0, {"learning_rate": 0.02}), [TRAINED, INFERRED]),
+    "latency_calls": ((0, {"latency_calls": 30}), [INFERRED]),
+    "threads": ((None, {"threads": {"cpu": 2}}), FINISHED),
+    "loader_workers": ((None, {"loader_workers": 1}), FINISHED),
+    "epochs": ((1, {"epochs": 2}), [ACCURATE]),
+    "target_accuracy": ((1, {"target_accuracy": 0.6}), [ACCURATE]),
+    "input_size": ((2, {"input_size": 224}), [RESIZABLE]),
+    "sample_hz": ((None, {"measurement": {"sample_hz": 25}}), FINISHED),
+}
+NAMED_BY_PATH = {"framework", "dataset", "network", "device", "repetition", "precision", "compile", "task"}
+DERIVED = {"data_dir": "the dataset's format, from framework and dataset", "seed": "the repetition"}
+
+
+def test_every_setting_of_a_run_is_tested_for_reruns():
+    fields = {field.name for field in dataclasses.fields(RunSpec)}
+    assert fields == (set(CHANGES) - {"sample_hz"}) | NAMED_BY_PATH | set(DERIVED)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("field", CHANGES)
+def test_a_changed_setting_reruns_the_runs_it_changes(finished, field):
+    workdir, config = finished
+    (case, settings), expected = CHANGES[field]
+    try:
+        again = scheduled(workdir, changed(config, case, **settings))
+    finally:
+        (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    assert sorted(again) == sorted(expected), again
+    assert all("Params have changed" in why for why in again.values()), again
+
+
+@pytest.mark.slow
+def test_an_upgraded_framework_reruns_every_run(finished, tmp_path):
+    """environment: current runs the frameworks in Snakemake's interpreter: a distribution installed there
+    (here one more on the path) changes what the runs measure."""
+    workdir, config = finished
+    (tmp_path / "torch_upgrade-9.9.dist-info").mkdir()
+    (tmp_path / "torch_upgrade-9.9.dist-info" / "METADATA").write_text("Name: torch-upgrade\nVersion: 9.9\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    assert sorted(scheduled(workdir, config, env=env)) == sorted(FINISHED)
+
+
+@pytest.mark.slow
+def test_settings_that_change_no_measurement_rerun_none_of_the_runs(finished, tmp_path):
+    workdir, config = finished
+    assert scheduled(workdir, config) == {}
+    unchanged = {**config, "measurement": {"timeout_minutes": 7}, "mirrors": {"mnist": [tmp_path.as_uri()]},
+                 "slots": {"wait_minutes": 3, "directory": str(tmp_path)}}
+    assert scheduled(workdir, unchanged) == {}

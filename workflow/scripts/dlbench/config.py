@@ -146,9 +146,12 @@ def cases(config: dict) -> list[Case]:
                     if key in found:
                         raise ConfigError(f"{where}: {network} on {label} is listed twice")
                     steps = (accuracy_steps, 0) if task == "accuracy" else (iterations, warmup)
+                    # A task's own settings only in its cases: another task's change reruns none of them
+                    own = ({"latency_calls": bench.get("latency_calls", LATENCY_CALLS)} if task == "inference" else
+                           {"epochs": bench.get("epochs", EPOCHS), "target_accuracy": bench.get("target_accuracy")}
+                           if task == "accuracy" else {})
                     found[key] = Case(framework, label, family, mode, network, device, batch, *steps, rate, precision,
-                                      compile, task, bench.get("latency_calls", LATENCY_CALLS),
-                                      bench.get("epochs", EPOCHS), bench.get("target_accuracy"), input_size)
+                                      compile, task, input_size=input_size, **own)
     return list(found.values())
 
 

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import venv
+from importlib.metadata import distributions
 from pathlib import Path
 
 from . import caffe_build, cntk_setup
@@ -178,3 +179,10 @@ def status(path: Path) -> dict:
     if found["status"] == "ok" and not found["python"]:
         found["python"] = sys.executable
     return found
+
+
+def current_environment() -> str:
+    """The interpreter running the workflow and every distribution installed in it, as one line
+    (``environment: current`` runs the frameworks there): a framework upgraded there changes it."""
+    installed = sorted(f"{d.metadata['Name']}=={d.version}" for d in distributions() if d.metadata["Name"])
+    return f"{sys.executable} (Python {sys.version.split()[0]}): {', '.join(installed)}"
