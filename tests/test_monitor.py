@@ -1,12 +1,14 @@
 """A real tiny run under the monitor, and every way a run can fail still writing its record."""
 import json
+import os
 import resource
+import subprocess
 import sys
 import tomllib
 
 import jsonschema
 import pytest
-from dlbench import monitor, networks
+from dlbench import host, monitor, networks
 from dlbench.aggregate import load_records
 from dlbench.spec import RunSpec
 
@@ -162,14 +164,74 @@ def test_an_interpreter_that_cannot_start_is_a_failed_record(tmp_path):
     assert record["status"] == "failed" and record["reason"].startswith("cannot start the runner")
 
 
-def test_a_runner_killed_by_a_signal_is_a_failed_record(tmp_path):
-    fake_python = tmp_path / "python"
-    fake_python.write_text("#!/bin/sh\necho 'Killed (out of memory)'\nkill -9 $$\n")
-    fake_python.chmod(0o755)
-    record = run(tmp_path, spec(), python=str(fake_python))
+def stand_in(tmp_path, script: str) -> str:
+    """A runner's interpreter that runs ``script`` (sh) instead: its arguments are the runner's."""
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\n" + script)
+    python.chmod(0o755)
+    return str(python)
+
+
+def test_a_runner_killed_by_a_signal_is_a_failed_record_that_names_the_signal(tmp_path):
+    record = run(tmp_path, spec(), python=stand_in(tmp_path, "echo 'Killed (out of memory)'\nkill -9 $$\n"))
     assert record["status"] == "failed"
-    assert record["reason"].startswith("runner exited with code -9")
+    assert record["reason"].startswith("runner was killed by SIGKILL (signal 9): likely the kernel's OOM killer")
     assert "Killed (out of memory)" in record["reason"]
+    bus = run(tmp_path, spec(), python=stand_in(tmp_path, "kill -BUS $$\n"))
+    assert bus["reason"].startswith("runner was killed by SIGBUS (signal 7): likely a memory-mapped file shorter "
+                                    "than its contents say: a damaged or truncated data file")
+
+
+def test_an_oom_kill_is_told_by_the_memory_cgroups_counter(tmp_path, monkeypatch):
+    """cgroup v1 (memory.oom_control) and v2 (memory.events), as the kernel writes them."""
+    cgroups = tmp_path / "cgroup"
+    cgroups.write_text("4:memory:/job/7\n0::/job/7\n")
+    v1 = tmp_path / "v1" / "memory" / "job" / "7"
+    v1.mkdir(parents=True)
+    (v1 / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
+    assert host.oom_kills(cgroups, tmp_path / "v1") == 2
+    v2 = tmp_path / "v2" / "job" / "7"
+    v2.mkdir(parents=True)
+    (v2 / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
+    assert host.oom_kills(cgroups, tmp_path / "v2") == 1
+    assert host.oom_kills(cgroups, tmp_path / "none") is None
+    monkeypatch.setattr(host, "oom_kills", lambda: 3)
+    assert monitor.exit_words(-9, 2) == ("was killed by SIGKILL (signal 9): the kernel's OOM killer ended 1 process(es) "
+                                         "of this job's memory cgroup during the run (out of memory)")
+    assert monitor.exit_words(-9, 3).endswith("; the memory cgroup counted no OOM kill during the run")
+    assert monitor.exit_words(255) == "exited with code 255"
+
+
+def test_a_result_cut_short_is_a_failed_record_saying_so(tmp_path):
+    """A result file whose writer was killed mid-write (the runner writes whole ones: a stand-in cuts it)."""
+    record = run(tmp_path, spec(), python=stand_in(tmp_path, 'printf \'{"status": "ok", "iteration_se\' > "$4"\n'))
+    assert record["status"] == "failed"
+    assert record["reason"].startswith("result unreadable: ") and "result.json: JSONDecodeError" in record["reason"]
+    assert "disk full, or a kill mid-write?" in record["reason"]
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 1 MiB tmpfs (as root), unmounted after the test."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], check=True)
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "--lazy", str(disk)], check=True)
+
+
+def test_a_full_disk_is_a_failed_record_saying_so(tmp_path, tiny_disk):
+    """The real runner on a disk filled as it starts: no result can be written, and the record says why."""
+    python = stand_in(tmp_path, f'head -c 4M /dev/zero > "{tiny_disk}/filler" 2>/dev/null\nexec {sys.executable} "$@"\n')
+    record = monitor.run(spec(iterations=12, warmup_iterations=2), python, tiny_disk / "run.log", 300, 20, "sha")
+    assert record["status"] == "failed"
+    assert record["reason"].startswith("runner exited with code "), record["reason"]
+    assert f"with no result; disk full (0.0 MiB free on the file system of {tiny_disk}/.dlbench-" in record["reason"]
+    assert not list(tiny_disk.glob(".dlbench-*"))  # the scratch directory is gone
 
 
 def test_a_run_past_its_timeout_is_killed_and_failed(tmp_path):

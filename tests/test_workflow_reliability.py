@@ -12,7 +12,6 @@ import sys
 
 import pytest
 import yaml
-
 from dlbench.spec import RunSpec
 
 from .conftest import ROOT

@@ -8,16 +8,24 @@ that cannot be measured is ``tflops: null`` with the reason, and the runs' MFU s
 """
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import lifeline
+from . import files, lifeline
 from .gpu import GpuProbe, inventory
-from .monitor import DevicesMissing, StartFailed, cpu_model, dlbench_version, held_devices, runner_environment, started
+from .monitor import (
+    DevicesMissing,
+    StartFailed,
+    cpu_model,
+    dlbench_version,
+    exit_words,
+    held_devices,
+    runner_environment,
+    started,
+)
 from .slots import SlotError
 
 
@@ -60,8 +68,10 @@ def measure(processor: str, precision: str, python: str, threads: int, log, lock
             with started([*command, str(result)], log, cores, locks, environment) as process:
                 code = process.wait(timeout=timeout_s)
             if not result.exists():
-                return {**found, "reason": f"the matrix product exited with code {code} and no result; see its log"}
-            return {**found, **json.loads(result.read_text())}
+                return {**found, "reason": f"the matrix product {exit_words(code)}, with no result; see its log"}
+            return {**found, **files.read_json(result)}
+    except files.Unreadable as error:
+        return {**found, "reason": f"the matrix product's result is unreadable: {error}"}
     except subprocess.TimeoutExpired:
         return {**found, "reason": f"the matrix product took longer than {timeout_s:.0f} s"}
     except (DevicesMissing, SlotError, StartFailed) as error:
@@ -70,4 +80,4 @@ def measure(processor: str, precision: str, python: str, threads: int, log, lock
 
 def write(ceiling: dict, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(ceiling, indent=1) + "\n")
+    files.write_json(path, ceiling, indent=1)

@@ -91,3 +91,27 @@ def cpu_energy(samples: list[HostSample], window, rapl: Rapl) -> tuple[float | N
         return None, "fewer than 2 host samples inside the timed window"
     span = inside[-1].time - inside[0].time
     return rapl.joules(inside[0].energy_uj, inside[-1].energy_uj) * (window[1] - window[0]) / span, None
+
+
+# The kernel's count of OOM kills in a memory cgroup: cgroup v2's memory.events, v1's memory.oom_control
+# (Linux 4.13 on); the process's own cgroup where it is mounted at its path, else the mount's root (a container's).
+OOM_COUNTERS = (("memory.events", ""), ("memory.oom_control", "memory"))
+
+
+def oom_kills(cgroups: Path = Path("/proc/self/cgroup"), mount: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """How many processes the OOM killer has ended in this process's memory cgroup; None where unknown."""
+    try:
+        lines = cgroups.read_text().splitlines()
+    except OSError:
+        return None
+    own = {controllers: path.lstrip("/") for _, controllers, path in (line.split(":", 2) for line in lines)}
+    for name, controller in OOM_COUNTERS:
+        path = own.get(controller, "") if controller else own.get("", "")
+        for directory in (mount / controller / path, mount / controller):
+            try:
+                counters = dict(line.split() for line in (directory / name).read_text().splitlines())
+            except (OSError, ValueError):
+                continue
+            if "oom_kill" in counters:
+                return int(counters["oom_kill"])
+    return None

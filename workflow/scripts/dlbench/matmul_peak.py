@@ -11,12 +11,11 @@ for: one large product with nothing else to do.
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 
-from . import lifeline
+from . import files, lifeline
 
 SIZE = {"cpu": 1024, "gpu": 8192}  # where the BLAS reaches its peak (CPU here: 196 GFLOP/s at 1024, 190 at 2048)
 WINDOW_S, WINDOWS = 0.25, 5
@@ -60,7 +59,7 @@ def main(argv: list[str]) -> int:
         found = tflops(precision, processor)
     except ImportError as error:
         found = {"tflops": None, "reason": f"the ceiling is measured with PyTorch, which cannot be imported here: {error}"}
-    Path(result).write_text(json.dumps(found))
+    files.write_json(Path(result), found)
     return 0
 
 

@@ -9,7 +9,6 @@ write "<status>: <reason>" where they show one.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import platform
 import signal
@@ -25,7 +24,7 @@ from pathlib import Path
 
 import psutil
 
-from . import backends, compute, host, launch, lifeline, slots
+from . import backends, compute, files, host, launch, lifeline, slots
 from .envs import WORKER_PYTHON_VARIABLE
 from .gpu import GpuProbe, inventory, summarise
 from .spec import SETUP_FIELDS, RunSpec
@@ -290,7 +289,7 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
         threads = max(1, spec.threads // launch.local_processes(spec.processes))
         log.write(f"runner: {' '.join(command)} (threads {threads}, timeout {timeout_s:.0f} s)\n")
         log.flush()
-        launched_epoch = time.time()
+        launched_epoch, oom_kills = time.time(), host.oom_kills()
         environment = {**runner_environment(threads, gpus, worker_python, spec.precision), **lifeline_environment}
         try:
             with started(command, log, cores, locks, environment) as process:
@@ -304,9 +303,53 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
                     sampler.stop()
         except StartFailed as error:
             return {"status": "failed", "reason": f"cannot start the runner with {python}: {error}"}, None
-        if result_path.exists():
-            return {**json.loads(result_path.read_text()), "launched_epoch": launched_epoch}, sampler
-        return {"status": "failed", "reason": f"runner exited with code {returncode} and no result"}, sampler
+        return {**read_result(result_path, returncode, oom_kills), "launched_epoch": launched_epoch}, sampler
+
+
+FULL_DISK_BYTES = 16 * 2**20  # less free space than this where the result was to be: a disk full is likely
+
+
+def read_result(path: Path, returncode: int, oom_kills_before: int | None) -> dict:
+    """The runner's result, or a failed one that says why there is none: how the runner ended, and a full
+    disk where the result's file system has (almost) no room left."""
+    free = files.free_bytes(path.parent)
+    disk = "" if free is None else f" ({free / 2**20:.1f} MiB free on the file system of {path.parent})"
+    if path.exists():
+        try:
+            return files.read_json(path)
+        except files.Unreadable as error:
+            return {"status": "failed", "reason": f"result unreadable: {error}; disk full, or a kill mid-write?{disk}"}
+    full = f"; disk full{disk}" if free is not None and free < FULL_DISK_BYTES else ""
+    return {"status": "failed", "reason": f"runner {exit_words(returncode, oom_kills_before)}, with no result{full}"}
+
+
+# What a runner's death by a signal most likely means
+SIGNAL_CAUSES = {
+    signal.SIGKILL: "the kernel's OOM killer (out of memory), or a kill -9 by a scheduler or a user",
+    signal.SIGBUS: "a memory-mapped file shorter than its contents say: a damaged or truncated data file (an LMDB)",
+    signal.SIGSEGV: "a crash in native code: a damaged data file, or a bug in the framework",
+    signal.SIGABRT: "native code aborted on a failed check (the log's last lines say which)",
+}
+
+
+def exit_words(returncode: int, oom_kills_before: int | None = None) -> str:
+    """How a process ended, in words: its exit code, or the signal that killed it and its likely cause (for
+    SIGKILL, the memory cgroup's OOM-kill counter, read before the run and now, tells)."""
+    if returncode >= 0:
+        return f"exited with code {returncode}"
+    try:
+        killer = signal.Signals(-returncode)
+    except ValueError:
+        return f"was killed by signal {-returncode}"
+    words = f"was killed by {killer.name} (signal {-returncode})"
+    oom_kills = host.oom_kills() if killer == signal.SIGKILL and oom_kills_before is not None else None
+    if oom_kills is not None and oom_kills > oom_kills_before:
+        return f"{words}: the kernel's OOM killer ended {oom_kills - oom_kills_before} process(es) of this job's " \
+               "memory cgroup during the run (out of memory)"
+    cause = SIGNAL_CAUSES.get(killer)
+    if oom_kills is not None:
+        cause += "; the memory cgroup counted no OOM kill during the run"
+    return f"{words}: likely {cause}" if cause else words
 
 
 class StartFailed(Exception):
@@ -507,7 +550,5 @@ def layer_profile(spec: RunSpec, result: dict, not_ok: str | None) -> dict | Non
 def write_record(record: dict, path: Path) -> None:
     """Write atomically, so a killed job never leaves half a record behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".part")
-    partial.write_text(json.dumps(record, indent=1) + "\n")
-    partial.replace(path)
+    files.write_json(path, record, indent=1)
 

@@ -12,8 +12,8 @@ own memory peak, and how long the set-up before the first step took (import, bui
 """
 from __future__ import annotations
 
+import contextlib
 import functools
-import json
 import os
 import statistics
 import sys
@@ -21,9 +21,11 @@ import time
 import traceback
 from pathlib import Path
 
-from . import backends, lifeline
+from . import backends, files, lifeline
 from .datasets import description
 from .spec import RunSpec, default_warmup
+
+RESULT_UNWRITTEN = 3  # the exit status when the result file could not be written (a full disk)
 
 
 def _cpu_seconds(trainer) -> float:
@@ -236,10 +238,16 @@ def main(argv: list[str]) -> int:
     except backends.Unavailable as error:
         result, code = {"status": "unavailable", "reason": str(error)}, 0
     except Exception as error:  # noqa: BLE001 - any failure becomes the record's reason
-        traceback.print_exc()
+        with contextlib.suppress(OSError):  # the log's disk may be the full one
+            traceback.print_exc()
         result, code = {"status": "failed", "reason": f"{_error_name(error)}: {error}"}, 1
     if _first_process():
-        result_path.write_text(json.dumps(result))
+        try:
+            files.write_json(result_path, result)
+        except OSError as error:  # a full disk: the monitor finds no result and says why
+            with contextlib.suppress(OSError):
+                print(f"the result could not be written: {error}", file=sys.stderr)
+            return RESULT_UNWRITTEN
     return code
 
 
