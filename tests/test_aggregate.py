@@ -39,7 +39,11 @@ def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status=
                     "ceiling_tflops": 0.2, "mfu": speed * 13_182_000 / 1e12 / 0.2 if status == "ok" else None,
                     "reasons": {}},
         "quality": {"final_loss": 2.3, "accuracy": None},
-        "provenance": {"started_at": "2026-11-22T00:00:00+00:00", "finished_at": f"2026-11-22T00:0{repetition}:00+00:00"},
+        "execution": {"precision": precision, "tf32": False, "compute_dtype": "float32", "loss_scaling": False,
+                      "compiler": None},
+        "provenance": {"hostname": "node", "cpu_model": "a CPU", "cores": 2, "gpus": [], "python": "3.11",
+                       "packages": {}, "config_sha256": "sha", "git_commit": None,
+                       "started_at": "2026-11-22T00:00:00+00:00", "finished_at": f"2026-11-22T00:0{repetition}:00+00:00"},
     }
 
 
@@ -337,3 +341,51 @@ def test_a_metric_nothing_in_the_config_measures_gets_no_figure():
     assert not aggregate.drawn("cpu_energy_per_image", ["train"], ["cpu"], rapl=False)
     assert aggregate.drawn("cpu_energy_per_image", ["train"], ["cpu"], rapl=True)
     assert not aggregate.drawn("latency_p50", ["train", "accuracy"], ["gpu1"], rapl=True)
+
+
+def damaged_records(tmp_path) -> dict:
+    """Records as a disk, a hand or a newer dlbench may leave them, each with what its reader must say."""
+    whole = json.dumps(record(), indent=1)
+    no_timing = {key: value for key, value in record().items() if key != "timing"}
+    damaged = {
+        "truncated": (whole[: len(whole) // 2], "JSONDecodeError: "),
+        "no_timing": (json.dumps(no_timing), "the record: 'timing' is a required property"),
+        "future": (json.dumps({**record(), "schema": 99}), "record schema 99 is not one this dlbench reads (1 to 5)"),
+        "not_a_number": (whole.replace('"images_per_second_median": 100.0', '"images_per_second_median": NaN'),
+                         "ValueError: NaN is not a measurement"),
+        "negative": (json.dumps({**record(), "compute": {**record()["compute"], "mfu": -1.0}}),
+                     "compute/mfu: -1.0 is less than the minimum of 0"),
+    }
+    paths = {}
+    for name, (text, _) in damaged.items():
+        paths[name] = tmp_path / "runs" / name / "rep1.json"
+        paths[name].parent.mkdir(parents=True)
+        paths[name].write_text(text)
+    return {name: (paths[name], words) for name, (_, words) in damaged.items()}
+
+
+def test_a_damaged_record_is_left_out_of_the_tables_named_with_why(tmp_path):
+    damaged = damaged_records(tmp_path)
+    good = tmp_path / "runs" / "good" / "rep1.json"
+    write_record(record(), good)
+    said = []
+    loaded = aggregate.load_records([good, *(path for path, _ in damaged.values())], log=said.append)
+    assert [r["path"] for r in loaded] == [str(good)]
+    assert len(aggregate.runs_table(loaded)) == 1
+    for (path, words), line in zip(damaged.values(), said, strict=True):
+        assert line.startswith(f"left out: {path}: ") and words in line, line
+
+
+def test_the_summary_counts_damaged_records_and_names_them(tmp_path):
+    from dlbench.summary import summarise
+
+    damaged = damaged_records(tmp_path)
+    paths = [tmp_path / "results" / "runs" / "pytorch" / "d" / "n" / "cpu" / "fp32" / "train" / f"rep{k}.json"
+             for k in range(1, 4)]
+    write_record(record(), paths[0])
+    paths[1].write_text(damaged["truncated"][0].read_text())
+    text = summarise(list(map(str, paths)))
+    row = next(line for line in text.splitlines() if line.strip().startswith("pytorch "))
+    assert row.split()[1:] == ["1", "0", "0", "1", "1"]  # ok, failed, unavailable, unreadable, not run
+    assert f"unreadable (1): {paths[1]}: JSONDecodeError" in text
+    assert f"redo the run: snakemake --force {paths[1]}" in text

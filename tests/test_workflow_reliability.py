@@ -69,7 +69,7 @@ def test_the_run_ends_with_a_summary_of_the_runs(unfetchable):
     output = result.stdout + result.stderr
     assert "dlbench runs:" in output
     row = next(line for line in output.splitlines() if line.strip().startswith("pytorch "))
-    assert row.split()[1:] == ["1", "1", "0", "0"]  # ok, failed, unavailable, not run
+    assert row.split()[1:] == ["1", "1", "0", "0", "0"]  # ok, failed, unavailable, unreadable, not run
     assert "failed (1): dataset mnist could not be had" in output
     assert "failed runs' logs: results/runs/pytorch/mnist/lenet/cpu/fp32/train/rep1.log" in output
 

@@ -4,13 +4,17 @@ Aggregation only reads records; it never writes beside them.
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import jsonschema
 import pandas as pd
+import yaml
+from jsonschema.exceptions import best_match
 
-from . import compute
+from . import compute, files
 from .backends import REGISTRY as FRAMEWORKS
 from .spec import PRECISIONS, SETUP_FIELDS, TASKS, RunSpec, gpu_count, parse_device, parse_variant, variant_label
 
@@ -139,10 +143,55 @@ RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "variant",
 CELL_KEYS = ["dataset", "network", "framework", "device", "variant", "task"]
 
 
-def load_records(paths) -> list[dict]:
+RECORD_SCHEMA = Path(__file__).resolve().parent.parent.parent / "schemas" / "run_record.schema.yaml"
+
+
+@functools.cache
+def record_validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(yaml.safe_load(RECORD_SCHEMA.read_text()))
+
+
+def record_schema_version() -> int:
+    """The schema today's records have (the monitor writes them: dlbench.monitor.SCHEMA_VERSION)."""
+    return record_validator().schema["properties"]["schema"]["const"]
+
+
+def _not_a_number(token: str):
+    raise ValueError(f"{token} is not a measurement")
+
+
+def read_record(path: Path) -> dict:
+    """A run's record in today's form (:func:`upgrade`), checked against the record's schema: its numbers
+    finite, in range. :class:`files.Unreadable` naming the file where it is damaged, incomplete or of a
+    schema newer than this code's."""
+    try:
+        record = json.loads(Path(path).read_text(), parse_constant=_not_a_number)
+    except (OSError, ValueError) as error:
+        raise files.Unreadable(f"{path}: {type(error).__name__}: {error}") from None
+    schema, newest = record.get("schema") if isinstance(record, dict) else None, record_schema_version()
+    if not isinstance(schema, int) or not 1 <= schema <= newest:
+        raise files.Unreadable(f"{path}: record schema {schema!r} is not one this dlbench reads (1 to {newest}); "
+                               "a newer dlbench wrote it?")
+    try:
+        record = upgrade(record)
+    except (KeyError, TypeError, AttributeError) as error:
+        raise files.Unreadable(f"{path}: not a schema-{schema} record ({type(error).__name__}: {error})") from None
+    problem = best_match(record_validator().iter_errors(record))
+    if problem:
+        where = "/".join(map(str, problem.absolute_path)) or "the record"
+        raise files.Unreadable(f"{path}: {where}: {problem.message}")
+    return record
+
+
+def load_records(paths, log=print) -> list[dict]:
+    """The readable records of ``paths``; each left out is named, with why, through ``log``."""
     records = []
     for path in paths:
-        record = upgrade(json.loads(Path(path).read_text()))
+        try:
+            record = read_record(path)
+        except files.Unreadable as error:
+            log(f"left out: {error}")
+            continue
         record["path"] = str(path)
         records.append(record)
     return records

@@ -3,11 +3,13 @@ where to look. Snakemake's own last line ("100% done") counts jobs, and a failed
 job that succeeded in writing its record."""
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-STATUSES = ("ok", "failed", "unavailable", "not run")
+from .aggregate import read_record
+from .files import Unreadable
+
+STATUSES = ("ok", "failed", "unavailable", "unreadable", "not run")
 SHOWN = 8  # reasons listed per status
 
 
@@ -17,10 +19,14 @@ def summarise(record_paths: list[str]) -> str:
     failed_logs = []
     for path in map(Path, record_paths):
         framework = path.parts[-7] if len(path.parts) >= 7 else "?"  # results/runs/<framework>/<dataset>/...
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):
+        if not path.exists():
             counts[framework]["not run"] += 1
+            continue
+        try:
+            record = read_record(path)
+        except Unreadable as error:
+            counts[framework]["unreadable"] += 1
+            reasons["unreadable"][f"{error}; left out of the tables (redo the run: snakemake --force {path})"] += 1
             continue
         status = record["status"]
         counts[framework][status] += 1
@@ -34,7 +40,7 @@ def summarise(record_paths: list[str]) -> str:
     lines = ["dlbench runs:", "  " + "framework".ljust(width) + "".join(s.rjust(13) for s in STATUSES)]
     for framework in sorted(counts):
         lines.append("  " + framework.ljust(width) + "".join(str(counts[framework][s]).rjust(13) for s in STATUSES))
-    for status in ("failed", "unavailable"):
+    for status in ("failed", "unavailable", "unreadable"):
         for reason, runs in reasons[status].most_common(SHOWN):
             lines.append(f"  {status} ({runs}): {reason}")
     if failed_logs:
