@@ -65,6 +65,37 @@ def test_the_command_line_writes_the_table_and_figure(sets, tmp_path):
     assert "not in this set" in svg  # the cells of one set, listed below
 
 
+@pytest.mark.parametrize("value,allowed", [("inf", "≥ 0"), ("nan", "≥ 0"), ("-3.5", "≥ 0"), ("fast", "≥ 0")])
+def test_a_runs_table_from_elsewhere_with_a_value_no_measurement_has_is_refused(sets, value, allowed):
+    table = sets[1] / "tables" / "runs.csv"
+    runs = pd.read_csv(table, dtype=str, keep_default_na=False)
+    runs.loc[2, "train_speed"] = value
+    runs.to_csv(table, index=False)
+    with pytest.raises(ValueError, match=rf"runs.csv, line 4, train_speed: '{value}' is not a measurement "
+                                         rf"\(allowed: a finite number {allowed}, or empty where it was not measured\)"):
+        compare.runs_of(sets[1])
+
+
+def test_a_signed_metric_may_be_negative(sets):
+    table = sets[1] / "tables" / "runs.csv"
+    runs = pd.read_csv(table, dtype=str, keep_default_na=False).assign(unaccounted_share="-0.41")
+    runs.to_csv(table, index=False)
+    assert (compare.runs_of(sets[1])["unaccounted_share"] == -0.41).all()
+
+
+def test_reasons_stay_text_in_markdown_tables(sets):
+    """A reason's | would add a column, its HTML would be rendered: both are escaped."""
+    table = sets[1] / "tables" / "runs.csv"
+    runs = pd.read_csv(table, dtype=str, keep_default_na=False)
+    runs.loc[runs["framework"] == "mxnet", "reason"] = "a | b <img src=x onerror=alert(1)>"
+    runs.to_csv(table, index=False)
+    text = compare.markdown(compare.compare(compare.runs_of(sets[0]), compare.runs_of(sets[1])), "A", "B")
+    row = next(line for line in text.splitlines() if "| mxnet" in line and "train_speed" in line)
+    assert "unavailable: a \\| b &lt;img src=x onerror=alert(1)&gt;" in row
+    header = next(line for line in text.splitlines() if line.startswith("| metric"))
+    assert row.replace("\\|", "").count("|") == header.count("|")
+
+
 def test_a_directory_without_results_is_refused(tmp_path):
     with pytest.raises(FileNotFoundError, match="holds no results"):
         compare.runs_of(tmp_path)

@@ -34,6 +34,7 @@ class Metric:
     # "max" or "min": the better end, for a heatmap per dataset of each framework against the best one per network
     best: str = ""
     flagged: bool = True  # whether the runs' flags (input-bound, contended) bear on it: not on a peak or an accuracy
+    signed: bool = False  # whether a value below 0 can be true (a runs.csv from elsewhere is checked: read_runs)
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,8 @@ METRICS = {
                                  "(seed 004 found 2.35-2.45x)", tasks=("profile",)),
     "unaccounted_share": Metric("profile", "unaccounted_share", "share of a profiled step",
                                 "the share of a profiled step's wall time that no layer's forward or backward time "
-                                "accounts for (seed 004 found 38-54 %)", tasks=("profile",), steady=False),
+                                "accounts for (seed 004 found 38-54 %; below 0 where the framework's ops overlap)",
+                                tasks=("profile",), steady=False, signed=True),
     "mfu": Metric("compute", "mfu", "fraction of ceiling",
                   "model FLOPs utilisation: achieved TFLOP/s over the ceiling of the run's devices, the rate "
                   "a large matrix product reached on this node in the run's precision (measured once per node); "
@@ -396,18 +398,40 @@ def appendix_wide(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def read_runs(runs_csv: Path) -> pd.DataFrame:
-    """runs.csv as :func:`runs_table` made it: an empty reason is no reason, an empty number is missing."""
-    columns = pd.read_csv(runs_csv, nrows=0).columns
-    reasons = {c: str for c in columns if c == "reason" or c.endswith("_reason")}
+    """runs.csv as :func:`runs_table` made it: an empty reason is no reason, an empty number is missing.
+    A metric that is not a finite number (non-negative unless the metric is signed) is refused, naming the
+    file, its line and column: a runs.csv may come from elsewhere (make compare)."""
+    raw = pd.read_csv(runs_csv, dtype=str, keep_default_na=False)
+    for metric in METRICS.keys() & set(raw.columns):
+        given = raw[metric] != ""
+        numbers = pd.to_numeric(raw[metric].where(given), errors="coerce")
+        wrong = given & ~(numbers.abs() < float("inf")) | ((numbers < 0) & (not METRICS[metric].signed))
+        if wrong.any():
+            line = wrong.idxmax()
+            allowed = "a finite number" + ("" if METRICS[metric].signed else " ≥ 0")
+            raise ValueError(f"{runs_csv}, line {line + 2}, {metric}: {raw.at[line, metric]!r} is not a measurement "
+                             f"(allowed: {allowed}, or empty where it was not measured)")
+    reasons = {c: str for c in raw.columns if c == "reason" or c.endswith("_reason")}
     return pd.read_csv(runs_csv, dtype=reasons, keep_default_na=False,
-                       na_values={c: [""] for c in columns if c not in reasons})
+                       na_values={c: [""] for c in raw.columns if c not in reasons})
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """``table`` as Markdown, its text cells escaped: a reason's ``|`` stays in its cell, its HTML is text,
+    a line break a space."""
+    def escaped(value):
+        if not isinstance(value, str):
+            return value
+        text = " ".join(value.split("\n")).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        return text.replace("|", "\\|")
+    return table.map(escaped).rename(columns=escaped).to_markdown(index=False)
 
 
 def write_appendix(runs_csv: Path, csv_out: Path, md_out: Path, tex_out: Path) -> None:
     table = appendix(read_runs(runs_csv))
     table.to_csv(csv_out, index=False)
     wide = appendix_wide(table)
-    md_out.write_text("# Benchmark results (mean ± sd over repetitions)\n\n" + wide.to_markdown(index=False) + "\n")
+    md_out.write_text("# Benchmark results (mean ± sd over repetitions)\n\n" + markdown_table(wide) + "\n")
     tex_out.write_text(wide.to_latex(index=False, longtable=True, escape=True,
                                      caption="Benchmark results: mean ± sd over repetitions (n = repetitions).",
                                      label="tab:appendix"))
@@ -459,7 +483,7 @@ def api_cost_markdown(cost: pd.DataFrame) -> str:
         shown[f"{column} ({METRICS[metric].unit})"] = [
             "—" if pd.isna(value) else f"{value:,.{decimals(value)}f}" + ("" if pd.isna(ratio) else f" (×{ratio:.2f})")
             for value, ratio in zip(cost[column], ratios)]
-    return ("# What an API costs, and where a run's time goes\n\n" + shown.to_markdown(index=False) + "\n")
+    return ("# What an API costs, and where a run's time goes\n\n" + markdown_table(shown) + "\n")
 
 
 def write_api_cost(appendix_csv: Path, csv_out: Path, md_out: Path) -> None:
@@ -513,7 +537,7 @@ def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
 def write_accuracy(runs_csv: Path, csv_out: Path, md_out: Path) -> None:
     table = accuracy_table(read_runs(runs_csv))
     table.to_csv(csv_out, index=False)
-    text = table.to_markdown(index=False) if len(table) else "No accuracy runs in this config (tasks: [accuracy])."
+    text = markdown_table(table) if len(table) else "No accuracy runs in this config (tasks: [accuracy])."
     md_out.write_text("# Accuracy and time to accuracy (mean ± sd over repetitions)\n\n" + text + "\n")
 
 
@@ -569,5 +593,5 @@ def layers_table(records: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
 def write_layers(record_paths: list[Path], runs_csv: Path, csv_out: Path, md_out: Path) -> None:
     table = layers_table(load_records(record_paths), read_runs(runs_csv))
     table.to_csv(csv_out, index=False)
-    text = table.to_markdown(index=False) if len(table) else "No profile runs in this config (tasks: [profile])."
+    text = markdown_table(table) if len(table) else "No profile runs in this config (tasks: [profile])."
     md_out.write_text("# Where a training step's time goes, layer by layer\n\n" + text + "\n")

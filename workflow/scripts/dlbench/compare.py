@@ -11,7 +11,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from .aggregate import CELL_KEYS, METRICS, appendix, load_records, measured, ratio_words, read_runs, runs_table
+from .aggregate import (
+    CELL_KEYS,
+    METRICS,
+    appendix,
+    load_records,
+    markdown_table,
+    measured,
+    ratio_words,
+    read_runs,
+    runs_table,
+)
 from .plots import comparison_figure
 
 SIDES = ("a", "b")
@@ -70,7 +80,7 @@ def markdown(compared: pd.DataFrame, label_a: str, label_b: str) -> str:
                             significant=compared["significant"].map({True: "yes", False: ""}))
     shown = shown[["metric", *CELL_KEYS, "a_cell", "b_cell", "ratio", "significant", "in"]].rename(
         columns={"a_cell": f"A: {label_a}", "b_cell": f"B: {label_b}"})
-    return head + (shown.to_markdown(index=False) if len(shown) else "The two sets have no metric in common.") + "\n"
+    return head + (markdown_table(shown) if len(shown) else "The two sets have no metric in common.") + "\n"
 
 
 def write(a_dir: Path, b_dir: Path, out_dir: Path, label_a: str | None = None, label_b: str | None = None,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .aggregate import METRICS, ratio_words, read_runs
+from .aggregate import METRICS, markdown_table, ratio_words, read_runs
 from .config import FIGURE_4_5
 from .spec import gpu_count, parse_dataset_label
 
@@ -123,9 +123,9 @@ def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
         ratio=ratio_words(compared["ratio"]))
     ranked = ranks.assign(hardware=ranks["hardware"].map(HARDWARE_WORDS), spearman=ranks["spearman"].round(2))
     return ("# Our cells beside the thesis's (Appendix A)\n\n"
-            + shown.drop(columns=["ours_mean"]).to_markdown(index=False)
+            + markdown_table(shown.drop(columns=["ours_mean"]))
             + "\n\n## Do the frameworks come out in the same order?\n\n"
-            + (ranked.to_markdown(index=False) if len(ranked) else "No case has two frameworks measured in both.")
+            + (markdown_table(ranked) if len(ranked) else "No case has two frameworks measured in both.")
             + "\n")
 
 
