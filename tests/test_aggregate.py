@@ -91,6 +91,14 @@ def test_a_partly_failed_cell_says_how_many_runs_counted(records):
     assert memory["n"] == 2  # the failed run's memory reading does not count either
 
 
+def test_a_cell_whose_runs_failed_differently_lists_every_reason(records):
+    reasons = ["runner was killed by SIGKILL (signal 9): likely the kernel's OOM killer", "timeout: no result after 60 s",
+               "timeout: no result after 60 s"]
+    failed = [record(framework="mxnet", repetition=r, status="failed", reason=why) for r, why in enumerate(reasons, 1)]
+    cell = aggregate.appendix(aggregate.runs_table([{**item, "path": "rep.json"} for item in failed])).query("metric == 'train_speed'").iloc[0]["cell"]
+    assert cell == (f"failed: {reasons[0]} (1 of 3); failed: timeout: no result after 60 s (2 of 3)")
+
+
 def test_failed_runs_never_count_in_a_mean_a_spread_or_a_bar(records, tmp_path):
     """Failed runs keep what was sampled before they failed (here 300 MiB of host memory); none of it
     may be shown as a measurement."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -333,13 +334,17 @@ def _format(mean: float, sd: float, cv: float, n: int, group: pd.DataFrame) -> s
 
 def _why_missing(group: pd.DataFrame, metric: str) -> str:
     """Why a cell has no value: the ok runs' own reason for the metric, which they could not measure
-    (a CPU run has no GPU power), else the first run's status and reason (all failed or unavailable)."""
+    (a CPU run has no GPU power), else every distinct status and reason of its runs (all failed or
+    unavailable), with how many runs each where they differ."""
     ok = group[group["status"] == "ok"]
     if len(ok):
         reasons = ok[f"{metric}_reason"].replace("", pd.NA).dropna()
         return f"unavailable: {reasons.iloc[0] if len(reasons) else 'not recorded'}"
-    first = group.iloc[0]
-    return f"{first['status']}: {first['reason']}"
+    distinct = group.groupby(["status", "reason"], sort=False).size()
+    if len(distinct) == 1:
+        (status, reason), = distinct.index
+        return f"{status}: {reason}"
+    return "; ".join(f"{status}: {reason} ({runs} of {len(group)})" for (status, reason), runs in distinct.items())
 
 
 def settings(table: pd.DataFrame) -> pd.Series:
@@ -416,14 +421,16 @@ def read_runs(runs_csv: Path) -> pd.DataFrame:
                        na_values={c: [""] for c in raw.columns if c not in reasons})
 
 
+HTML_OPENING = re.compile(r"<(?=[A-Za-z/!?])")
+
+
 def markdown_table(table: pd.DataFrame) -> str:
-    """``table`` as Markdown, its text cells escaped: a reason's ``|`` stays in its cell, its HTML is text,
-    a line break a space."""
+    """``table`` as Markdown, its text cells escaped: a reason's ``|`` stays in its cell, its HTML is text
+    (a ``<`` that could open a tag or a comment is ``&lt;``; "a < b" stays as it is), a line break a space."""
     def escaped(value):
         if not isinstance(value, str):
             return value
-        text = " ".join(value.split("\n")).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        return text.replace("|", "\\|")
+        return HTML_OPENING.sub("&lt;", " ".join(value.split("\n"))).replace("|", "\\|")
     return table.map(escaped).rename(columns=escaped).to_markdown(index=False)
 
 
