@@ -3,6 +3,7 @@ import dataclasses
 import gzip
 import http.server
 import pickle
+import re
 import socket
 import struct
 import tarfile
@@ -39,6 +40,29 @@ def test_generated_cifar10_is_the_python_pickle_tarball(tmp_path):
     assert images.shape == (500, 3, 32, 32)
     test_images, _ = datasets.load_split("cifar10", tmp_path / "cifar10", "test")
     assert test_images.shape == (100, 3, 32, 32)
+
+
+class RunsACommand:
+    """What a replaced batch file could hold: a pickle that calls os.system when loaded."""
+
+    def __reduce__(self):
+        import os
+        return os.system, ("touch ran",)
+
+
+@pytest.mark.parametrize("payload,refused", [
+    (RunsACommand(), "posix.system is not in a CIFAR-10 batch"),
+    ({b"data": np.array([object()], dtype=object)}, "an array of object (Python objects) is not in a CIFAR-10 batch"),
+])
+def test_a_cifar10_batch_that_would_run_anything_is_refused_unrun(tmp_path, monkeypatch, payload, refused):
+    datasets.generate("cifar10", tmp_path / "raw", train_images=50, test_images=10, seed=1)
+    datasets.unpack("cifar10", tmp_path / "raw", tmp_path / "cifar10")
+    (tmp_path / "cifar10" / "cifar-10-batches-py" / "data_batch_2").write_bytes(pickle.dumps(payload, protocol=2))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=re.escape(refused)) as error:
+        datasets.load_split("cifar10", tmp_path / "cifar10", "train")
+    assert "unpack it again: snakemake --forcerun unpack_cifar10" in str(error.value)
+    assert not (tmp_path / "ran").exists()
 
 
 def test_generated_images_carry_a_learnable_class_signal(tmp_path):

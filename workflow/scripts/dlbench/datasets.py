@@ -339,6 +339,47 @@ def read_idx(path: Path) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
 
 
+class CifarUnpickler(pickle.Unpickler):
+    """Unpickles a CIFAR-10 batch and nothing else: of the globals a pickle may call, only those that rebuild
+    its arrays (numpy's ``_reconstruct``, ``ndarray``, ``dtype`` of a number type) and its byte strings
+    (``_codecs.encode`` to latin-1, as Python 3 pickles bytes at protocol 2). A replaced file that would
+    run anything else is refused before it runs."""
+
+    def find_class(self, module: str, name: str):
+        if (module, name) in (("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+                              ("numpy", "ndarray")):
+            return super().find_class(module, name)
+        if (module, name) == ("numpy", "dtype"):
+            return _number_dtype
+        if (module, name) == ("_codecs", "encode"):
+            return _latin1
+        raise pickle.UnpicklingError(f"{module}.{name} is not in a CIFAR-10 batch")
+
+
+def _number_dtype(kind, *args):
+    found = np.dtype(kind, *args)
+    if found.hasobject:
+        raise pickle.UnpicklingError(f"an array of {found} (Python objects) is not in a CIFAR-10 batch")
+    return found
+
+
+def _latin1(text: str, encoding: str) -> bytes:
+    if encoding != "latin1":
+        raise pickle.UnpicklingError(f"bytes encoded as {encoding!r} are not in a CIFAR-10 batch")
+    return text.encode("latin1")
+
+
+def read_cifar_batch(path: Path) -> dict:
+    """One batch file of CIFAR-10's python version, read by :class:`CifarUnpickler`."""
+    with open(path, "rb") as stream:
+        try:
+            return CifarUnpickler(stream, encoding="bytes").load()
+        except (pickle.UnpicklingError, EOFError, ValueError) as error:
+            rule = f"unpack_{Path(path).parent.parent.name.replace('-', '_')}"
+            raise ValueError(f"{path}: not a CIFAR-10 batch, refused: {error} (its archive was verified when fetched: "
+                             f"replaced since? unpack it again: snakemake --forcerun {rule})") from None
+
+
 def load_split(family: str, data_dir: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     """Images as uint8 (N, C, H, W) and labels as int64 from an unpacked dataset."""
     data_dir, layout = Path(data_dir), FAMILIES[family].layout
@@ -348,7 +389,7 @@ def load_split(family: str, data_dir: Path, split: str) -> tuple[np.ndarray, np.
         labels = read_idx(data_dir / f"{prefix}-labels-idx1-ubyte")
     elif layout == "cifar-python":
         names = [n for n in CIFAR10_BATCHES if n.startswith("data_batch")] if split == "train" else ["test_batch"]
-        batches = [pickle.loads((data_dir / CIFAR10_DIR / n).read_bytes(), encoding="bytes") for n in names]
+        batches = [read_cifar_batch(data_dir / CIFAR10_DIR / n) for n in names]
         images = np.concatenate([b[b"data"] for b in batches]).reshape(-1, 3, 32, 32)
         labels = np.concatenate([np.asarray(b[b"labels"]) for b in batches])
     else:
