@@ -5,7 +5,9 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
+from datetime import datetime, timedelta
 from itertools import combinations
 from pathlib import Path
 
@@ -90,6 +92,33 @@ def test_the_record_names_the_gpus_and_cores_the_run_held(tmp_path, monkeypatch)
     assert [(g["index"], g["uuid"]) for g in record["provenance"]["gpus"]] == [(1, "GPU-fake-1")]
     assert record["provenance"]["cores_held"] == sorted(os.sched_getaffinity(0))[:2]
     assert "holding GPUs ['GPU-fake-1'], cores" in (tmp_path / "run.log").read_text()
+
+
+def test_records_prove_that_runs_on_the_same_cores_did_not_overlap(tmp_path):
+    """Two runs that want every core: one waits for the other. Each record's held interval (after the wait)
+    is disjoint from the other's, and the waiting one's start is before its interval."""
+    cores = len(os.sched_getaffinity(0))
+    records = {}
+
+    def measure(repetition):
+        records[repetition] = monitor.run(spec(threads=cores, iterations=3, warmup_iterations=1, repetition=repetition),
+                                          sys.executable, tmp_path / f"run{repetition}.log", 120, 20, "sha",
+                                          lock_dir=tmp_path / "locks")
+
+    runs = [threading.Thread(target=measure, args=(repetition,)) for repetition in (1, 2)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join()
+    times = [{key: datetime.fromisoformat(value) for key, value in record["provenance"].items()
+              if key in ("started_at", "held_from", "held_until", "finished_at")} for record in records.values()]
+    first, second = sorted(times, key=lambda interval: interval["held_from"])
+    assert [record["status"] for record in records.values()] == ["ok", "ok"]
+    assert first["held_until"] <= second["held_from"]
+    assert second["started_at"] < second["held_from"] - timedelta(seconds=1)  # it waited
+    for interval in (first, second):  # started_at and finished_at are to the second
+        assert interval["started_at"] <= interval["held_from"] < interval["held_until"]
+        assert interval["held_until"] < interval["finished_at"] + timedelta(seconds=1)
 
 
 def test_a_device_the_node_lacks_is_unavailable(tmp_path, monkeypatch):

@@ -116,8 +116,8 @@ def git_commit() -> str | None:
         return None
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+def _now(timespec: str = "seconds") -> str:
+    return datetime.now(UTC).isoformat(timespec=timespec)
 
 
 def _log_tail(log_path: Path) -> str:
@@ -212,7 +212,7 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
     An interruption (SIGINT, SIGTERM, SIGHUP) stops the runner and propagates: no record is made.
     """
     started_at, started = _now(), time.monotonic()
-    result, sampler, probe, cores = {}, None, GpuProbe([], nvml), []
+    result, sampler, probe, cores, held = {}, None, GpuProbe([], nvml), [], {"held_from": None, "held_until": None}
     with open(log_path, "a") as log, _interruptible():
         if cannot_run:
             result = dict(cannot_run)
@@ -222,9 +222,13 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
                 wanted = spec.gpus * launch.local_processes(spec.processes)
                 with held_devices(spec.device, wanted, spec.threads, lock_dir or slots.lock_dir(), slot_wait_s, nvml,
                                   log) as (gpus, cores, locks):
-                    probe = GpuProbe(gpus, nvml)
-                    result, sampler = _measure(spec, python, log, timeout_s, sample_hz, probe, gpus, cores, locks,
-                                               worker_python)
+                    held["held_from"] = _now("microseconds")
+                    try:
+                        probe = GpuProbe(gpus, nvml)
+                        result, sampler = _measure(spec, python, log, timeout_s, sample_hz, probe, gpus, cores, locks,
+                                                   worker_python)
+                    finally:  # the runner and its descendants are gone: the devices are free from here
+                        held["held_until"] = _now("microseconds")
             except DevicesMissing as missing:
                 result = {"status": "unavailable", "reason": str(missing)}
                 probe.error = str(missing)
@@ -238,7 +242,9 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
         result["reason"] += "\nlast lines of the log:\n" + _log_tail(log_path)
     record = build_record(spec, result, sampler, probe, config_sha256, ceiling)
     record["timing"]["wall_seconds"] = time.monotonic() - started
-    record["provenance"].update(started_at=started_at, finished_at=_now(), cores_held=cores)
+    # The held interval: no other dlbench run held these cores and GPUs from held_from to held_until (a run that
+    # waited for its devices started before it: started_at)
+    record["provenance"].update(started_at=started_at, finished_at=_now(), cores_held=cores, **held)
     probe.close()
     return record
 
