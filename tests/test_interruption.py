@@ -151,3 +151,41 @@ def test_a_runner_holds_its_cores_for_as_long_as_it_lives(tmp_path, started):
     runner.wait(timeout=10)
     with slots.hold("core", [held_core], 1, tmp_path / "locks", wait_s=0):
         pass
+
+
+@pytest.mark.slow
+def test_a_killed_snakemake_leaves_no_run_behind(tmp_path, started):
+    """SIGKILL of Snakemake (which can then stop none of its jobs): within seconds the monitor sees it gone and
+    stops its run, so that no runner trains on unseen holding the cores the next Snakemake waits for."""
+    config = {"frameworks": ["pytorch"], "repetitions": 1, "environment": "current", "threads": {"cpu": 1},
+              "benchmarks": [{"dataset": "mnist", "data": "synthetic", "networks": ["lenet"], "iterations": 10**7,
+                              "warmup_iterations": 1}]}
+    (tmp_path / "config.yaml").write_text(json.dumps(config))
+    record = tmp_path / "results/runs/pytorch/mnist-synthetic/lenet/cpu/fp32/train/rep1.json"
+    workflow = subprocess.Popen([sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
+                                 "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"),
+                                 "--cores", "2", str(record.relative_to(tmp_path))],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started.append(psutil.Process(workflow.pid))
+    log = record.with_suffix(".log")
+
+    def runner_started() -> list[psutil.Process]:
+        tree = psutil.Process(workflow.pid).children(recursive=True)
+        with contextlib.suppress(psutil.Error):
+            return tree if any("dlbench.runner" in " ".join(process.cmdline()) for process in tree) else []
+        return []
+
+    deadline = time.monotonic() + 180
+    while not (tree := runner_started()) and time.monotonic() < deadline:
+        assert workflow.poll() is None
+        time.sleep(0.5)
+    started.extend(tree)
+    assert tree, "no runner started within 180 s"
+    workflow.send_signal(signal.SIGKILL)
+    workflow.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(process.pid) for process in tree) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [process.pid for process in tree if _alive(process.pid)], log.read_text()[-2000:]
+    assert "snakemake (pid " in log.read_text() and "is gone: stopping this run" in log.read_text()
+    assert not record.exists() and not list(log.parent.glob(".dlbench-*"))

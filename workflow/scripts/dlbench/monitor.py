@@ -15,6 +15,7 @@ import signal
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -159,9 +160,47 @@ class Interrupted(BaseException):
     """SIGTERM or SIGHUP reached the monitor; like KeyboardInterrupt, no error handler catches it."""
 
 
+def workflow_process() -> psutil.Process | None:
+    """The Snakemake process this job runs under: the nearest ancestor that runs snakemake (its console
+    script, or ``python -m snakemake``), not a job's shell whose command names a .snakemake/ script."""
+    for ancestor in psutil.Process().parents():
+        with contextlib.suppress(psutil.Error):
+            if any(Path(part).name == "snakemake" for part in ancestor.cmdline()[:3]):
+                return ancestor
+    return None
+
+
+class OrphanWatch(threading.Thread):
+    """Ends the monitor (SIGTERM to itself: its run stops as on any interruption) once the Snakemake process
+    it runs under is gone: a SIGKILLed Snakemake cannot stop its jobs, which would train on unseen, holding
+    their devices from the next Snakemake until their timeout."""
+
+    INTERVAL_S = 1.0
+
+    def __init__(self, workflow: psutil.Process):
+        super().__init__(daemon=True)
+        self.workflow, self.done = workflow, threading.Event()
+
+    def gone(self) -> bool:
+        """Ended: no longer running, or a zombie its parent has not reaped yet."""
+        try:
+            return not self.workflow.is_running() or self.workflow.status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    def run(self) -> None:
+        while not self.done.wait(self.INTERVAL_S):
+            if self.gone():
+                with contextlib.suppress(OSError):
+                    print(f"snakemake (pid {self.workflow.pid}) is gone: stopping this run", file=sys.stderr, flush=True)
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+
 @contextlib.contextmanager
 def _interruptible():
-    """SIGTERM and SIGHUP unwind the monitor through its cleanup, as SIGINT (KeyboardInterrupt) does."""
+    """SIGTERM and SIGHUP unwind the monitor through its cleanup, as SIGINT (KeyboardInterrupt) does; so does
+    the end of the Snakemake process it runs under (:class:`OrphanWatch`)."""
     def interrupted(signum, frame):
         raise Interrupted(signal.Signals(signum).name)
 
@@ -169,9 +208,16 @@ def _interruptible():
         yield
         return
     previous = {signum: signal.signal(signum, interrupted) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    workflow = workflow_process()
+    watch = OrphanWatch(workflow) if workflow else None
+    if watch:
+        watch.start()
     try:
         yield
     finally:
+        if watch:
+            watch.done.set()
+            watch.join()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
