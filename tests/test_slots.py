@@ -176,3 +176,92 @@ def test_an_unusable_lock_directory_is_a_failed_record(tmp_path):
     record = monitor.run(spec(), sys.executable, tmp_path / "run.log", 120, 20, "sha", lock_dir=everyone)
     assert record["status"] == "failed"
     assert record["reason"].startswith(f"SlotError: slot lock directory {everyone} is writable by every user")
+
+
+# Another user's attempt to hold a lock file: prints whether it could open it, then holds it until stdin closes.
+OTHER_USER = """
+import fcntl, os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+except PermissionError:
+    print("denied", flush=True)
+    sys.exit()
+fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+print("held", flush=True)
+sys.stdin.read()
+"""
+NOBODY, SHARED_GROUP = 65534, 4242
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user needs root")
+
+
+@pytest.fixture
+def shared_dir():
+    """A shared lock directory as README describes it: root's, group-writable (mode 0775), outside the tests'
+    private temporary directories so that another user can enter it."""
+    import shutil
+    import tempfile
+
+    directory = Path(tempfile.mkdtemp(prefix="dlbench-shared-slots-"))
+    os.chown(directory, 0, SHARED_GROUP)
+    directory.chmod(0o775)
+    yield directory
+    shutil.rmtree(directory)
+
+
+def _as_other_user(lock: Path, groups: list[int]) -> subprocess.Popen:
+    return subprocess.Popen(["/usr/bin/python3", "-c", OTHER_USER, str(lock)], user=NOBODY, group=NOBODY,
+                            extra_groups=groups, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+@as_root
+def test_only_the_owner_and_the_directorys_group_can_hold_a_shared_lock(shared_dir):
+    with slots.hold("core", ["0", "1"], 2, shared_dir, wait_s=1):
+        pass
+    for lock in shared_dir.iterdir():
+        info = lock.stat()
+        assert (stat.S_IMODE(info.st_mode), info.st_gid) == (0o660, SHARED_GROUP), lock
+    outsider = _as_other_user(shared_dir / "core-0.lock", groups=[])
+    assert outsider.communicate(timeout=30)[0].strip() == "denied"
+    member = _as_other_user(shared_dir / "core-0.lock", groups=[SHARED_GROUP])
+    try:
+        assert member.stdout.readline().strip() == "held"
+        with pytest.raises(slots.SlotsBusy), slots.hold("core", ["0"], 1, shared_dir, wait_s=0.5, log=lambda line: None):
+            pass
+    finally:
+        member.communicate(timeout=30)
+
+
+def test_a_lock_file_an_older_version_left_open_to_everyone_is_made_private(tmp_path):
+    locks = tmp_path / "locks"
+    locks.mkdir(mode=0o700)
+    (locks / "core-0.lock").touch(mode=0o644)
+    with slots.hold("core", ["0"], 1, locks, wait_s=1):
+        pass
+    assert stat.S_IMODE((locks / "core-0.lock").stat().st_mode) == 0o600
+
+
+@as_root
+def test_another_users_lock_file_open_to_everyone_is_refused(shared_dir):
+    lock = shared_dir / "core-0.lock"
+    lock.touch(mode=0o644)
+    os.chown(lock, NOBODY, NOBODY)
+    with pytest.raises(slots.SlotError, match=r"core-0.lock \(uid 65534, mode -rw-r--r--\) can be opened.*by every user"), \
+            slots.hold("core", ["0"], 1, shared_dir, wait_s=1):
+        pass
+
+
+@as_root
+def test_a_lock_directory_link_planted_by_another_user_is_not_followed(tmp_path):
+    """Another user plants a link where the default directory would be, to a directory of root's (which the
+    check of the directory alone accepts): the link's own entry is refused."""
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    planted = tmp_path / f"dlbench-slots-{os.geteuid()}"
+    planted.symlink_to(target)
+    os.lchown(planted, NOBODY, NOBODY)
+    with pytest.raises(slots.SlotError, match=r"is a symbolic link made by uid 65534, not by you"):
+        slots.prepare(planted)
+    assert not list(target.iterdir())
+    own = tmp_path / "own-link"
+    own.symlink_to(target)
+    assert slots.prepare(own) == target

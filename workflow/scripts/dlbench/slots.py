@@ -11,9 +11,13 @@ long as either process lives.
 The lock directory is the user's own (``/tmp/dlbench-slots-<uid>``, mode 0700) unless the config
 (``slots.directory``) or ``$DLBENCH_SLOTS_DIR`` names a shared one, e.g. a group directory that
 every user of a node locks in. It must be owned by this user or root and not writable by every
-user: anyone who can write there could hold every lock forever or plant links. Lock files are
-opened read-only, never through a symbolic link, and never written: who holds one is read from
-the kernel (``/proc/locks``).
+user: anyone who can write there could hold every lock forever or plant links. Its own entry is
+checked before anything follows it: a symbolic link there is followed only if this user or root
+made it (another user could plant one at the default path, in the shared temporary directory).
+Anyone who can open a lock file can hold it, and opening needs only read permission: lock files
+are 0600, or in a group-writable (shared) directory 0660 and of the directory's group, so that
+only the owner and that group can take them. Lock files are opened read-only, never through a
+symbolic link, and never written: who holds one is read from the kernel (``/proc/locks``).
 """
 from __future__ import annotations
 
@@ -43,15 +47,21 @@ def lock_dir(configured: str | None = None) -> Path:
 
 
 def prepare(directory: Path) -> Path:
-    """Create the lock directory (mode 0700) or check that another user cannot tamper with it."""
-    path = Path(os.path.realpath(directory))
+    """Create the lock directory (mode 0700) or check that another user cannot tamper with it: its own
+    entry first (a link is followed only if this user or root made it), then the directory it is."""
     advice = f"remove it, or set slots.directory (or ${DIRECTORY_VARIABLE}) to a directory of yours"
+    directory = Path(directory)
     try:
-        path.mkdir(mode=0o700, parents=True)
+        directory.mkdir(mode=0o700, parents=True)
     except FileExistsError:
         pass
     except OSError as error:
-        raise SlotError(f"cannot create the slot lock directory {path}: {error}") from error
+        raise SlotError(f"cannot create the slot lock directory {directory}: {error}") from error
+    entry = directory.lstat()
+    if stat.S_ISLNK(entry.st_mode) and entry.st_uid not in (os.geteuid(), 0):
+        raise SlotError(f"slot lock directory {directory} is a symbolic link made by uid {entry.st_uid}, not by you "
+                        f"(uid {os.geteuid()}) nor root: planted to take your locks elsewhere? (refused); {advice}")
+    path = Path(os.path.realpath(directory))
     info = path.lstat()
     if not stat.S_ISDIR(info.st_mode):
         raise SlotError(f"slot lock directory {path} is not a directory; {advice}")
@@ -75,17 +85,42 @@ def _lock_path(directory: Path, kind: str, ident: str) -> Path:
 
 
 def _open(path: Path) -> int:
-    """A descriptor of the lock file, created if missing; never through a link, never a FIFO or device."""
+    """A descriptor of the lock file, created if missing; never through a link, never a FIFO or device.
+    Only its owner and, in a shared directory, the directory's group may open it (see the module's text)."""
     try:
         # O_NONBLOCK: a FIFO planted under the name would block a read-only open; it is refused below.
-        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as error:
         why = "it is a symbolic link (refused)" if os.path.islink(path) else error.strerror
         raise SlotError(f"cannot open the slot lock file {path}: {why}") from error
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    try:
+        _restrict(fd, path)
+    except BaseException:
         os.close(fd)
-        raise SlotError(f"slot lock file {path} is not a regular file (refused)")
+        raise
     return fd
+
+
+def _restrict(fd: int, path: Path) -> None:
+    """Give a lock file of this user's its mode and group (fixing one an older version made 0644); refuse
+    one of another user's that everyone may open, or anything but a regular file."""
+    info, directory = os.fstat(fd), path.parent.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise SlotError(f"slot lock file {path} is not a regular file (refused)")
+    shared = bool(directory.st_mode & stat.S_IWGRP)
+    mode, group = (0o660, directory.st_gid) if shared else (0o600, info.st_gid)
+    if info.st_uid == os.geteuid():
+        try:
+            if info.st_gid != group:
+                os.fchown(fd, -1, group)
+            if stat.S_IMODE(info.st_mode) != mode:
+                os.fchmod(fd, mode)
+        except OSError as error:
+            raise SlotError(f"cannot give the slot lock file {path} mode {mode:o} and the directory's group "
+                            f"(gid {group}), so that only its users can hold it: {error.strerror}") from error
+    elif info.st_mode & (stat.S_IROTH | stat.S_IWOTH):
+        raise SlotError(f"slot lock file {path} (uid {info.st_uid}, mode {stat.filemode(info.st_mode)}) can be opened, "
+                        f"and so held for ever, by every user: its owner or root must chmod o-rw it (refused)")
 
 
 def _try_lock(path: Path) -> int | None:
