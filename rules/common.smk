@@ -1,4 +1,5 @@
 """Config validation, the benchmark matrix, and the input functions the rules share."""
+import functools
 import os
 import sys
 from dataclasses import asdict
@@ -13,7 +14,7 @@ from dlbench import config as bench_config  # noqa: E402
 from dlbench.aggregate import METRICS, drawn, scale  # noqa: E402
 from dlbench.host import Rapl  # noqa: E402
 from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
-from dlbench import ceiling, datasets, ilsvrc12, summary  # noqa: E402
+from dlbench import ceiling, datasets, formats, ilsvrc12, summary  # noqa: E402
 from dlbench.compute import processor  # noqa: E402
 from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements, cuda_variant,  # noqa: E402
@@ -139,6 +140,31 @@ def data_input(run):
     return f"data/{run.dataset}/{FRAMEWORK_FORMATS[run.framework]}"
 
 
+@functools.cache
+def reconverted_if_damaged(format_dir):
+    """A converted dataset that no longer matches what its conversion wrote (sizes: a truncated file) is
+    set aside, so that Snakemake converts it again before a run reads it; a dry run only says so. Only
+    the main Snakemake process acts: a cluster job's own Snakemake must not move its inputs."""
+    if not workflow.is_main_process or not Path(format_dir).exists():
+        return format_dir
+    damaged = formats.damage(Path(format_dir), checksums=False)
+    # A shard gone is converted again by Snakemake itself; the directory of links to ILSVRC12's shards is
+    # set aside too, so that gathering them again asks for the shard.
+    targets = [target for target in damaged if target.exists()]
+    if targets and Path(format_dir) not in targets:
+        targets.append(Path(format_dir))
+    if targets:
+        said = "; ".join(problem for problems in damaged.values() for problem in problems)
+        if workflow.dryrun:
+            print(f"dlbench: {said}: a run (not a dry run) sets {', '.join(map(str, targets))} aside and converts "
+                  "it again", file=sys.stderr)
+        else:
+            kept = ", ".join(str(formats.set_aside(target)) for target in targets)
+            print(f"dlbench: {said}: converting it again; the damaged data is kept as {kept} (remove it when done "
+                  "with it)", file=sys.stderr)
+    return format_dir
+
+
 def writer_environment(wildcards):
     """The framework venv a format's writer runs in (RecordIO: MXNet's), when the workflow builds venvs."""
     framework = WRITER_ENVIRONMENTS.get(wildcards.format)
@@ -204,7 +230,7 @@ def train_inputs(wildcards):
     if fetch:  # the run is recorded as failed with the fetch's reason
         inputs["fetch"] = ancient(fetch)
     elif data_input(run):
-        inputs["data"] = data_input(run)
+        inputs["data"] = reconverted_if_damaged(data_input(run))
     if BUILD_VENVS:
         inputs["environment"] = f".venvs/{ENVIRONMENTS[run.framework]}/environment.json"
     elif USE_CONDA and run.framework in WORKER_PYTHONS:

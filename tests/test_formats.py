@@ -117,3 +117,74 @@ def test_pytorch_reads_the_lmdb_through_its_dataloader(unpacked, workers, sample
             seen.append(index)
     assert sorted(seen) == list(range(len(source_images)))  # every image once per epoch
     assert (mirrored > 10) if family == "cifar10" else (mirrored == 0)
+
+
+def _tfrecord_boundary(path, records: int) -> int:
+    """The offset after the first ``records`` records: each is length (8), its CRC (4), payload, its CRC (4)."""
+    data, offset = path.read_bytes(), 0
+    for _ in range(records):
+        offset += 16 + struct.unpack("<Q", data[offset:offset + 8])[0]
+    return offset
+
+
+def _cut(path, size: int) -> None:
+    with open(path, "r+b") as file:
+        file.truncate(size)
+
+
+# How each format is damaged as a full disk or an interrupted copy leaves it (RecordIO: tests/test_recordio.py).
+DAMAGE = {
+    "lmdb": lambda shard, split_dir: (_cut(shard / "data.mdb", (shard / "data.mdb").stat().st_size // 2),
+                                      shard / "data.mdb"),
+    "tfrecord": lambda shard, split_dir: (_cut(shard / tfrecord_example.FILE,
+                                               _tfrecord_boundary(shard / tfrecord_example.FILE, 60)),
+                                          shard / tfrecord_example.FILE),
+    "cntk": lambda shard, split_dir: (_cut(split_dir / "train_map.txt", len(
+        "".join((split_dir / "train_map.txt").read_text().splitlines(keepends=True)[:60]))),
+                                      split_dir / "train_map.txt"),
+}
+
+
+@pytest.mark.parametrize("format_name", WORKFLOW_ENV_FORMATS)
+def test_a_truncated_shard_is_refused_naming_it_and_how_to_convert_it_again(unpacked, format_name):
+    family, root = unpacked
+    output = root / f"{format_name}-damaged"
+    formats.convert(format_name, family, root / "data", output, log=lambda line: None)
+    formats.check(output)
+    _, damaged = DAMAGE[format_name](output / "train-00000-of-00001", output)
+    with pytest.raises(formats.DamagedShard) as refused:
+        formats.check(output)
+    message = str(refused.value)
+    assert f"{damaged} has " in message and "its conversion wrote" in message
+    assert f"snakemake --force {output}" in message
+
+
+def test_a_file_changed_in_place_is_found_by_its_checksum(unpacked):
+    family, root = unpacked
+    output = root / "lmdb-flipped"
+    formats.convert("lmdb", family, root / "data", output, log=lambda line: None)
+    data = output / "test-00000-of-00001" / "data.mdb"
+    content = bytearray(data.read_bytes())
+    content[len(content) // 3] ^= 0xFF
+    data.write_bytes(content)
+    assert formats.damage(output, checksums=False) == {}  # the size alone passes
+    with pytest.raises(formats.DamagedShard, match=r"data.mdb was modified after its conversion"):
+        formats.check(output)
+
+
+def test_readers_count_what_they_read_against_the_conversion(unpacked):
+    import lmdb
+    from dlbench.backends.lmdb_records import LmdbRecords
+
+    family, root = unpacked
+    output = root / "lmdb-short"
+    formats.convert("lmdb", family, root / "data", output, log=lambda line: None)
+    shard = output / "test-00000-of-00001"
+    env = lmdb.open(str(shard))
+    with env.begin(write=True) as transaction:
+        transaction.delete(next(iter(transaction.cursor().iternext(values=False))))
+    env.close()
+    with pytest.raises(formats.DamagedShard, match=r"test-00000-of-00001: 29 images read, its conversion wrote 30"):
+        list(formats.read_split("lmdb", output, "test"))
+    with pytest.raises(formats.DamagedShard, match=r"29 images read, its conversion wrote 30"):
+        LmdbRecords([shard], datasets.FAMILIES[family].image_shape)

@@ -150,3 +150,22 @@ def test_the_train_tar_holds_one_tar_per_class(indexed):
     root, truth, _ = indexed
     with tarfile.open(root / "raw" / ilsvrc12.TRAIN_TAR) as tar:
         assert sorted(tar.getnames()) == sorted(f"{wnid}.tar" for wnid in truth["wnids"])
+
+
+def test_a_damaged_shard_is_named_by_its_own_job(indexed, tmp_path, monkeypatch):
+    """ILSVRC12's shards are jobs of their own, linked into the format's directory: a truncated one is
+    named, and converted again, by its own path (not the whole dataset's)."""
+    root, _, _ = indexed
+    _, out = _write_all_shards(root, "tfrecord", {"train": 3, "test": 2})
+    monkeypatch.chdir(root)
+    shard = root / "shards" / "tfrecord" / "train-00001-of-00003"
+    data = shard / formats.TFRECORD_FILE
+    whole = data.read_bytes()
+    try:
+        data.write_bytes(whole[:len(whole) // 2])
+        assert list(formats.damage(out)) == [shard.relative_to(root)]
+        with pytest.raises(formats.DamagedShard, match=r"snakemake --force shards/tfrecord/train-00001-of-00003 "):
+            formats.check(out)
+    finally:
+        data.write_bytes(whole)
+    formats.check(out)  # the same bytes again: the checksum passes although the file was modified

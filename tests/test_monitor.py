@@ -244,3 +244,22 @@ def test_records_are_written_whole(tmp_path):
     monitor.write_record({"schema": 1}, tmp_path / "a" / "rep1.json")
     assert json.loads((tmp_path / "a" / "rep1.json").read_text()) == {"schema": 1}
     assert not list((tmp_path / "a").glob("*.part"))
+
+
+def test_a_run_on_a_truncated_shard_fails_naming_it_before_it_starts(tmp_path):
+    """A half-copied LMDB (which its reader would die of by SIGBUS) is the run's failure, with the shard and
+    how to convert it again; the runner is never started."""
+    from dlbench import datasets, formats
+
+    datasets.generate("mnist", tmp_path / "raw", train_images=64, test_images=16, seed=1)
+    datasets.unpack("mnist", tmp_path / "raw", tmp_path / "data")
+    converted = tmp_path / "lmdb"
+    formats.convert("lmdb", "mnist", tmp_path / "data", converted, log=lambda line: None)
+    data = converted / "train-00000-of-00001" / "data.mdb"
+    with open(data, "r+b") as file:
+        file.truncate(data.stat().st_size // 2)
+    record = run(tmp_path, spec(dataset="mnist-generated", data_dir=str(converted)))
+    assert record["status"] == "failed"
+    assert record["reason"].startswith(f"DamagedShard: {data} has ")
+    assert f"snakemake --force {converted}" in record["reason"]
+    assert "iteration" not in (tmp_path / "run.log").read_text()

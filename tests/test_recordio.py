@@ -1,6 +1,6 @@
 """RecordIO, written with mxnet.recordio in the MXNet venv and read back by MXNet's own reader."""
 import pytest
-from dlbench import datasets, ilsvrc12
+from dlbench import datasets, formats, ilsvrc12
 
 from .conftest import run_in
 
@@ -22,3 +22,11 @@ def test_recordio_round_trips_through_mxnet(tmp_path, mxnet_python):
     assert result["ilsvrc12/test"]["count"] == [12, 12] and result["ilsvrc12/test"]["labels_equal"]
     # JPEG (quality 95) of noisy photos: a few grey levels off, far from a colour-order mistake.
     assert result["ilsvrc12/test"]["mean_abs_error_max"] < 5 < 4 * 5 < result["ilsvrc12/test"]["channel_swap_error_min"]
+    # A half-copied .rec (MXNet's reader segfaults on one) is refused before any run reads it.
+    converted = tmp_path / "mnist" / "recordio"
+    formats.check(converted)
+    rec = converted / "train-00000-of-00001" / "data.rec"
+    with open(rec, "r+b") as file:
+        file.truncate(rec.stat().st_size // 2)
+    with pytest.raises(formats.DamagedShard, match=f"{rec} has .* its conversion wrote .* snakemake --force {converted}"):
+        formats.check(converted)

@@ -188,3 +188,37 @@ def test_settings_that_change_no_measurement_rerun_none_of_the_runs(finished, tm
     unchanged = {**config, "measurement": {"timeout_minutes": 7}, "mirrors": {"mnist": [tmp_path.as_uri()]},
                  "slots": {"wait_minutes": 3, "directory": str(tmp_path)}}
     assert scheduled(workdir, unchanged) == {}
+
+
+@pytest.mark.slow
+def test_a_run_on_a_damaged_conversion_converts_it_again_first(tmp_path):
+    """A conversion truncated after its first run (a full disk, a half copy), then a run that reads it (here, its
+    setting changed): a dry run says what a run will do; the run sets the damaged data aside (kept), converts it
+    again and runs on whole data. (A record already made is not redone: its data was whole when it ran.)"""
+    config = {"frameworks": ["pytorch"], "repetitions": 1, "environment": "current", "threads": {"cpu": 1},
+              "generated": {"train_images": 64, "test_images": 16},
+              "benchmarks": [{"dataset": "mnist", "data": "generated", **QUICK}]}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    record = RUN.format("mnist-generated", "lenet", "train")
+    assert snakemake(tmp_path, record).returncode == 0
+    converted = tmp_path / "data" / "mnist-generated" / "lmdb"
+    data = converted / "train-00000-of-00001" / "data.mdb"
+    with open(data, "r+b") as file:
+        file.truncate(data.stat().st_size // 2)
+    config["benchmarks"][0]["iterations"] += 1
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+
+    dry = snakemake(tmp_path, "--dry-run", record)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "a run (not a dry run) sets data/mnist-generated/lmdb aside and converts it again" in dry.stderr
+    assert data.stat().st_size < json.loads((data.parent / "SHARD.json").read_text())["files"]["data.mdb"]["bytes"]
+
+    result = snakemake(tmp_path, record)
+    assert result.returncode == 0, result.stderr[-5000:]
+    assert "converting it again; the damaged data is kept as data/mnist-generated/.lmdb.damaged-" in result.stderr
+    from dlbench import formats
+
+    formats.check(converted)
+    assert len(list(converted.parent.glob(".lmdb.damaged-*"))) == 1
+    rerun = json.loads((tmp_path / record).read_text())
+    assert rerun["status"] == "ok" and rerun["run"]["iterations"] == QUICK["iterations"] + 1

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from . import backends, compute, files, host, launch, lifeline, slots
+from . import backends, compute, files, formats, host, launch, lifeline, slots
 from .envs import WORKER_PYTHON_VARIABLE
 from .gpu import GpuProbe, inventory, summarise
 from .spec import SETUP_FIELDS, RunSpec
@@ -265,6 +265,8 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
             log.write(f"{cannot_run['status']}: {cannot_run['reason']}\n")
         else:
             try:
+                if spec.data_dir:  # before the devices are held: a damaged dataset is no run's to wait for
+                    formats.check(Path(spec.data_dir))
                 wanted = spec.gpus * launch.local_processes(spec.processes)
                 with held_devices(spec.device, wanted, spec.threads, lock_dir or slots.lock_dir(), slot_wait_s, nvml,
                                   log) as (gpus, cores, locks):
@@ -278,7 +280,7 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
             except DevicesMissing as missing:
                 result = {"status": "unavailable", "reason": str(missing)}
                 probe.error = str(missing)
-            except slots.SlotError as error:
+            except (slots.SlotError, formats.DamagedShard) as error:
                 result = {"status": "failed", "reason": f"{type(error).__name__}: {error}"}
             except (KeyboardInterrupt, Interrupted) as interruption:
                 log.write(f"interrupted ({type(interruption).__name__} {interruption}): the runner was stopped; "

@@ -26,6 +26,7 @@ from caffe.proto import caffe_pb2
 from google.protobuf import text_format
 
 from .. import networks
+from ..formats import CONVERTED_RECORD
 from ..spec import RunSpec
 from . import Unavailable, already_finished, inputs
 
@@ -356,7 +357,7 @@ class Trainer:
         shards = inputs.test_shards(self.spec)
         if len(shards) > 1:
             raise Unavailable(f"Caffe's Data layer reads one LMDB; this test split has {len(shards)} shards")
-        images = json.loads((Path(self.spec.data_dir) / "CONVERTED.json").read_text())["splits"]["test"]["images"]
+        images = json.loads((Path(self.spec.data_dir) / CONVERTED_RECORD).read_text())["splits"]["test"]["images"]
         parameter, _ = net_parameter(self.description, [data_layer(self.spec, self.description, shards[0])],
                                      self.spec.batch_size_global, loss=False)
         path = self.directory / "test.prototxt"

@@ -8,7 +8,7 @@ from pathlib import Path
 import lmdb
 import numpy as np
 
-from ..formats import lmdb_datum
+from ..formats import check_count, lmdb_datum
 
 
 class LmdbRecords:
@@ -25,8 +25,10 @@ class LmdbRecords:
         for number, shard in enumerate(self.shards):
             env = lmdb.open(shard, readonly=True, lock=False, readahead=False)
             with env.begin() as transaction:
-                self.keys += [(number, key) for key in transaction.cursor().iternext(keys=True, values=False)]
+                keys = [(number, key) for key in transaction.cursor().iternext(keys=True, values=False)]
             env.close()  # an open environment must not be inherited across fork()
+            check_count(Path(shard), len(keys))
+            self.keys += keys
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -12,10 +12,17 @@ A converted dataset is a directory ``data/<dataset>/<format>/`` holding one entr
 Records are stored in a stable shuffled order (convert_imageset --shuffle); shard ``i`` holds the
 ``i``-th contiguous slice of it, so every shard is an independent job. A shard is written into a
 scratch directory renamed into place when complete: a failed or interrupted shard leaves nothing.
+
+Each shard's SHARD.json records what its conversion wrote: the image count, and each file's size,
+SHA-256 and modification time (CONVERTED.json the same of the per-split files joined from them).
+:func:`damage` checks a converted dataset against them before a run reads it: sizes always (a
+truncated file), checksums where a file was modified since; a damaged shard is the run's failure,
+naming it and how to convert it again (:class:`DamagedShard`). Python readers check the counts.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import json
 import os
@@ -38,6 +45,13 @@ JOINED = {"cntk"}
 SPLITS = ("train", "test")
 # A TFRecord shard's one file; named here for TensorFlow's reader, whose environment lacks the writer's packages.
 TFRECORD_FILE = "data.tfrecord"
+SHARD_RECORD, CONVERTED_RECORD = "SHARD.json", "CONVERTED.json"
+# Files a reader rewrites, left out of what a conversion records: LMDB's reader lock table.
+UNRECORDED = frozenset({"lock.mdb", ".snakemake_timestamp"})
+
+
+class DamagedShard(ValueError):
+    """A converted dataset no longer holds what its conversion wrote."""
 
 
 def shuffled_order(count: int, seed: int) -> np.ndarray:
@@ -148,9 +162,25 @@ def write_shard(shard: Shard, source, output: Path, log=print) -> dict:
     with staged(output) as scratch:
         module(shard.format).write_shard(records(), scratch, shard)
         stats = {**asdict(shard), "images": len(positions), "seconds": progress.seconds,
-                 "images_per_second": len(positions) / max(progress.seconds, 1e-9)}
-        (scratch / "SHARD.json").write_text(json.dumps(stats, indent=1))
+                 "images_per_second": len(positions) / max(progress.seconds, 1e-9),
+                 "files": written_files(scratch, recursive=True)}
+        (scratch / SHARD_RECORD).write_text(json.dumps(stats, indent=1))
     return stats
+
+
+def file_facts(path: Path) -> dict:
+    """What a conversion records of a file it wrote, and a check compares."""
+    with open(path, "rb") as file:
+        digest = hashlib.file_digest(file, "sha256").hexdigest()
+    info = os.stat(path)
+    return {"bytes": info.st_size, "sha256": digest, "mtime_ns": info.st_mtime_ns}
+
+
+def written_files(directory: Path, recursive: bool = False) -> dict:
+    """Each file under ``directory`` (path relative to it), but the records and :data:`UNRECORDED`."""
+    found = directory.rglob("*") if recursive else directory.iterdir()
+    return {str(path.relative_to(directory)): file_facts(path) for path in sorted(found)
+            if path.is_file() and path.name not in UNRECORDED | {SHARD_RECORD, CONVERTED_RECORD}}
 
 
 def link_shards(format_dir: Path, shards: list[Path]) -> None:
@@ -166,14 +196,15 @@ def finish(format_name: str, format_dir: Path, source: str) -> dict:
     summary = {"format": format_name, "source": source, "splits": {}}
     for split in SPLITS:
         shards = shard_dirs(format_dir, split)
-        stats = [json.loads((shard / "SHARD.json").read_text()) for shard in shards]
+        stats = [json.loads((shard / SHARD_RECORD).read_text()) for shard in shards]
         if format_name in JOINED:
             module(format_name).join_split(format_dir, split, shards)
         seconds = sum(s["seconds"] for s in stats)
         images = sum(s["images"] for s in stats)
         summary["splits"][split] = {"shards": [shard.name for shard in shards], "images": images,
                                     "seconds": seconds, "images_per_second": images / max(seconds, 1e-9)}
-    (format_dir / "CONVERTED.json").write_text(json.dumps(summary, indent=1))
+    summary["files"] = written_files(format_dir)  # the per-split files joined from the shards
+    (format_dir / CONVERTED_RECORD).write_text(json.dumps(summary, indent=1))
     return summary["splits"]
 
 
@@ -190,7 +221,91 @@ def convert(format_name: str, family: str, data_dir: Path, output: Path, seed: i
 
 
 def read_split(format_name: str, directory: Path, split: str):
-    """Yield (uint8 (C, H, W) image, label) from every shard of ``split`` in stored order."""
+    """Yield (uint8 (C, H, W) image, label) from every shard of ``split`` in stored order; a shard that
+    holds fewer or more images than its conversion wrote is :class:`DamagedShard`."""
     reader = module(format_name)
     for shard in shard_dirs(directory, split):
-        yield from reader.read_shard(shard)
+        read = 0
+        for read, item in enumerate(reader.read_shard(shard), 1):
+            yield item
+        check_count(shard, read)
+
+
+def check_count(shard: Path, read: int) -> None:
+    """Refuse a shard whose reader found another number of images than its conversion wrote."""
+    written = json.loads((shard / SHARD_RECORD).read_text())["images"]
+    if read != written:
+        raise DamagedShard(f"{shard}: {read} images read, its conversion wrote {written}; "
+                           f"{reconvert_advice([reconvert_target(shard)])}")
+
+
+def damage(format_dir: Path, checksums: bool = True) -> dict[Path, list[str]]:
+    """What in a converted dataset no longer matches what its conversion wrote, by what converts it again
+    (:func:`reconvert_target`); empty where all matches. Sizes are compared always; with ``checksums``,
+    the SHA-256 of each file modified since. A shard converted before its files were recorded is unchecked."""
+    format_dir = Path(format_dir)
+    found: dict[Path, list[str]] = {}
+    try:
+        converted = json.loads((format_dir / CONVERTED_RECORD).read_text())
+    except (OSError, ValueError) as error:
+        return {format_dir: [f"{format_dir / CONVERTED_RECORD} unreadable ({error})"]}
+    problems = _file_damage(format_dir, converted.get("files", {}), checksums)
+    if problems:
+        found[format_dir] = problems
+    for facts in converted["splits"].values():
+        for name in facts["shards"]:
+            shard = format_dir / name
+            try:
+                written = json.loads((shard / SHARD_RECORD).read_text())
+            except (OSError, ValueError) as error:
+                problems = [f"{shard / SHARD_RECORD} unreadable ({error})"]
+            else:
+                problems = _file_damage(shard, written.get("files", {}), checksums)
+            if problems:
+                found.setdefault(reconvert_target(shard), []).extend(problems)
+    return found
+
+
+def _file_damage(directory: Path, written: dict, checksums: bool) -> list[str]:
+    problems = []
+    for name, facts in written.items():
+        path = directory / name
+        try:
+            info = os.stat(path)
+        except OSError as error:
+            problems.append(f"{path}: {error.strerror}")
+            continue
+        if info.st_size != facts["bytes"]:
+            problems.append(f"{path} has {info.st_size:,} bytes, its conversion wrote {facts['bytes']:,}")
+        elif checksums and info.st_mtime_ns != facts["mtime_ns"] and file_facts(path)["sha256"] != facts["sha256"]:
+            problems.append(f"{path} was modified after its conversion (its SHA-256 differs)")
+    return problems
+
+
+def reconvert_target(shard: Path) -> Path:
+    """What converts ``shard`` again: its own job's output where it is one (ILSVRC12's, linked into the
+    format's directory), else the whole format's directory."""
+    shard = Path(shard)
+    return Path(os.path.relpath(os.path.realpath(shard))) if shard.is_symlink() else shard.parent
+
+
+def reconvert_advice(targets) -> str:
+    forced = " ".join(str(target) for target in targets)
+    return f"convert it again: snakemake --force {forced} (a plain snakemake run does so too, and reruns what read it)"
+
+
+def check(format_dir: Path) -> None:
+    """Refuse a converted dataset that :func:`damage` finds damaged, naming what and how to convert it again."""
+    found = damage(format_dir)
+    if found:
+        problems = [problem for listed in found.values() for problem in listed]
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        raise DamagedShard(f"{shown}: the data is damaged; {reconvert_advice(found)}")
+
+
+def set_aside(target: Path) -> Path:
+    """Rename a damaged conversion out of its job's way, so that Snakemake converts it again; it is kept
+    (hidden, beside it, with the time) for whoever wants to look at it before removing it."""
+    aside = target.with_name(f".{target.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
+    target.rename(aside)
+    return aside
