@@ -44,7 +44,7 @@ system-packages:
 test-system-packages:
 	$(call apt_install,$(TEST_APT))
 
-.PHONY: run test retry-failed compare
+.PHONY: run test retry-failed compare requirements-check
 run: system-packages $(VENV)/.workflow-installed
 	$(BIN)/snakemake --profile profiles/local --cores $(CORES) --resources gpu=$(GPUS) $(SNAKEMAKE_ARGS)
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html $(SNAKEMAKE_ARGS)
@@ -56,6 +56,11 @@ test: test-system-packages $(VENV)/.test-installed
 # (writes results/comparison/: comparison.csv, comparison.md, comparison_train_speed.{png,svg}).
 compare: $(VENV)/.workflow-installed
 	$(BIN)/python workflow/scripts/compare_results.py $(A) $(B)
+
+# Every environment's requirements file, CPU and CUDA, resolves from the registry (pip, without
+# installing): a CUDA file is installed only on a GPU node, where nothing else would see it fail.
+requirements-check: $(VENV)/.workflow-installed
+	$(BIN)/python workflow/scripts/check_requirements.py
 
 # Move failed run records aside (kept under results/runs-failed/) and run only those again.
 retry-failed: system-packages $(VENV)/.workflow-installed

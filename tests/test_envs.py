@@ -68,9 +68,10 @@ def test_every_environment_has_a_cuda_variant_or_says_why_not():
 def test_pytorchs_cuda_requirements_pin_the_cpu_files_packages_but_onnx_runtimes_cuda_one():
     def pins(name):
         lines = (ENVS / name).read_text().splitlines()
-        return {line.replace("onnxruntime-gpu", "onnxruntime") for line in lines if line and not line.startswith("#")}
+        return {line.split("#")[0].strip().replace("onnxruntime-gpu[cuda,cudnn]", "onnxruntime")
+                for line in lines if line and not line.startswith("#")}
     assert pins("pytorch.cuda.requirements.txt") == pins("pytorch.requirements.txt")
-    assert "onnxruntime-gpu==" in (ENVS / "pytorch.cuda.requirements.txt").read_text()
+    assert "onnxruntime-gpu[cuda,cudnn]==" in (ENVS / "pytorch.cuda.requirements.txt").read_text()
 
 
 def test_the_framework_says_which_build_it_is():
@@ -79,3 +80,30 @@ def test_the_framework_says_which_build_it_is():
     assert missing["status"] == "unavailable"
     assert missing["reason"].startswith("mxnet cannot be imported in mxnet: ") and "No module named 'mxnet'" in \
         missing["reason"]
+
+
+def _wheel(directory, name: str, version: str) -> None:
+    """A pure-Python wheel holding only its metadata: all that pip's resolver reads."""
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    with zipfile.ZipFile(directory / f"{name}-{version}-py3-none-any.whl", "w") as wheel:
+        wheel.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(f"{info}/RECORD", "")
+
+
+def test_a_requirements_file_that_does_not_resolve_is_named_with_pips_reason(tmp_path):
+    """As envs/pytorch.cuda.requirements.txt once did: a pin the registry does not have (a local one here)."""
+    index = tmp_path / "index"
+    index.mkdir()
+    _wheel(index, "dlbench_tiny", "1.31.1")
+    local = ["--no-index", "--find-links", str(index)]
+    (tmp_path / "fine.requirements.txt").write_text("dlbench_tiny==1.31.1\n")
+    (tmp_path / "broken.requirements.txt").write_text("dlbench_tiny==1.32.0\n")
+    fine = envs.resolve(tmp_path / "fine.requirements.txt", local)
+    assert fine["status"] == "ok" and fine["packages"] == {"dlbench_tiny": "1.31.1"}
+    broken = envs.resolve(tmp_path / "broken.requirements.txt", local)
+    assert broken["status"] == "failed"
+    assert "No matching distribution found for dlbench_tiny==1.32.0" in broken["reason"]
+    assert "1.31.1" in broken["reason"]  # the versions there are

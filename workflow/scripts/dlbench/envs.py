@@ -13,7 +13,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import venv
+from collections.abc import Sequence
 from importlib.metadata import distributions
 from pathlib import Path
 
@@ -186,3 +188,26 @@ def current_environment() -> str:
     (``environment: current`` runs the frameworks there): a framework upgraded there changes it."""
     installed = sorted(f"{d.metadata['Name']}=={d.version}" for d in distributions() if d.metadata["Name"])
     return f"{sys.executable} (Python {sys.version.split()[0]}): {', '.join(installed)}"
+
+
+def resolve(requirements: Path, pip_args: Sequence[str] = ()) -> dict:
+    """Whether pip can resolve a requirements file, without installing anything (the registry's metadata, not
+    the wheels): ``ok`` with each package it would install and its version, or ``failed`` with pip's error.
+    Isolated from this machine's pip settings (a local wheel directory, constraints), so that it sees what a
+    fresh node sees; a worker environment's file (CNTK's) is resolved for that interpreter, wheels only."""
+    environment = Path(requirements).name.split(".")[0]
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "report.json"
+        # pip takes another interpreter's version only for a --target install (nothing is installed: a dry run)
+        for_interpreter = (["--python-version", WORKER_PYTHONS[environment][0], "--only-binary=:all:",
+                            "--target", str(Path(scratch) / "target")] if environment in WORKER_PYTHONS else [])
+        done = subprocess.run([sys.executable, "-m", "pip", "--isolated", "install", "--dry-run", "--ignore-installed",
+                               "--quiet", "--report", str(report), *for_interpreter, *pip_args, "-r", str(requirements)],
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            said = [line for line in done.stderr.splitlines()
+                    if line.startswith("ERROR") and not line.startswith("ERROR: Ignored")] or done.stderr.splitlines()
+            return {"file": str(requirements), "status": "failed", "reason": " ".join(said[-2:]).strip()}
+        installs = json.loads(report.read_text())["install"]
+    return {"file": str(requirements), "status": "ok",
+            "packages": {item["metadata"]["name"]: item["metadata"]["version"] for item in installs}}
