@@ -245,6 +245,8 @@ def damage(format_dir: Path, checksums: bool = True) -> dict[Path, list[str]]:
     the SHA-256 of each file modified since. A shard converted before its files were recorded is unchecked."""
     format_dir = Path(format_dir)
     found: dict[Path, list[str]] = {}
+    if not format_dir.exists():
+        return found  # nothing converted there (the run says so), nothing damaged
     try:
         converted = json.loads((format_dir / CONVERTED_RECORD).read_text())
     except (OSError, ValueError) as error:
