@@ -113,7 +113,7 @@ def test_a_backend_missing_part_of_its_contract_is_refused():
     incomplete = types.ModuleType("dlbench.backends.incomplete")
     incomplete.Trainer, incomplete.build = object, object
     with pytest.raises(TypeError, match="does not implement backends.Backend: no PACKAGES, cuda_build, "
-                                        "forward_shape, framework_version, trainable_parameters"):
+                                        "forward_shape, framework_version, gpu_code, trainable_parameters"):
         backends.check_contract(incomplete)
 
 

@@ -513,6 +513,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
             "gpus": gpus,
             "python": result.get("python"), "packages": result.get("packages", {}),
             "framework_build": result.get("framework_build"),  # cpu or cuda <version>
+            "gpu_code": result.get("gpu_code"),  # how the GPUs ran the build's code (backends.check_gpu_code)
             "monitor_python": platform.python_version(),
             "config_sha256": config_sha256, "dlbench_version": dlbench_version(), "git_commit": git_commit(),
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),  # where the run was a Slurm job

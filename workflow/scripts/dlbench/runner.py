@@ -203,6 +203,8 @@ def run(spec: RunSpec) -> dict:
     result = backends.describe(backend)
     imported = time.perf_counter()
     backends.require_cuda_build(spec, result)
+    if spec.gpus:  # a GPU the build has no code for is unavailable here, not an error in the timed loop
+        result["gpu_code"] = backends.check_gpu_code(backend.gpu_code())
     trainer = backend.Trainer(spec, description(spec.network, spec.family, spec.input_size))
     result.update(import_seconds=imported - started, build_seconds=time.perf_counter() - imported)
     progress = print if _first_process() else _quiet

@@ -104,6 +104,10 @@ class Backend(Protocol):
     def cuda_build(self) -> str | None:
         """The CUDA version the installed framework was built for; None for a CPU build."""
 
+    def gpu_code(self) -> GpuCode | str:
+        """On a GPU run, before the trainer is built: the GPU code the CUDA build carries and the GPUs it
+        sees, as the framework reports them (:func:`check_gpu_code`); or why it cannot be told."""
+
     def build(self, network: Network) -> Any:
         """The framework's model of a description (see :class:`dlbench.networks.Builder`)."""
 
@@ -120,6 +124,9 @@ class WorkerBackend(Protocol):
     def describe(self) -> dict:
         """The worker's Python, framework and package versions, and ``cuda_build`` (see
         :meth:`Backend.cuda_build`), for the record."""
+
+    def gpu_code(self) -> GpuCode | str:
+        """See :meth:`Backend.gpu_code`."""
 
 
 def _members(contract: type) -> set[str]:
@@ -326,6 +333,59 @@ def describe(backend: ModuleType) -> dict:
                  "packages": package_versions(backend.PACKAGES)}
         cuda = backend.cuda_build()
     return {**found, "framework_build": f"cuda {cuda}" if cuda else "cpu"}
+
+
+@dataclass(frozen=True)
+class GpuCode:
+    """What GPU code a framework's CUDA build carries, and the GPUs it sees, as the framework reports them.
+    Architectures are compute capabilities times ten (sm_90: 90)."""
+
+    framework: str  # name and version, for the messages
+    cuda: str | None
+    sass: tuple[int, ...] = ()  # compiled kernels (cubins): each runs on its major version, minor the same or later
+    ptx: tuple[int, ...] = ()  # PTX, which the driver compiles for a GPU of that capability or later, at load
+    gpus: tuple[tuple[str, int], ...] = ()  # (model, capability) of each GPU the run uses
+    compiled_at_run_time: bool = False  # XLA: every kernel compiled for the GPU it finds
+
+    @classmethod
+    def from_arch_names(cls, framework: str, cuda: str | None, names, gpus) -> GpuCode:
+        """From the names builds list (``sm_75``, ``sm_90a``, ``compute_90``: nvcc's -gencode targets)."""
+        def capability(name: str) -> int:
+            return int("".join(itertools.takewhile(str.isdigit, name.split("_", 1)[1])))
+
+        return cls(framework, cuda, tuple(sorted({capability(n) for n in names if n.startswith("sm_")})),
+                   tuple(sorted({capability(n) for n in names if n.startswith("compute_")})), tuple(gpus))
+
+
+def _sm(capabilities) -> str:
+    found = sorted(set(capabilities))
+    return "none" if not found else f"sm_{found[0]}" if len(found) == 1 else f"sm_{found[0]}…sm_{found[-1]}"
+
+
+def check_gpu_code(code: GpuCode | str) -> str:
+    """How each GPU of the run runs the build's code, for the record (``provenance.gpu_code``): its own
+    kernels, or PTX the driver compiles when the first step loads it (that step's time holds the compile);
+    :class:`Unavailable` where the build has neither, before the run, never "no kernel image is available"
+    in its timed loop. A string ``code`` is why the framework cannot say: not checked."""
+    if isinstance(code, str):
+        return f"not checked: {code}"
+    said = []
+    for model, capability in code.gpus:
+        if code.compiled_at_run_time:
+            said.append(f"{model} (sm_{capability}): kernels compiled for it at run time")
+            continue
+        kernels = [sass for sass in code.sass if sass // 10 == capability // 10 and sass <= capability]
+        ptx = [ptx for ptx in code.ptx if ptx <= capability]
+        if kernels:
+            said.append(f"{model} (sm_{capability}): the build's sm_{max(kernels)} kernels")
+        elif ptx:
+            said.append(f"{model} (sm_{capability}): the build's PTX compute_{max(ptx)}, JIT-compiled by the driver "
+                        "when the first step loads it (that step's time holds the compile)")
+        else:
+            carried = _sm(code.sass) + (f" and PTX compute_{max(code.ptx)}" if code.ptx else "")
+            raise Unavailable(f"{code.framework} (CUDA {code.cuda}) has kernels for {carried}; this GPU ({model}) "
+                              f"is sm_{capability}, which it has no kernels for")
+    return "; ".join(dict.fromkeys(said))
 
 
 def require_cuda_build(spec: RunSpec, described: dict) -> None:

@@ -49,6 +49,10 @@ def cuda_build() -> str | None:
     return found[1] if found else None
 
 
+def gpu_code() -> str:
+    return "pycaffe does not report the GPU architectures Caffe was compiled for"
+
+
 class NetWriter:
     """A NetParameter being written for batches of ``batch``: layers appended in order, each named after its
     type; ``described`` says which description layer (networks.Named) each of them is part of."""

@@ -129,6 +129,10 @@ def worker_python() -> str:
         raise Unavailable(str(error)) from error
 
 
+def gpu_code() -> str:
+    return "CNTK does not report the GPU architectures it was compiled for"
+
+
 def describe() -> dict:
     """The worker interpreter's Python, CNTK and numpy versions, for the run's record."""
     found = subprocess.run([worker_python(), str(WORKER), "--describe"], check=False, capture_output=True,

@@ -17,7 +17,16 @@ import numpy as np
 
 from .. import networks
 from ..spec import RunSpec
-from . import InputClock, Unavailable, already_finished, cuda_of_distribution, inputs, require_gpus, require_one_batch
+from . import (
+    GpuCode,
+    InputClock,
+    Unavailable,
+    already_finished,
+    cuda_of_distribution,
+    inputs,
+    require_gpus,
+    require_one_batch,
+)
 from .keras_layers import build, forward_shape, keras_layout, keras_optimizer, set_precision, trainable_parameters  # noqa: F401 - the backend interface
 from .lmdb_records import LmdbRecords, in_order, shuffled_runs
 
@@ -40,6 +49,25 @@ def cuda_build() -> str | None:
 
         return tensorflow_cuda_build()
     return cuda_of_distribution("jax-cuda")  # jax[cuda12] installs jax-cuda12-plugin
+
+
+def gpu_code() -> GpuCode:
+    """The Keras backend's framework's: torch's and TensorFlow's compiled architectures; XLA (JAX) compiles
+    every kernel for the GPU it finds."""
+    backend = keras.backend.backend()
+    if backend == "torch":
+        from .pytorch import gpu_code as torch_gpu_code
+
+        return torch_gpu_code()
+    if backend == "tensorflow":
+        from .tensorflow import gpu_code as tensorflow_gpu_code
+
+        return tensorflow_gpu_code()
+    import jax
+
+    gpus = [(device.device_kind, round(10 * float(device.compute_capability)))
+            for device in jax.devices() if device.platform == "gpu"]
+    return GpuCode(f"jax {jax.__version__}", cuda_build(), gpus=tuple(gpus), compiled_at_run_time=True)
 
 
 def _configure(spec: RunSpec) -> None:

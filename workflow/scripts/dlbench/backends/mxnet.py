@@ -39,6 +39,10 @@ def cuda_build() -> str | None:
     return cuda_of_distribution("mxnet-cu") or "(version not in the package name)"
 
 
+def gpu_code() -> str:
+    return f"MXNet {mx.__version__} does not report the GPU architectures it was compiled for"
+
+
 PACKAGES = ("mxnet", "numpy", "opencv-python-headless")  # their versions go into the run's record
 
 

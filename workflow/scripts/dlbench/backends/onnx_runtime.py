@@ -34,6 +34,10 @@ def cuda_build() -> str | None:
     return getattr(build_and_package_info, "cuda_version", None) or "(version not recorded)"
 
 
+def gpu_code() -> str:
+    return f"onnxruntime {onnxruntime.__version__} does not report the GPU architectures it was compiled for"
+
+
 def export(model: torch.nn.Module, example: torch.Tensor, path: Path) -> None:
     """The model in evaluation mode as an ONNX graph taking any batch size."""
     torch.onnx.export(model.eval(), (example,), str(path), dynamo=True, input_names=[INPUT], output_names=[OUTPUT],

@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader
 
 from .. import networks
 from ..spec import RunSpec
-from . import InputClock, Unavailable, already_finished, inputs, require_gpus, require_one_batch
+from . import GpuCode, InputClock, Unavailable, already_finished, inputs, require_gpus, require_one_batch
 from .lmdb_records import LmdbRecords, in_order, shuffled_runs
 
 
@@ -29,6 +29,15 @@ def framework_version() -> str:
 
 def cuda_build() -> str | None:
     return torch.version.cuda
+
+
+def gpu_code() -> GpuCode:
+    """The architectures torch was compiled for and the GPUs it sees. Also for Keras on PyTorch and ONNX Runtime's
+    export (whose own CUDA kernels its build does not list)."""
+    gpus = [(torch.cuda.get_device_name(index), 10 * major + minor)
+            for index in range(torch.cuda.device_count())
+            for major, minor in [torch.cuda.get_device_capability(index)]]
+    return GpuCode.from_arch_names(f"torch {torch.__version__}", torch.version.cuda, torch.cuda.get_arch_list(), gpus)
 
 
 def set_tf32(precision: str) -> None:

@@ -23,7 +23,7 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2
 from .. import networks
 from ..formats import TFRECORD_FILE
 from ..spec import RunSpec
-from . import InputClock, Unavailable, already_finished, inputs, require_gpus
+from . import GpuCode, InputClock, Unavailable, already_finished, inputs, require_gpus
 from .keras_layers import build, forward_shape, keras_layout, keras_optimizer, set_precision, trainable_parameters  # noqa: F401 - the backend interface
 
 SHUFFLE_BUFFER = 10_000  # records, as the model garden's ImageNet input
@@ -41,6 +41,17 @@ def gpu_allocator_peak_mib(gpus: list[str]) -> float:
 def cuda_build() -> str | None:
     info = tf.sysconfig.get_build_info()
     return info.get("cuda_version") if info.get("is_cuda_build") else None
+
+
+def gpu_code() -> GpuCode:
+    """The architectures TensorFlow was compiled for (its build info) and the GPUs it sees. Also for Keras on it."""
+    info, gpus = tf.sysconfig.get_build_info(), []
+    for gpu in tf.config.list_physical_devices("GPU"):
+        details = tf.config.experimental.get_device_details(gpu)
+        major, minor = details.get("compute_capability", (0, 0))
+        gpus.append((details.get("device_name", gpu.name), 10 * major + minor))
+    return GpuCode.from_arch_names(f"TensorFlow {tf.__version__}", info.get("cuda_version"),
+                                   info.get("cuda_compute_capabilities", []), gpus)
 
 
 PACKAGES = ("tensorflow", "tensorflow-cpu", "keras", "numpy")  # their versions go into the run's record
