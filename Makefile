@@ -44,7 +44,7 @@ system-packages:
 test-system-packages:
 	$(call apt_install,$(TEST_APT))
 
-.PHONY: run test retry-failed compare requirements-check
+.PHONY: run test retry-failed compare requirements-check gpu-check
 run: system-packages $(VENV)/.workflow-installed
 	$(BIN)/snakemake --profile profiles/local --cores $(CORES) --resources gpu=$(GPUS) $(SNAKEMAKE_ARGS)
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html $(SNAKEMAKE_ARGS)
@@ -61,6 +61,13 @@ compare: $(VENV)/.workflow-installed
 # installing): a CUDA file is installed only on a GPU node, where nothing else would see it fail.
 requirements-check: $(VENV)/.workflow-installed
 	$(BIN)/python workflow/scripts/check_requirements.py
+
+# The GPU acceptance check in one call (workflow/scripts/gpu_check.py, .test/config-gpu-check): run by an
+# interpreter with CUDA builds of torch (and jax) and Snakemake, e.g. GPU_CHECK_PYTHON=python3 on a bare GPU
+# node; prints a verdict per check, exit 1 on a FAIL. Without a GPU every verdict is "unavailable: no GPU".
+GPU_CHECK_PYTHON ?= $(BIN)/python
+gpu-check: $(VENV)/.workflow-installed
+	$(GPU_CHECK_PYTHON) workflow/scripts/gpu_check.py --cores $(shell nproc)
 
 # Move failed run records aside (kept under results/runs-failed/) and run only those again.
 retry-failed: system-packages $(VENV)/.workflow-installed
