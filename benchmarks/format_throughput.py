@@ -38,17 +38,18 @@ def file_creates_per_second(directory: Path, count: int = 2000) -> float:
     return rate
 
 
-def prepare(family: str, root: Path):
-    """Stand-in archives at the real dataset's size, unpacked (or indexed), as a conversion source."""
-    train_images, test_images = SIZES[family]
+def prepare(family: str, root: Path, images: int | None = None):
+    """Stand-in archives at the real dataset's size (or ``images`` training images and a fifth as many test
+    images, for a smoke run), unpacked (or indexed), as a conversion source."""
+    train_images, test_images = (images, max(1, images // 5)) if images else SIZES[family]
     if family == "imagenet":
         from dlbench import ilsvrc12
 
         ilsvrc12.generate(root / "raw", 10, train_images, test_images, seed=0)
-        ilsvrc12.build_index(root / "raw", root / "index", None, log=lambda _: None)
+        ilsvrc12.build_index(root / "raw", root / "index", log=lambda _: None)
         return ilsvrc12.Source(root / "raw", root / "index")
     datasets.generate(family, root / "raw", train_images, test_images, seed=0)
-    datasets.unpack(family, root / "raw", root / "data", None)
+    datasets.unpack(family, root / "raw", root / "data")
     return formats.ArraySource.load(family, root / "data")
 
 
@@ -57,13 +58,14 @@ def main() -> None:
     parser.add_argument("--family", choices=SIZES, action="append")
     parser.add_argument("--formats", nargs="+", default=sorted(set(formats.MODULES) - set(formats.WRITER_ENVIRONMENTS)))
     parser.add_argument("--dir", type=Path, default=ROOT / "data", help="where to write (the workflow writes data/)")
+    parser.add_argument("--images", type=int, help="training images (default: the real dataset's count)")
     args = parser.parse_args()
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as one conversion job gets
     for family in args.family or list(SIZES):
         args.dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=args.dir, prefix=".benchmark-") as scratch:
             root = Path(scratch)
-            source = prepare(family, root)
+            source = prepare(family, root, args.images)
             total_seconds = 0.0
             for format_name in args.formats:
                 os.sync()

@@ -154,14 +154,14 @@ def workflow_rate(args, scratch: Path) -> tuple[float, float]:
 def bare_rate(args) -> float:
     code = (HEAD + BARE_LOOPS[args.framework] + TIMED_TAIL).format(**vars(args))
     out = subprocess.run([PYTHONS[args.framework], "-c", code], capture_output=True, text=True, check=True,
-                         env=monitor.runner_environment(args.threads, gpus=0))
+                         env=monitor.runner_environment(args.threads, gpus=[]))
     return float(out.stdout.strip().splitlines()[-1])
 
 
 def interleaved_ratios(args) -> list[float]:
     code = (HEAD + INTERLEAVED_HEAD + BARE_LOOPS[args.framework] + INTERLEAVED_TAIL).format(**vars(args))
     out = subprocess.run([PYTHONS[args.framework], "-c", code], capture_output=True, text=True, check=True,
-                         env=monitor.runner_environment(args.threads, gpus=0))
+                         env=monitor.runner_environment(args.threads, gpus=[]))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -47,7 +47,8 @@ def summary(ratios: list[float]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--family", default="cifar10", choices=["mnist", "cifar10"])
-    parser.add_argument("--network", default="resnet50")
+    parser.add_argument("--network", help="default: the family's network in the thesis (MNIST LeNet, CIFAR10 ResNet50)")
+    parser.add_argument("--images", type=int, default=10_000, help="generated training images")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu", choices=DEVICES, help="cuda: the first GPU")
@@ -56,9 +57,10 @@ def main() -> None:
     parser.add_argument("--timed", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3, help="ABBA rounds; each gives two pairs")
     args = parser.parse_args()
+    args.network = args.network or {"mnist": "lenet", "cifar10": "resnet50"}[args.family]
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        datasets.generate(args.family, root / "raw", 10_000, 100, seed=0)
+        datasets.generate(args.family, root / "raw", args.images, 100, seed=0)
         datasets.unpack(args.family, root / "raw", root / "data")
         formats.convert("lmdb", args.family, root / "data", root / "lmdb", log=lambda _: None)
         by_mean, by_median, waits = [], [], []
