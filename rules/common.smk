@@ -142,26 +142,12 @@ def data_input(run):
 
 @functools.cache
 def reconverted_if_damaged(format_dir):
-    """A converted dataset that no longer matches what its conversion wrote (sizes: a truncated file) is
-    set aside, so that Snakemake converts it again before a run reads it; a dry run only says so. Only
-    the main Snakemake process acts: a cluster job's own Snakemake must not move its inputs."""
-    if not workflow.is_main_process or not Path(format_dir).exists():
-        return format_dir
-    damaged = formats.damage(Path(format_dir), checksums=False)
-    # A shard gone is converted again by Snakemake itself; the directory of links to ILSVRC12's shards is
-    # set aside too, so that gathering them again asks for the shard.
-    targets = [target for target in damaged if target.exists()]
-    if targets and Path(format_dir) not in targets:
-        targets.append(Path(format_dir))
-    if targets:
-        said = "; ".join(problem for problems in damaged.values() for problem in problems)
-        if workflow.dryrun:
-            print(f"dlbench: {said}: a run (not a dry run) sets {', '.join(map(str, targets))} aside and converts "
-                  "it again", file=sys.stderr)
-        else:
-            kept = ", ".join(str(formats.set_aside(target)) for target in targets)
-            print(f"dlbench: {said}: converting it again; the damaged data is kept as {kept} (remove it when done "
-                  "with it)", file=sys.stderr)
+    """A damaged conversion is set aside to be converted again (formats.set_aside_if_damaged). Only the main
+    Snakemake process acts: a cluster job's own Snakemake must not move its inputs."""
+    if workflow.is_main_process and Path(format_dir).exists():
+        said = formats.set_aside_if_damaged(Path(format_dir), dry_run=workflow.dryrun)
+        if said:
+            print(f"dlbench: {said}", file=sys.stderr)
     return format_dir
 
 

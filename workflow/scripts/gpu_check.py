@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dlbench import acceptance, gpu
 from dlbench.aggregate import load_records
+from dlbench.monitor import dlbench_version, git_commit
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / ".test" / "config-gpu-check" / "config.yaml"
@@ -41,9 +42,8 @@ else:
         print(f"the check's workflow failed (exit {workflow.returncode}); verdicts of the runs it made:")
     records = load_records(sorted((args.directory / "results" / "runs").rglob("rep*.json")))
     found = acceptance.verdicts(records, acceptance.tf32_probe())
-text = (f"GPU acceptance check: {node}, {datetime.now(UTC):%Y-%m-%d}, dlbench "
-        f"{subprocess.run(['git', '-C', str(ROOT), 'describe', '--always', '--dirty'], capture_output=True, text=True, check=False).stdout.strip() or '?'}\n\n"
-        + acceptance.table(found) + "\n")
+text = (f"GPU acceptance check: {node}, {datetime.now(UTC):%Y-%m-%d}, dlbench {dlbench_version()} "
+        f"({git_commit() or 'commit unknown'})\n\n" + acceptance.table(found) + "\n")
 print(text)
 args.directory.mkdir(parents=True, exist_ok=True)
 (args.directory / "gpu-check.md").write_text(text)

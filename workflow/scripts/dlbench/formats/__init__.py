@@ -311,3 +311,22 @@ def set_aside(target: Path) -> Path:
     aside = target.with_name(f".{target.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
     target.rename(aside)
     return aside
+
+
+def set_aside_if_damaged(format_dir: Path, dry_run: bool) -> str | None:
+    """Set aside what in a converted dataset no longer matches what its conversion wrote (sizes only: a truncated
+    file), so that Snakemake converts it again before a run reads it; with ``dry_run``, only say so. A shard
+    gone is converted again by Snakemake itself; the directory of links to ILSVRC12's shards is set aside too,
+    so that gathering them again asks for the shard. What was found and done, or None where all matches."""
+    format_dir = Path(format_dir)
+    damaged = damage(format_dir, checksums=False)
+    targets = [target for target in damaged if target.exists()]
+    if not targets:
+        return None
+    if format_dir not in targets:
+        targets.append(format_dir)
+    said = "; ".join(problem for problems in damaged.values() for problem in problems)
+    if dry_run:
+        return f"{said}: a run (not a dry run) sets {', '.join(map(str, targets))} aside and converts it again"
+    kept = ", ".join(str(set_aside(target)) for target in targets)
+    return f"{said}: converting it again; the damaged data is kept as {kept} (remove it when done with it)"
