@@ -1,6 +1,7 @@
 # Two entry points for a fresh machine (Python >= 3.11 with venv):
 #   make run    set up .venv, run the workflow on config/config.yaml, write results/report.html
-#   make test   set up .venv with the test extras, run the test suite
+#   make test   set up .venv with the test extras, run the test suite but its slow end-to-end tests
+#               (minutes; make test-slow runs those, make test-all both; CI runs both)
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
@@ -44,12 +45,16 @@ system-packages:
 test-system-packages:
 	$(call apt_install,$(TEST_APT))
 
-.PHONY: run test retry-failed compare requirements-check gpu-check
+.PHONY: run test test-slow test-all bench retry-failed compare requirements-check gpu-check
 run: system-packages $(VENV)/.workflow-installed
 	$(BIN)/snakemake --profile profiles/local --cores $(CORES) --resources gpu=$(GPUS) $(SNAKEMAKE_ARGS)
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html $(SNAKEMAKE_ARGS)
 
 test: test-system-packages $(VENV)/.test-installed
+	$(BIN)/pytest -m "not slow"
+test-slow: test-system-packages $(VENV)/.test-installed
+	$(BIN)/pytest -m slow
+test-all: test-system-packages $(VENV)/.test-installed
 	$(BIN)/pytest
 
 # Two result sets side by side, cell by cell: make compare A=<results dir> B=<results dir>
@@ -68,6 +73,14 @@ requirements-check: $(VENV)/.workflow-installed
 GPU_CHECK_PYTHON ?= $(BIN)/python
 gpu-check: $(VENV)/.workflow-installed
 	$(GPU_CHECK_PYTHON) workflow/scripts/gpu_check.py --cores $(shell nproc)
+
+# The project's performance goals measured (workflow/scripts/bench.py, benchmarks/): results/benchmarks.md and .csv,
+# each figure with its spread and whether its rounds agreed. DEVICE=cuda on a GPU node, with an interpreter
+# whose torch is a CUDA build (BENCH_PYTHON=python3 on a bare GPU node); about 20 minutes on a 2-core CPU.
+DEVICE ?= cpu
+BENCH_PYTHON ?= $(BIN)/python
+bench: $(VENV)/.test-installed
+	$(BENCH_PYTHON) workflow/scripts/bench.py --plan $(DEVICE) --output results/benchmarks
 
 # Move failed run records aside (kept under results/runs-failed/) and run only those again.
 retry-failed: system-packages $(VENV)/.workflow-installed

@@ -19,9 +19,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from dlbench import datasets, formats
+from dlbench import bench, datasets, formats
 
 SIZES = {"mnist": (60_000, 10_000), "cifar10": (50_000, 10_000), "imagenet": (2_000, 500)}
+GOALS = {"cifar10": ">= 5000"}  # images/s per format per core
+TOTAL_GOALS = {"mnist": "<= 60"}  # seconds, every format
 
 
 def file_creates_per_second(directory: Path, count: int = 2000) -> float:
@@ -59,30 +61,42 @@ def main() -> None:
     parser.add_argument("--formats", nargs="+", default=sorted(set(formats.MODULES) - set(formats.WRITER_ENVIRONMENTS)))
     parser.add_argument("--dir", type=Path, default=ROOT / "data", help="where to write (the workflow writes data/)")
     parser.add_argument("--images", type=int, help="training images (default: the real dataset's count)")
+    parser.add_argument("--rounds", type=int, default=2, help="conversions of each format")
     args = parser.parse_args()
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as one conversion job gets
+    measurements = []
     for family in args.family or list(SIZES):
         args.dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=args.dir, prefix=".benchmark-") as scratch:
             root = Path(scratch)
             source = prepare(family, root, args.images)
-            total_seconds = 0.0
+            case = f"{family}, {args.images or SIZES[family][0]} training images, one core"
+            totals = [0.0] * args.rounds
             for format_name in args.formats:
-                os.sync()
-                creates = file_creates_per_second(root)
-                images = seconds = 0
-                for split in formats.SPLITS:
-                    shard = formats.Shard(format_name, split, 0, 1, datasets.FAMILIES[family].encoding,
-                                          datasets.FAMILIES[family].image_shape)
-                    stats = formats.write_shard(shard, source, root / format_name / shard.name, log=lambda _: None)
-                    images, seconds = images + stats["images"], seconds + stats["seconds"]
-                total_seconds += seconds
-                print(json.dumps({"family": family, "format": format_name, "images": images,
-                                  "seconds": round(seconds, 2), "images_per_second_one_core": round(images / seconds),
-                                  "file_creates_per_second_before": round(creates)}),
-                      flush=True)
-            print(json.dumps({"family": family, "all_formats_seconds": round(total_seconds, 1)}))
-
+                rates = []
+                for round_ in range(args.rounds):
+                    shutil.rmtree(root / format_name, ignore_errors=True)
+                    os.sync()
+                    creates = file_creates_per_second(root)
+                    images = seconds = 0
+                    for split in formats.SPLITS:
+                        shard = formats.Shard(format_name, split, 0, 1, datasets.FAMILIES[family].encoding,
+                                              datasets.FAMILIES[family].image_shape)
+                        stats = formats.write_shard(shard, source, root / format_name / shard.name, log=lambda _: None)
+                        images, seconds = images + stats["images"], seconds + stats["seconds"]
+                    totals[round_] += seconds
+                    rates.append(images / seconds)
+                    print(json.dumps({"family": family, "format": format_name, "round": round_ + 1, "images": images,
+                                      "seconds": round(seconds, 2), "images_per_second_one_core": round(images / seconds),
+                                      "file_creates_per_second_before": round(creates)}), flush=True)
+                measurements.append(bench.Measurement(
+                    "format_throughput", f"{format_name} conversion images/s", formats.WRITER_ENVIRONMENTS.get(
+                        format_name, "workflow"), case, rates, goal=GOALS.get(family, "")))
+            measurements.append(bench.Measurement("format_throughput", "every format's conversion seconds",
+                                                  "workflow", case, totals, goal=TOTAL_GOALS.get(family, "")))
+    for measurement in measurements:
+        print(bench.line(measurement))
+    bench.emit(measurements)
 
 if __name__ == "__main__":
     main()

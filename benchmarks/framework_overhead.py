@@ -14,10 +14,13 @@ already dispatched) to time it. Goal: ratio >= 0.98.
 
     .venv/bin/python benchmarks/framework_overhead.py --framework pytorch --network resnet50 --variant cifar10 --batch 16
     .venv/bin/python benchmarks/framework_overhead.py --framework mxnet --network lenet --variant mnist --batch 64 --interleaved
+    python3 benchmarks/framework_overhead.py --device cuda --network resnet50 --variant cifar10 --batch 128
+
+On a GPU (``--device cuda``, PyTorch) the bare loop runs on the first visible GPU and waits for it once, at
+its end; the workflow's run holds a GPU as any run does.
 """
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from dlbench import monitor
+from dlbench import bench, monitor
 from dlbench.spec import RunSpec
 
 PYTHONS = {"pytorch": sys.executable, "tensorflow": str(ROOT / ".venvs" / "tensorflow" / "bin" / "python"),
@@ -39,16 +42,18 @@ BARE_LOOPS = {
 import torch
 from dlbench.backends.pytorch import build
 torch.set_num_threads({threads})
-model = build(description).train()
+device = torch.device({device!r})
+model = build(description).train().to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-images = torch.randn({batch}, *description.input_shape)
-labels = torch.randint(0, description.num_classes, ({batch},))
+images = torch.randn({batch}, *description.input_shape, device=device)
+labels = torch.randint(0, description.num_classes, ({batch},), device=device)
 def step():
     optimizer.zero_grad(set_to_none=True)
     torch.nn.functional.cross_entropy(model(images), labels).backward()
     optimizer.step()
 def finish():
-    pass
+    if device.type == "cuda":
+        torch.cuda.synchronize()
 """,
     "tensorflow": """
 import tensorflow as tf
@@ -115,7 +120,7 @@ print({batch} * {timed} / (time.perf_counter() - start))
 INTERLEAVED_HEAD = """
 from dlbench import backends
 from dlbench.spec import RunSpec
-spec = RunSpec({framework!r}, "{variant}-synthetic", {network!r}, "cpu", 1, {batch}, 0, 0, 0.01, {threads})
+spec = RunSpec({framework!r}, "{variant}-synthetic", {network!r}, {run_device!r}, 1, {batch}, 0, 0, 0.01, {threads})
 workflow_trainer = backends.load({framework!r}).Trainer(spec, description)
 """
 INTERLEAVED_TAIL = """
@@ -142,34 +147,36 @@ description = network({network!r}, {variant!r})
 """
 
 
-def workflow_rate(args, scratch: Path) -> tuple[float, float]:
-    spec = RunSpec(args.framework, f"{args.variant}-synthetic", args.network, "cpu", 1, args.batch,
+RUN_DEVICES = {"cpu": "cpu", "cuda": "gpu1"}  # --device: the workflow run's device
+
+
+def workflow_rate(args, scratch: Path) -> tuple[float, float, float | None]:
+    """The workflow run's images/s, CPU/wall and contention share."""
+    spec = RunSpec(args.framework, f"{args.variant}-synthetic", args.network, args.run_device, 1, args.batch,
                    args.warmup + args.timed, args.warmup, 0.01, args.threads)
     record = monitor.run(spec, PYTHONS[args.framework], scratch / "run.log", 3600, 20, "benchmark")
     if record["status"] != "ok":
         raise SystemExit(record["reason"])
-    return record["timing"]["images_per_second_mean"], record["timing"]["cpu_per_wall"]
+    timing = record["timing"]
+    return timing["images_per_second_mean"], timing["cpu_per_wall"], timing["contention_share"]
+
+
+def _bare_environment(args) -> dict:
+    return monitor.runner_environment(args.threads, gpus=["0"] if args.device == "cuda" else [])
 
 
 def bare_rate(args) -> float:
     code = (HEAD + BARE_LOOPS[args.framework] + TIMED_TAIL).format(**vars(args))
     out = subprocess.run([PYTHONS[args.framework], "-c", code], capture_output=True, text=True, check=True,
-                         env=monitor.runner_environment(args.threads, gpus=[]))
+                         env=_bare_environment(args))
     return float(out.stdout.strip().splitlines()[-1])
 
 
 def interleaved_ratios(args) -> list[float]:
     code = (HEAD + INTERLEAVED_HEAD + BARE_LOOPS[args.framework] + INTERLEAVED_TAIL).format(**vars(args))
     out = subprocess.run([PYTHONS[args.framework], "-c", code], capture_output=True, text=True, check=True,
-                         env=monitor.runner_environment(args.threads, gpus=[]))
+                         env=_bare_environment(args))
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def summary(args, ratios: list[float], **extra) -> str:
-    quartiles = statistics.quantiles(ratios, n=4)
-    return json.dumps({"framework": args.framework, "network": f"{args.network}/{args.variant}", "batch": args.batch,
-                       "threads": args.threads, "pairs": len(ratios), "ratio_median": round(statistics.median(ratios), 3),
-                       "ratio_iqr": [round(quartiles[0], 3), round(quartiles[2], 3)], **extra})
 
 
 def main() -> None:
@@ -179,27 +186,40 @@ def main() -> None:
     parser.add_argument("--variant", default="cifar10")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", choices=RUN_DEVICES, help="cuda: PyTorch on the first GPU")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--timed", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=4, help="ABBA rounds; each gives two pairs")
     parser.add_argument("--interleaved", action="store_true", help="both loops in one process, taking turns")
     args = parser.parse_args()
+    if args.device == "cuda" and args.framework != "pytorch":
+        parser.error("--device cuda: the bare loop on a GPU is PyTorch's only")
+    args.run_device = RUN_DEVICES[args.device]
+    case = f"{args.network}/{args.variant}, batch {args.batch}, {args.device}, {args.threads} threads"
     if args.interleaved:
-        print(summary(args, interleaved_ratios(args), measurement="interleaved in one process"))
-        return
-    ratios, cpu = [], []
-    with tempfile.TemporaryDirectory() as scratch:
-        for round_ in range(args.rounds):
-            # A B B A: a slow drift of the machine's speed hits both sides equally.
-            first, cpu_first = workflow_rate(args, Path(scratch))
-            bare_first, bare_second = bare_rate(args), bare_rate(args)
-            second, cpu_second = workflow_rate(args, Path(scratch))
-            ratios += [first / bare_first, second / bare_second]
-            cpu += [cpu_first, cpu_second]
-            print(f"round {round_ + 1}: workflow {first:.1f}, {second:.1f} img/s (CPU/wall {cpu_first:.2f}, "
-                  f"{cpu_second:.2f}); bare loop {bare_first:.1f}, {bare_second:.1f} img/s", flush=True)
-    print(summary(args, ratios, measurement="end to end, separate processes",
-                  cpu_per_wall_median=round(statistics.median(cpu), 2)))
+        ratios = interleaved_ratios(args)
+        measurement = bench.Measurement("framework_overhead", "harness ÷ bare loop (one process, interleaved)",
+                                        args.framework, case, ratios, goal=">= 0.98")
+    else:
+        workflow, bare, contention, cpu = [], [], [], []
+        with tempfile.TemporaryDirectory() as scratch:
+            for round_ in range(args.rounds):
+                # A B B A: a slow drift of the machine's speed hits both sides equally.
+                first = workflow_rate(args, Path(scratch))
+                bare_first, bare_second = bare_rate(args), bare_rate(args)
+                second = workflow_rate(args, Path(scratch))
+                workflow += [first[0], second[0]]
+                bare += [bare_first, bare_second]
+                cpu += [first[1], second[1]]
+                contention += [first[2], second[2]]
+                print(f"round {round_ + 1}: workflow {first[0]:.1f}, {second[0]:.1f} img/s (CPU/wall {first[1]:.2f}, "
+                      f"{second[1]:.2f}); bare loop {bare_first:.1f}, {bare_second:.1f} img/s", flush=True)
+        measurement = bench.Measurement("framework_overhead", "harness ÷ bare loop (separate processes)",
+                                        args.framework, case, [w / b for w, b in zip(workflow, bare)], goal=">= 0.98",
+                                        sides={"workflow": workflow, "bare loop": bare}, contention_shares=contention)
+    print(bench.line(measurement))
+    bench.emit([measurement])
+
 
 if __name__ == "__main__":
     main()

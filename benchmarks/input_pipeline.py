@@ -2,17 +2,15 @@
 
 Same network, batch and threads through the workflow's runner, the workflow's default loader
 workers (none on a CPU, one per thread on a GPU); runs in A-B-B-A order so the machine's drift hits
-both; prints the median of the pairwise ratios and their interquartile range (goal >= 0.95), from
-the runs' mean rate (what the tables report) and from their median iteration (robust to a shared
-machine's hiccups, blind to rare slow steps), and the LMDB runs' input-wait share.
+both; reports the pairwise ratios (goal >= 0.95) from the runs' mean rate (what the tables report) and
+from their median iteration (robust to a shared machine's hiccups, blind to rare slow steps), and the
+LMDB runs' input-wait share, each with its spread (dlbench.bench).
 
     .venv/bin/python benchmarks/input_pipeline.py --family cifar10 --network resnet50 --batch 16
     .venv/bin/python benchmarks/input_pipeline.py --family mnist --network lenet --batch 64 --timed 300
     python3 benchmarks/input_pipeline.py --device cuda --threads 16 --family mnist --network lenet --batch 64
 """
 import argparse
-import json
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -20,13 +18,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from dlbench import datasets, formats, monitor
+from dlbench import bench, datasets, formats, monitor
 from dlbench.spec import RunSpec
 
 DEVICES = {"cpu": "cpu", "cuda": "gpu1"}  # --device: the run's device
 
 
-def rates(args, mode: str, scratch: Path) -> tuple[float, float, float]:
+def rates(args, mode: str, scratch: Path) -> tuple[float, float, float, float | None]:
+    """The run's mean and median-iteration images/s, its input-wait share and its contention share."""
     device = DEVICES[args.device]
     workers = args.workers if args.workers is not None else args.threads if device != "cpu" else 0
     spec = RunSpec("pytorch", f"{args.family}-{mode}", args.network, device, 1, args.batch,
@@ -36,12 +35,8 @@ def rates(args, mode: str, scratch: Path) -> tuple[float, float, float]:
     if record["status"] != "ok":
         raise SystemExit(record["reason"])
     timing = record["timing"]
-    return timing["images_per_second_mean"], timing["images_per_second_median"], timing["input_wait_share"]
-
-
-def summary(ratios: list[float]) -> dict:
-    quartiles = statistics.quantiles(ratios, n=4)
-    return {"median": round(statistics.median(ratios), 3), "iqr": [round(quartiles[0], 3), round(quartiles[2], 3)]}
+    return (timing["images_per_second_mean"], timing["images_per_second_median"], timing["input_wait_share"],
+            timing["contention_share"])
 
 
 def main() -> None:
@@ -63,21 +58,32 @@ def main() -> None:
         datasets.generate(args.family, root / "raw", args.images, 100, seed=0)
         datasets.unpack(args.family, root / "raw", root / "data")
         formats.convert("lmdb", args.family, root / "data", root / "lmdb", log=lambda _: None)
-        by_mean, by_median, waits = [], [], []
+        runs = {"generated": [], "synthetic": []}
         for round_ in range(args.rounds):
             real_first, synthetic_first = rates(args, "generated", root), rates(args, "synthetic", root)
             synthetic_second, real_second = rates(args, "synthetic", root), rates(args, "generated", root)
-            for real, synthetic in ((real_first, synthetic_first), (real_second, synthetic_second)):
-                by_mean.append(real[0] / synthetic[0])
-                by_median.append(real[1] / synthetic[1])
-                waits.append(real[2])
+            runs["generated"] += [real_first, real_second]
+            runs["synthetic"] += [synthetic_first, synthetic_second]
             print(f"round {round_ + 1}: LMDB {real_first[0]:.1f}, {real_second[0]:.1f} img/s; "
                   f"synthetic {synthetic_first[0]:.1f}, {synthetic_second[0]:.1f} img/s (means)", flush=True)
-    print(json.dumps({"network": f"{args.network}/{args.family}", "device": args.device, "batch": args.batch,
-                      "threads": args.threads, "workers": args.workers, "pairs": len(by_mean),
-                      "ratio_of_means": summary(by_mean), "ratio_of_median_iterations": summary(by_median),
-                      "lmdb_input_wait_share": summary(waits)}))
+    case = f"{args.network}/{args.family}, batch {args.batch}, {args.device}, {args.threads} threads, " \
+           f"{'default' if args.workers is None else args.workers} loader workers"
+    contention = [run[3] for side in runs.values() for run in side]
 
+    def ratio(quantity: str, index: int, label: str) -> bench.Measurement:
+        real, synthetic = ([run[index] for run in runs[mode]] for mode in ("generated", "synthetic"))
+        return bench.Measurement("input_pipeline", quantity, "pytorch", case, [r / s for r, s in zip(real, synthetic)],
+                                 goal=">= 0.95", sides={f"LMDB ({label})": real, f"synthetic ({label})": synthetic},
+                                 contention_shares=contention)
+
+    measurements = [ratio("LMDB ÷ synthetic images/s (mean rate)", 0, "mean"),
+                    ratio("LMDB ÷ synthetic images/s (median iteration)", 1, "median iteration"),
+                    bench.Measurement("input_pipeline", "LMDB runs' input-wait share", "pytorch", case,
+                                      [run[2] for run in runs["generated"]],
+                                      contention_shares=[run[3] for run in runs["generated"]], share=True)]
+    for measurement in measurements:
+        print(bench.line(measurement))
+    bench.emit(measurements)
 
 if __name__ == "__main__":
     main()

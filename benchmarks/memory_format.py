@@ -1,15 +1,13 @@
 """PyTorch's memory format: channels_last (NHWC) ÷ NCHW images/s, per precision and compile setting.
 
 The workflow's PyTorch trainer and timed loop in this process, the two formats taking turns every
-round (A-B-B-A) so the machine's drift hits both; prints the median ratio and its range per
-variant. ``backends.pytorch.memory_format`` takes the winner where it pays (GPU: measure there).
+round (A-B-B-A) so the machine's drift hits both; reports the ratios per variant with their
+spread (dlbench.bench). ``backends.pytorch.memory_format`` takes the winner where it pays (GPU: measure there).
 
     .venv/bin/python benchmarks/memory_format.py --network resnet50 --family cifar10 --batch 16
     python3 benchmarks/memory_format.py --device gpu1 --network resnet50 --family imagenet --batch 256
 """
 import argparse
-import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -17,6 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 import torch
+from dlbench import bench
 from dlbench.backends import pytorch
 from dlbench.datasets import FAMILIES
 from dlbench.networks import network
@@ -46,7 +45,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="A-B-B-A rounds")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    results = {}
+    measurements = []
     for precision in args.precisions.split(","):
         for compiled in (value == "true" for value in args.compile.split(",")):
             spec = RunSpec("pytorch", f"{args.family}-synthetic", args.network, args.device, 1, args.batch,
@@ -58,12 +57,13 @@ def main() -> None:
                     measured = {layout: rate(spec, layout) for layout in order}
                     ratios.append(measured["channels_last"] / measured["nchw"])
                     for layout, value in measured.items():
-                        rates[layout].append(round(value, 1))
-            label = spec.variant
-            results[label] = {"channels_last/nchw median": round(statistics.median(ratios), 3),
-                              "range": [round(min(ratios), 3), round(max(ratios), 3)], "images/s": rates}
-            print(label, json.dumps(results[label]), flush=True)
-
+                        rates[layout].append(value)
+            measurements.append(bench.Measurement(
+                "memory_format", "channels_last ÷ NCHW images/s", "pytorch",
+                f"{args.network}/{args.family}, batch {args.batch}, {args.device}, {spec.variant}, "
+                f"{args.threads} threads", ratios, sides=rates))
+            print(bench.line(measurements[-1]), flush=True)
+    bench.emit(measurements)
 
 if __name__ == "__main__":
     main()

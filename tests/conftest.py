@@ -1,9 +1,15 @@
+import contextlib
+import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 
@@ -20,6 +26,45 @@ def private_slot_locks(tmp_path_factory):
         yield
 
 
+# What a run starts: the monitor and runner (dlbench), CNTK's worker and its MPI, torchrun, Snakemake
+RUN_PROCESS_WORDS = ("dlbench", "cntk_worker", "mpiexec", "orted", "torch.distributed.run", "snakemake")
+
+
+def _run_processes_started_since(epoch: float, known: set[int]) -> list[psutil.Process]:
+    """Processes of a run begun since ``epoch``: this session's descendants, or orphans (a parent gone)."""
+    own = {child.pid for child in psutil.Process().children(recursive=True)}
+    found = []
+    for process in psutil.process_iter(["pid", "ppid", "create_time", "cmdline"]):
+        info = process.info
+        if info["pid"] in known or (info["create_time"] or 0) < epoch or not info["cmdline"]:
+            continue
+        if (info["pid"] in own or info["ppid"] == 1) and any(word in " ".join(info["cmdline"])
+                                                             for word in RUN_PROCESS_WORDS):
+            found.append(process)
+    return found
+
+
+@pytest.fixture(autouse=True)
+def nothing_of_the_run_outlives_the_test():
+    """After each test, no process it started for a run is alive and no dlbench-* temporary directory it
+    made is left (issue 30: CNTK's workers and scratch directories outlived their tests). Leftovers fail the
+    test and are then removed."""
+    epoch, known = time.time() - 1, set(psutil.pids())
+    temporary = Path(tempfile.gettempdir())
+    directories = set(temporary.glob("dlbench-*"))
+    yield
+    alive = _run_processes_started_since(epoch, known)
+    _, alive = psutil.wait_procs(alive, timeout=10)  # a process being reaped as the test ends
+    left = sorted(set(temporary.glob("dlbench-*")) - directories)
+    commands = [" ".join(process.info["cmdline"]) for process in alive]
+    for process in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    for path in left:
+        shutil.rmtree(path, ignore_errors=True)
+    assert not commands and not left, f"left by the test: processes {commands}, directories {left}"
+
+
 @pytest.fixture(scope="session")
 def record_schema():
     return yaml.safe_load((ROOT / "workflow" / "schemas" / "run_record.schema.yaml").read_text())
@@ -30,20 +75,23 @@ def config_schema_path():
     return ROOT / "config" / "schema.yaml"
 
 
-def _environment(framework: str) -> dict:
-    """The framework's venv as the workflow builds it (.venvs/<framework>), built here if missing."""
+@functools.cache
+def framework_environment(framework: str) -> dict:
+    """The framework's venv as the workflow builds it (.venvs/<framework>), built here if missing; once a
+    session."""
     from dlbench.envs import build_environment
 
     venv_dir = ROOT / ".venvs" / framework
     venv_dir.parent.mkdir(exist_ok=True)
     with open(ROOT / ".venvs" / f"{framework}-tests.log", "w") as log:
-        status = build_environment(ROOT / "envs" / f"{framework}.requirements.txt", venv_dir, os.cpu_count(), log)
+        status = build_environment(ROOT / "envs" / f"{framework}.requirements.txt", venv_dir, os.cpu_count(),
+                                   log)
     assert status["status"] == "ok", status["reason"]  # PyPI reaches this machine: fail, never skip
     return status
 
 
 def _framework_python(framework: str) -> str:
-    return _environment(framework)["python"]
+    return framework_environment(framework)["python"]
 
 
 @pytest.fixture(scope="session")
@@ -64,7 +112,7 @@ def caffe_python():
 @pytest.fixture(scope="session")
 def cntk_worker_python():
     """CNTK's own CPython 3.6 (pyenv's on this project's machines), with CNTK 2.7 in its venv."""
-    return _environment("cntk")["worker_python"]
+    return framework_environment("cntk")["worker_python"]
 
 
 @pytest.fixture(scope="session")

@@ -1,32 +1,66 @@
-"""Every benchmark runs (a smoke run at tiny sizes, seconds each), so that a change of the package's API that
-breaks one fails here: the numbers of such tiny runs mean nothing, and `make bench` is where they are measured.
-The frameworks in venvs of their own (TensorFlow, MXNet, Caffe) are left to the benchmarks' own runs."""
-import json
+"""The yardsticks: `make bench`'s verdicts on rounds, and every benchmark running under it.
+
+The smoke run (tiny sizes, a minute) shows each benchmark still runs with the package as it is, so that an API
+change that breaks one fails here; the numbers of such runs mean nothing, and say so (one round: unsteady)."""
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
+from dlbench import bench
 
 from .conftest import ROOT
 
-SMOKE = {
-    "framework_overhead.py": ["--network", "lenet", "--variant", "mnist", "--batch", "8", "--warmup", "1",
-                              "--timed", "2", "--rounds", "1"],
-    "format_throughput.py": ["--family", "cifar10", "--family", "imagenet", "--images", "20"],
-    "input_pipeline.py": ["--family", "mnist", "--images", "64", "--batch", "8", "--warmup", "1", "--timed", "2",
-                          "--rounds", "1"],
-    "memory_format.py": ["--network", "lenet", "--family", "mnist", "--batch", "8", "--warmup", "1", "--timed", "2",
-                         "--rounds", "1", "--precisions", "fp32"],
-}
+
+def _ratio(values, **sides) -> bench.Measurement:
+    return bench.Measurement("b.py", "a ÷ b", "pytorch", "lenet/mnist", values, goal=">= 0.95", sides=sides)
+
+
+def test_rounds_that_agree_give_a_figure_judged_against_its_goal():
+    steady = _ratio([0.97, 0.98, 0.99, 0.98], a=[100, 101, 99, 100], b=[103, 102, 100, 102])
+    row = bench.summarise(steady)
+    assert (row["verdict"], row["goal_met"], row["median"]) == ("steady", "met", pytest.approx(0.98))
+    assert bench.summarise(_ratio([0.90, 0.91, 0.90, 0.92]))["goal_met"] == "missed"
+
+
+def test_rounds_that_disagree_are_unsteady_and_never_judged():
+    # the issue's input_pipeline run: LMDB 59.5 then 2,085 img/s, synthetic 61 then 1,343 img/s
+    wild = _ratio([59.5 / 61, 2085 / 1343], LMDB=[59.5, 2085], synthetic=[61, 1343])
+    row = bench.summarise(wild)
+    assert row["verdict"].startswith("unsteady: the rounds' values spread 23% of the median")
+    assert "LMDB's runs span 59.5–2085 (35.0x; at most 1.5x)" in row["verdict"]
+    assert row["goal_met"] == "cannot tell (unsteady)"
+    # a ratio that agrees while both sides' speed changed under it is not a figure either
+    assert "synthetic's runs span" in bench.steadiness(_ratio([1.0, 1.0], LMDB=[60, 1300], synthetic=[60, 1300]))
+    assert bench.steadiness(_ratio([0.98])) == "unsteady: one round, no spread to judge"
+
+
+def test_a_share_is_judged_on_the_whole_not_its_median():
+    waits = bench.Measurement("b.py", "input-wait share", "pytorch", "case", [0.004, 0.006, 0.005], share=True)
+    assert bench.steadiness(waits) == "steady"
+    assert bench.steadiness(bench.Measurement("b.py", "share", "pytorch", "case", [0.1, 0.5], share=True)) \
+        .startswith("unsteady: the rounds' values spread 20% of the whole")
+
+
+def test_every_benchmark_is_in_every_plan():
+    scripts = sorted(path.name for path in (ROOT / "benchmarks").glob("*.py"))
+    for plan, jobs in bench.PLANS.items():
+        assert sorted({job.script for job in jobs}) == scripts, plan
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", sorted(SMOKE))
-def test_every_benchmark_runs(script, tmp_path):
-    extra = ["--dir", str(tmp_path)] if script == "format_throughput.py" else []
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *SMOKE[script], *extra],
-                          capture_output=True, text=True, check=False, timeout=600, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    last = done.stdout.strip().splitlines()[-1]
-    assert json.loads(last.split(" ", 1)[1] if script == "memory_format.py" else last), last
-    assert sorted(benchmark.name for benchmark in (ROOT / "benchmarks").glob("*.py")) == sorted(SMOKE)
+def test_make_bench_runs_every_benchmark_and_writes_its_table(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "workflow" / "scripts" / "bench.py"), "--plan", "smoke",
+                           "--output", str(tmp_path / "benchmarks")], capture_output=True, text=True, check=False,
+                          timeout=900, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    table = pd.read_csv(tmp_path / "benchmarks.csv")
+    assert set(table["benchmark"]) == {*(job.script.removesuffix(".py") for job in bench.PLANS["smoke"]),
+                                       "ceiling (dlbench.matmul_peak)"}
+    assert not table["verdict"].str.startswith("failed").any()
+    assert (table["median"] > 0).all()
+    assert (table.loc[table["rounds"] == 1, "verdict"] == "unsteady: one round, no spread to judge").all()
+    overhead = table[table["benchmark"] == "framework_overhead"].iloc[0]
+    assert overhead["quantity"] == "harness ÷ bare loop (separate processes)" and overhead["goal"] == ">= 0.98"
+    assert (tmp_path / "benchmarks.md").read_text().startswith("# Benchmarks (smoke plan)")
+    assert len(list((tmp_path / "benchmarks.logs").glob("*.log"))) == len(bench.PLANS["smoke"])

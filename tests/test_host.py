@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import psutil
 import pytest
 from dlbench import aggregate, datasets, formats, host
 
@@ -80,13 +81,19 @@ def test_a_busy_process_on_the_runs_core_marks_it_contended(tmp_path):
         busy.kill()
         busy.wait()
     assert record["provenance"]["cores_held"] == [core]
-    assert record["timing"]["contention_share"] > 0.3  # the busy loop had about half the core
+    # The busy loop had about half the core on an idle machine; less beside other work, but never too little
+    # for the mark (make test passes beside stress-ng --cpu 2)
+    assert record["timing"]["contention_share"] > aggregate.FLAGS["contended"].above
     assert aggregate.runs_table([record])["contended"].iloc[0]
 
 
 def test_a_run_alone_on_its_core_is_not_marked_contended(tmp_path):
     """Other work on the test machine (CI beside a developer's jobs) really contends, and the run says so:
-    of three runs, one alone on its core is enough; a share biased upwards would mark all three."""
+    of three runs, one alone on its core is enough; a share biased upwards would mark all three. On a machine
+    whose every core is busy with other work no run is alone, and the test cannot be made there."""
+    idle = [100 - busy for busy in psutil.cpu_percent(interval=1, percpu=True)]
+    if max(idle) < 50:
+        pytest.skip(f"every core is busy with other work (idle {idle} %): no run can be alone on one")
     shares = []
     for attempt in range(3):
         (tmp_path / str(attempt)).mkdir()

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from dlbench import aggregate, backends, host, ilsvrc12, report_check
 
-from .conftest import ROOT
+from .conftest import ROOT, framework_environment
 
 # oneDNN's avx512_core (AVX-512 F, BW, VL and DQ): the CPUs on which MXNet's oneDNN 2.x has bf16 kernels
 AVX512_CORE = {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= set(
@@ -32,10 +32,15 @@ def snakemake(workdir, *args, check=True):
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    """One real run of the tiny config in a pip virtualenv the workflow builds itself."""
+def finished(tmp_path_factory, tensorflow_python, mxnet_python, caffe_python, cntk_worker_python, jax_python):
+    """One real run of the tiny config in pip virtualenvs: PyTorch's built by the workflow itself, the others
+    the tests' own (built once for the session, by the function the workflow's framework_venv job calls)."""
     workdir = tmp_path_factory.mktemp("workflow")
     (workdir / "config.yaml").write_text(yaml.safe_dump(TINY))
+    for environment in ("tensorflow", "mxnet", "caffe", "cntk", "jax"):
+        (workdir / ".venvs" / environment).mkdir(parents=True)
+        status = framework_environment(environment)
+        (workdir / ".venvs" / environment / "environment.json").write_text(json.dumps(status))
     snakemake(workdir)
     snakemake(workdir, "--report", "results/report.html")
     return workdir
@@ -71,8 +76,11 @@ def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
         if optimizer["kind"] == "rmsprop" and framework in ("pytorch", "caffe", "cntk"):
             assert record["execution"]["optimizer_difference"], framework  # stated where it is not Keras's
         if record["run"]["network"] == "vgg16":  # enough compute per step to keep every thread busy
-            # more than one core's worth, in every framework (not 2.0: CI shares this machine's 2 cores)
-            assert record["timing"]["cpu_per_wall"] > 1.2, (framework, record["timing"])
+            # more than one core's worth, in every framework (not 2.0: CI shares this machine's 2 cores), or
+            # the run says what took the cores from it
+            timing = record["timing"]
+            contended = (timing["contention_share"] or 0) > aggregate.FLAGS["contended"].above
+            assert timing["cpu_per_wall"] > 1.2 or contended, (framework, timing)
         if record["run"]["task"] == "inference":  # LeNet on the generated MNIST files, each framework's reader
             latency = record["latency"]
             assert len(latency["call_ms"]) == 100 and 0 < latency["p50_ms"] <= latency["p99_ms"], latency

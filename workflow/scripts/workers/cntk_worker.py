@@ -5,7 +5,8 @@ numpy and cntk, and is written for Python 3.6 (tests check that with vermin). Th
 workflow's Python, translates the network description into a plan of CNTK layer calls
 (:mod:`dlbench.backends.cntk`) and drives this worker over a Unix socket that it listens on::
 
-    python3.6 cntk_worker.py CONFIG.json SOCKET       train: one "step" line, one reply each;
+    python3.6 cntk_worker.py CONFIG.json SOCKET       train: one "step" line, one reply each (SOCKET:
+                                                      a path, or @NAME in the abstract namespace);
                                                       inference: "inference N", then one "forward" each
     python3.6 cntk_worker.py --describe               the Python and package versions
     python3.6 cntk_worker.py --environment OUTPUT.json  a conda environment's status file
@@ -243,7 +244,7 @@ class Worker:
 def serve(config_path, socket_path):
     rank = launched_rank()
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    connection.connect(socket_path)
+    connection.connect("\0" + socket_path[1:] if socket_path.startswith("@") else socket_path)
     commands, replies = connection.makefile("r"), connection.makefile("w")
 
     def reply(**message):

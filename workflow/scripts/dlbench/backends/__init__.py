@@ -9,6 +9,7 @@ installed (standard library only).
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
 import os
@@ -65,6 +66,9 @@ class Trainer(Protocol):
     def layer_profiler(self) -> LayerProfiler:
         """The profile task's: a context manager under which the framework's own profiler records the steps
         taken; on its exit, each step's per-layer times (:class:`LayerProfiler`)."""
+
+    # Optional, where the trainer holds more than memory (a worker process, a scratch directory):
+    # ``close()`` releases it; the runner calls it once, however the run ends (:func:`closing`).
 
     INFERENCE_IDIOM: str  # for the record: the framework's call that runs a forward pass in inference
 
@@ -289,6 +293,11 @@ def check_contract(module: ModuleType) -> ModuleType:
     if missing:
         raise TypeError(f"{module.__name__} does not implement backends.{contract.__name__}: no {', '.join(missing)}")
     return module
+
+
+def closing(trainer: Trainer) -> contextlib.AbstractContextManager[Trainer]:
+    """The trainer, closed after the block where it has a ``close`` (the :class:`Trainer` contract's option)."""
+    return contextlib.closing(trainer) if hasattr(trainer, "close") else contextlib.nullcontext(trainer)
 
 
 def require_gpus(spec: RunSpec, needed: int, visible: int, framework: str) -> None:

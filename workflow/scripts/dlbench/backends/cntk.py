@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import envs, launch, networks
+from .. import envs, launch, lifeline, networks
 from ..formats import cntk_map
 from ..spec import RunSpec
 from . import Unavailable, inputs
@@ -147,8 +147,8 @@ def ranks(spec: RunSpec) -> int:
     return spec.processes * max(spec.gpus, 1)
 
 
-def worker_command(python: str, spec: RunSpec, config_path: Path, socket_path: Path) -> list[str]:
-    command = [python, str(WORKER), str(config_path), str(socket_path)]
+def worker_command(python: str, spec: RunSpec, config_path: Path, socket_name: str) -> list[str]:
+    command = [python, str(WORKER), str(config_path), socket_name]
     count = ranks(spec)
     if count == 1:
         return command
@@ -200,21 +200,33 @@ class Trainer:
 
     def __init__(self, spec: RunSpec, description: networks.Network):
         python = worker_python()
-        self.scratch = tempfile.TemporaryDirectory(prefix="dlbench-cntk-")
-        scratch = Path(self.scratch.name)
+        # In the monitor's scratch directory where there is one: its lifeline removes it with the run even
+        # when the run is killed, which closes nothing.
+        lifeline_file = os.environ.get(lifeline.VARIABLE)
+        self.scratch = tempfile.TemporaryDirectory(prefix="dlbench-cntk-",
+                                                   dir=Path(lifeline_file).parent if lifeline_file else None)
+        self.process, self.connections, self.ranks = None, [], []
+        try:
+            self._start(spec, description, python, Path(self.scratch.name))
+        except BaseException:
+            self.close()  # the worker and its directory go with the run that failed to start
+            raise
+
+    def _start(self, spec: RunSpec, description: networks.Network, python: str, scratch: Path) -> None:
         (scratch / "worker.json").write_text(json.dumps(worker_config(spec, description, scratch)))
-        command = worker_command(python, spec, scratch / "worker.json", scratch / "worker.sock")
+        # In Linux's abstract namespace: no file to leave behind, and no limit of 108 bytes on the scratch's path
+        name = f"{scratch.name}-{os.getpid()}"
+        command = worker_command(python, spec, scratch / "worker.json", f"@{name}")
         print(f"CNTK worker: {' '.join(command)}", flush=True)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(scratch / "worker.sock"))
+        listener.bind(f"\0{name}")
         listener.listen()
         environment = dict(os.environ)
         if os.geteuid() == 0:  # OpenMPI refuses root unless told; containers and CI often are root
             environment.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         # The map file's image paths are relative to the format directory: CNTK opens them from there.
         self.process = subprocess.Popen(command, cwd=spec.data_dir or scratch, env=environment)
-        self.connections: list[socket.socket] = []
-        atexit.register(self._close)
+        atexit.register(self.close)  # a runner that ends without closing (an error outside the run's block)
         self.ranks = self._connect(listener, ranks(spec))
         self.pending, self.input_wait = 0, 0.0
         hellos = self._replies()
@@ -247,21 +259,28 @@ class Trainer:
                 ranks.append((connection.makefile("r"), connection.makefile("w")))
         return ranks
 
-    def _close(self, timeout_s: float = 30) -> None:
+    def close(self, timeout_s: float = 30) -> None:
         """Let the workers end (the end of their commands; MPI's finalize) before the runner does, so
-        that none outlives the run's hold on its devices."""
+        that none outlives the run's hold on its devices; then remove the worker's directory."""
         for connection in self.connections:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_WR)
-        try:
-            self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.process.terminate()  # mpiexec passes it on to its ranks; SIGKILL would orphan them
+        for stream in (*self.connections, *(stream for rank in self.ranks for stream in rank)):
+            with contextlib.suppress(OSError):  # a writer's unsent line to a worker that has died
+                stream.close()
+        self.connections, self.ranks = [], []
+        if self.process is not None:
+            atexit.unregister(self.close)
             try:
                 self.process.wait(timeout_s)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+                self.process.terminate()  # mpiexec passes it on to its ranks; SIGKILL would orphan them
+                try:
+                    self.process.wait(timeout_s)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+        self.scratch.cleanup()
 
     def _worker_exited(self) -> RuntimeError:
         return RuntimeError(f"the CNTK worker exited with code {self.process.wait()} (its error is in the log)")

@@ -15,14 +15,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
 
-import mxnet as mx
 import numpy as np
+
+from .. import cuda_wheels, networks
+
+cuda_wheels.preload(cuda_wheels.CUDA_11)  # before MXNet loads: its CUDA build links CUDA 11's libraries by name
+
+import mxnet as mx
 from mxnet import autograd, gluon
 from mxnet.contrib import amp
 from mxnet.gluon import nn
 from mxnet.gluon.contrib.nn import HybridConcurrent
 
-from .. import networks
 from ..formats import recordio_im2rec
 from ..spec import RunSpec
 from . import InputClock, Unavailable, cuda_of_distribution, inputs, require_gpus, require_one_batch

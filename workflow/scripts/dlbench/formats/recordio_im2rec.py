@@ -10,10 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import cv2
-import mxnet as mx
 import numpy as np
 
+from .. import cuda_wheels
 from . import codec
+
+cuda_wheels.preload(cuda_wheels.CUDA_11)  # before MXNet loads: its CUDA build links CUDA 11's libraries by name
+
+import mxnet as mx
 
 REC, IDX, LST = "data.rec", "data.idx", "data.lst"
 OPENCV_FORMATS = {"png": (".png", codec.PNG_ZLIB_LEVEL), "jpeg": (".jpg", codec.JPEG_QUALITY)}  # pack_img's
