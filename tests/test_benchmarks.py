@@ -35,6 +35,15 @@ def test_rounds_that_disagree_are_unsteady_and_never_judged():
     assert bench.steadiness(_ratio([0.98])) == "unsteady: one round, no spread to judge"
 
 
+def test_a_harness_faster_than_its_bare_loop_is_a_bug_to_find_not_a_figure():
+    overhead = bench.Measurement("framework_overhead", "harness ÷ bare loop", "pytorch", "case", [1.63, 1.62, 1.64],
+                                 goal=">= 0.98", bound=1.0)
+    row = bench.summarise(overhead)
+    assert row["verdict"].startswith("implausible: 1.63 is over 1, the most it can be")
+    assert row["goal_met"] == "cannot tell (implausible)"
+    assert bench.steadiness(bench.Measurement("b", "q", "f", "c", [1.02, 1.03, 1.02], bound=1.0)) == "steady"
+
+
 def test_a_share_is_judged_on_the_whole_not_its_median():
     waits = bench.Measurement("b.py", "input-wait share", "pytorch", "case", [0.004, 0.006, 0.005], share=True)
     assert bench.steadiness(waits) == "steady"

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 STEADY_SPREAD = 0.10  # the values' interquartile range ÷ median (a share's: the range itself) beyond this
 STEADY_RATE_SPAN = 1.5  # one side's fastest ÷ slowest run beyond this: the machine's speed changed under it
+BOUND_MARGIN = 0.05  # a median this far past the most a value can be: the two sides differ, a bug to find
 
 
 @dataclass
@@ -28,6 +29,7 @@ class Measurement:
     sides: dict[str, list[float]] = field(default_factory=dict)  # a ratio's rates, per side, each run's
     contention_shares: list[float | None] = field(default_factory=list)  # each monitored run's (dlbench.host)
     share: bool = False  # a value is a share of a whole (0 to 1): its spread is judged on the whole, not the median
+    bound: float | None = None  # the most a value can be (harness ÷ bare loop: 1, the harness does more work)
 
 
 def emit(measurements: list[Measurement]) -> None:
@@ -51,7 +53,7 @@ def _quartiles(values: list[float]) -> tuple[float, float]:
 
 
 def steadiness(measurement: Measurement) -> str:
-    """"steady", or why the rounds cannot be taken as one figure."""
+    """"steady", or why the rounds cannot be taken as one figure: they disagree, or agree on a value that cannot be."""
     values = measurement.values
     if len(values) < 2:
         return "unsteady: one round, no spread to judge"
@@ -65,7 +67,12 @@ def steadiness(measurement: Measurement) -> str:
         if rates and min(rates) > 0 and max(rates) / min(rates) > STEADY_RATE_SPAN:
             reasons.append(f"{side}'s runs span {min(rates):.4g}–{max(rates):.4g} ({max(rates) / min(rates):.1f}x; "
                            f"at most {STEADY_RATE_SPAN}x)")
-    return "unsteady: " + "; ".join(reasons) if reasons else "steady"
+    if reasons:
+        return "unsteady: " + "; ".join(reasons)
+    if measurement.bound is not None and median > measurement.bound * (1 + BOUND_MARGIN):
+        return (f"implausible: {median:.3g} is over {measurement.bound:g}, the most it can be: the two sides do not "
+                "do the same work (a bug to find, not a figure)")
+    return "steady"
 
 
 def goal_met(measurement: Measurement, verdict: str) -> str:
@@ -73,7 +80,7 @@ def goal_met(measurement: Measurement, verdict: str) -> str:
     if not measurement.goal:
         return ""
     if verdict != "steady":
-        return "cannot tell (unsteady)"
+        return f"cannot tell ({verdict.partition(':')[0]})"
     sense, _, bound = measurement.goal.partition(" ")
     median = statistics.median(measurement.values)
     met = median >= float(bound) if sense == ">=" else median <= float(bound)
