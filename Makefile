@@ -76,7 +76,7 @@ gpu-check: $(VENV)/.workflow-installed
 
 # The project's performance goals measured (workflow/scripts/bench.py, benchmarks/): results/benchmarks.md and .csv,
 # each figure with its spread and whether its rounds agreed. DEVICE=cuda on a GPU node, with an interpreter
-# whose torch is a CUDA build (BENCH_PYTHON=python3 on a bare GPU node); about 20 minutes on a 2-core CPU.
+# whose torch is a CUDA build (BENCH_PYTHON=python3 on a bare GPU node); about 25 minutes on a 2-core CPU.
 DEVICE ?= cpu
 BENCH_PYTHON ?= $(BIN)/python
 bench: $(VENV)/.test-installed

@@ -85,7 +85,8 @@ header = (f"# Benchmarks ({args.plan} plan)\n\n{platform.node()}: {cpu_model()},
           f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, dlbench {dlbench_version()} ({git_commit() or 'commit unknown'}).\n\n"
           f"Median of the rounds [interquartile range q1, q3]; a verdict other than steady means the rounds disagreed "
           f"(interquartile range over {bench.STEADY_SPREAD:.0%} of the median, or one side's runs over "
-          f"{bench.STEADY_RATE_SPAN}x apart) and the median is not a figure; contention: the share of the run's cores "
+          f"{bench.STEADY_RATE_SPAN}x apart; implausible: past what the quantity can be) and the median is not a "
+          f"figure; contention: the share of the run's cores "
           f"other processes took (median, max).\n\n")
 args.output.with_suffix(".md").write_text(header + markdown_table(shown.fillna("")) + "\n")
 print(f"wrote {args.output.with_suffix('.md')} and {args.output.with_suffix('.csv')}")

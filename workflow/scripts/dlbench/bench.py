@@ -119,7 +119,7 @@ class Job:
 
 
 _LENET = ("--network", "lenet")
-# What `make bench` runs, per device: each benchmark at sizes that measure (on a 2-core CPU, about 20 minutes
+# What `make bench` runs, per device: each benchmark at sizes that measure (on a 2-core CPU, about 25 minutes
 # in all), and at tiny ones that only show it runs (`--smoke`, the tests').
 PLANS = {
     "cpu": [
