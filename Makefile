@@ -45,7 +45,7 @@ system-packages:
 test-system-packages:
 	$(call apt_install,$(TEST_APT))
 
-.PHONY: run test test-slow test-all bench retry-failed compare requirements-check gpu-check
+.PHONY: run test test-slow test-all bench retry-failed compare requirements-check gpu-check gpu-envs-check
 run: system-packages $(VENV)/.workflow-installed
 	$(BIN)/snakemake --profile profiles/local --cores $(CORES) --resources gpu=$(GPUS) $(SNAKEMAKE_ARGS)
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html $(SNAKEMAKE_ARGS)
@@ -66,6 +66,13 @@ compare: $(VENV)/.workflow-installed
 # installing): a CUDA file is installed only on a GPU node, where nothing else would see it fail.
 requirements-check: $(VENV)/.workflow-installed
 	$(BIN)/python workflow/scripts/check_requirements.py
+
+# Every CUDA environment installed here (GPU or not; several GB each, one at a time, removed after) and checked by
+# the dynamic loader to bring each shared library its framework loads but the driver's, with the GPU code each
+# carries (workflow/scripts/gpu_envs_check.py): results/gpu-envs/gpu-envs.md. ENVIRONMENTS=mxnet checks one.
+ENVIRONMENTS ?=
+gpu-envs-check: $(VENV)/.workflow-installed
+	$(BIN)/python workflow/scripts/gpu_envs_check.py $(ENVIRONMENTS)
 
 # The GPU acceptance check in one call (workflow/scripts/gpu_check.py, .test/config-gpu-check): run by an
 # interpreter with CUDA builds of torch (and jax) and Snakemake, e.g. GPU_CHECK_PYTHON=python3 on a bare GPU

@@ -39,6 +39,9 @@ class FakeNVML:
     def nvmlDeviceGetName(self, handle):
         return b"Fake P100"
 
+    def nvmlDeviceGetCudaComputeCapability(self, handle):
+        return 6, 0
+
     def nvmlSystemGetDriverVersion(self):
         return "550.1"
 
@@ -115,3 +118,10 @@ def test_the_node_inventory_is_what_the_scheduler_left_visible_by_uuid(monkeypat
 def test_without_nvml_the_node_has_no_gpus_and_says_why(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert gpu.inventory(FakeNVML(fail_init=True)) == ([], "NVML: Driver Not Loaded")
+
+
+def test_the_gpus_a_process_may_use_with_their_compute_capability(monkeypatch):
+    """For the frameworks that do not say which GPUs they see (MXNet, CNTK): NVML's, as the scheduler left them."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-fake-1")
+    assert gpu.visible_gpus(FakeNVML()) == [("Fake P100", 60)]
+    assert gpu.visible_gpus(FakeNVML(fail_init=True)) == []

@@ -5,6 +5,7 @@ import pytest
 from dlbench import backends, runner
 from dlbench.backends import GpuCode, Unavailable, check_gpu_code
 
+from .test_gpu_envs import compile_gpu_library, needs_nvcc
 from .test_monitor import spec
 
 TORCH_2_13 = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
@@ -61,3 +62,22 @@ def test_a_gpu_run_on_a_gpu_torch_has_no_kernels_for_ends_before_the_trainer_is_
                                           r"\(Tesla K20m\) is sm_35"):
         runner.run(spec(device="gpu1"))
     assert not built
+
+
+@needs_nvcc
+def test_cntks_gpu_code_is_read_from_its_math_librarys_fatbinary(tmp_path, monkeypatch):
+    """CNTK does not report its build's architectures: they come from its library (here one nvcc compiled for
+    sm_75 and PTX compute_75, in a worker environment's layout), the GPUs from NVML (faked)."""
+    from dlbench import envs, gpu
+    from dlbench.backends import cntk
+
+    libs = tmp_path / "cntk-env" / "lib" / "python3.6" / "site-packages" / "cntk" / "libs"
+    compile_gpu_library(libs / "libCntk.Math-2.7.so", "arch=compute_75,code=[sm_75,compute_75]")
+    (libs / "libcudart.so.10.0").touch()
+    monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, str(tmp_path / "cntk-env" / "bin" / "python"))
+    monkeypatch.setattr(gpu, "visible_gpus", lambda: [H100])
+    assert check_gpu_code(cntk.gpu_code()).startswith(f"{H100[0]} (sm_90): the build's PTX compute_75, JIT-compiled")
+    monkeypatch.setattr(gpu, "visible_gpus", lambda: [K20M])
+    with pytest.raises(Unavailable, match=r"^CNTK 2.7 \(CUDA 10.0\) has kernels for sm_75 and PTX compute_75; this GPU "
+                                          r"\(Tesla K20m\) is sm_35"):
+        check_gpu_code(cntk.gpu_code())

@@ -21,6 +21,7 @@ CUDA_11 = ("cuda_runtime/lib/libcudart.so.11.0", "cuda_nvrtc/lib/libnvrtc.so.11.
            "cublas/lib/libcublasLt.so.11", "cublas/lib/libcublas.so.11", "cufft/lib/libcufft.so.10",
            "curand/lib/libcurand.so.10", "cusparse/lib/libcusparse.so.11", "cusolver/lib/libcusolver.so.11",
            "cudnn/lib/libcudnn.so.8", "nccl/lib/libnccl.so.2")
+PRELOADED = {"mxnet": CUDA_11}  # what each environment's backend loads before its framework
 
 
 def wheels_directory(prefix: str = sys.prefix) -> Path:
@@ -36,3 +37,10 @@ def preload(libraries: tuple[str, ...], directory: Path | None = None) -> list[P
     for path in found:
         ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
     return found
+
+
+def preloaded(environment: str, directory: Path | None = None) -> list[Path]:
+    """Where the libraries ``environment``'s backend loads before its framework would be (``make gpu-envs-check``
+    preloads them so, for the dynamic loader's view)."""
+    directory = directory or wheels_directory()
+    return [directory / library for library in PRELOADED.get(environment, ())]

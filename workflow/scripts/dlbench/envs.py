@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import venv
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import distributions
 from pathlib import Path
 
@@ -54,8 +54,10 @@ def find_worker_python(environment: str) -> str:
     raise LookupError(f"{why}, and this machine has none (no working python{version} on PATH or in pyenv)")
 
 
-def build_venv(requirements: Path, venv_dir: Path, log, base_python: str | None = None) -> dict:
-    """The virtualenv, made with ``base_python`` where given, else with the workflow's own Python."""
+def build_venv(requirements: Path, venv_dir: Path, log, base_python: str | None = None,
+               after_install: Callable[[Path], None] | None = None) -> dict:
+    """The virtualenv, made with ``base_python`` where given, else with the workflow's own Python;
+    ``after_install(venv_dir)`` called once pip has installed it."""
     python = venv_dir / "bin" / "python"
     try:
         if not python.exists():
@@ -70,6 +72,8 @@ def build_venv(requirements: Path, venv_dir: Path, log, base_python: str | None 
         log.write(" ".join(command) + "\n")
         log.flush()
         subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True)
+        if after_install:
+            after_install(venv_dir)
         frozen = subprocess.run([str(python), "-m", "pip", "freeze"], capture_output=True, text=True,
                                 check=True).stdout.split()
     except (OSError, subprocess.CalledProcessError) as error:
@@ -134,15 +138,17 @@ def framework_build(status: dict, environment: str) -> dict:
     return {"framework_build": json.loads(found.stdout.splitlines()[-1])["framework_build"]}
 
 
-def build_environment(requirements: Path, venv_dir: Path, jobs: int, log, gpus: list[str] | None = None) -> dict:
+def build_environment(requirements: Path, venv_dir: Path, jobs: int, log, gpus: list[str] | None = None,
+                      after_install: Callable[[Path], None] | None = None) -> dict:
     """The virtualenv from ``requirements`` (its CUDA variant on a node with ``gpus``, by default those
-    nvidia-smi lists), the framework built into it where it has no package, and the build it is."""
+    nvidia-smi lists), the framework built into it where it has no package, and the build it is;
+    ``after_install(venv_dir)`` called between pip's install and anything that imports the framework."""
     requirements, choice = choose_requirements(requirements, node_gpus() if gpus is None else gpus)
     log.write(f"{choice}: {requirements.name}\n")
     if venv_dir.name in WORKER_PYTHONS:
-        status = build_worker_venv(requirements, venv_dir, log)
+        status = build_worker_venv(requirements, venv_dir, log, after_install)
     else:
-        status = build_venv(requirements, venv_dir, log)
+        status = build_venv(requirements, venv_dir, log, after_install=after_install)
     source_build = SOURCE_BUILDS.get(venv_dir.name)
     if status["status"] == "ok" and source_build:
         try:
@@ -155,14 +161,15 @@ def build_environment(requirements: Path, venv_dir: Path, jobs: int, log, gpus: 
     return {**status, "requirements": requirements.name, "choice": choice}
 
 
-def build_worker_venv(requirements: Path, venv_dir: Path, log) -> dict:
+def build_worker_venv(requirements: Path, venv_dir: Path, log,
+                      after_install: Callable[[Path], None] | None = None) -> dict:
     """A virtualenv on the framework's own old CPython, whose runs start their runner on this one."""
     try:
         base_python = find_worker_python(venv_dir.name)
     except LookupError as error:
         log.write(f"{error}\n")
         return {"status": "unavailable", "python": None, "reason": str(error)}
-    status = build_venv(requirements, venv_dir, log, base_python)
+    status = build_venv(requirements, venv_dir, log, base_python, after_install)
     if status["status"] != "ok":
         return status
     try:

@@ -58,6 +58,25 @@ def inventory(nvml=None) -> tuple[list[str], str | None]:
         nvml.nvmlShutdown()
 
 
+def visible_gpus(nvml=None) -> list[tuple[str, int]]:
+    """The model and compute capability (times ten) of each GPU this process may use (:func:`inventory`), for
+    frameworks that do not say which GPUs they see (MXNet, CNTK); none where NVML cannot tell."""
+    uuids, _ = inventory(nvml)
+    if not uuids:
+        return []
+    nvml = nvml or _load_nvml()
+    nvml.nvmlInit()
+    try:
+        found = []
+        for uuid in uuids:
+            handle = _handle(nvml, uuid)
+            major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+            found.append((_text(nvml.nvmlDeviceGetName(handle)), 10 * major + minor))
+        return found
+    finally:
+        nvml.nvmlShutdown()
+
+
 class GpuProbe:
     """NVML handles for the GPUs a job holds (UUIDs); ``error`` says why there are none."""
 

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import envs, launch, lifeline, networks
+from .. import elf, envs, gpu, launch, lifeline, networks
 from ..formats import cntk_map
 from ..spec import RunSpec
-from . import Unavailable, inputs
+from . import GpuCode, Unavailable, inputs
 
 # Outside the package: a script's directory comes first on sys.path, where backends/cntk.py would
 # shadow the cntk package.
@@ -129,8 +129,18 @@ def worker_python() -> str:
         raise Unavailable(str(error)) from error
 
 
-def gpu_code() -> str:
-    return "CNTK does not report the GPU architectures it was compiled for"
+def gpu_code() -> GpuCode | str:
+    """The GPU code in the fatbinary of CNTK's math library, in the worker's environment (CNTK does not report
+    what it was compiled for; its core library carries the same), and the run's GPUs as NVML lists them."""
+    environment = Path(worker_python()).parent.parent
+    libraries = environment.glob("lib/python3*/site-packages/cntk/libs/*")
+    found = {path.name: path for path in libraries if path.name.startswith(("libCntk.Math-", "libcudart.so."))}
+    math_library = next((path for name, path in found.items() if name.startswith("libCntk.Math-")
+                         and name.endswith(".so")), None)
+    if math_library is None:
+        return f"no CNTK math library (libCntk.Math-*.so) in {environment}"
+    cuda = next((name.removeprefix("libcudart.so.") for name in found if name.startswith("libcudart.so.")), None)
+    return GpuCode.from_arch_names("CNTK 2.7", cuda, elf.fatbin_architectures(math_library), gpu.visible_gpus())
 
 
 def describe() -> dict:

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import cuda_wheels, networks
 
-cuda_wheels.preload(cuda_wheels.CUDA_11)  # before MXNet loads: its CUDA build links CUDA 11's libraries by name
+cuda_wheels.preload(cuda_wheels.PRELOADED["mxnet"])  # before MXNet loads: its CUDA build links CUDA 11's libraries by name
 
 import mxnet as mx
 from mxnet import autograd, gluon
@@ -29,7 +29,7 @@ from mxnet.gluon.contrib.nn import HybridConcurrent
 
 from ..formats import recordio_im2rec
 from ..spec import RunSpec
-from . import InputClock, Unavailable, cuda_of_distribution, inputs, require_gpus, require_one_batch
+from . import GpuCode, InputClock, Unavailable, cuda_of_distribution, inputs, require_gpus, require_one_batch
 
 
 def framework_version() -> str:
@@ -43,8 +43,14 @@ def cuda_build() -> str | None:
     return cuda_of_distribution("mxnet-cu") or "(version not in the package name)"
 
 
-def gpu_code() -> str:
-    return f"MXNet {mx.__version__} does not report the GPU architectures it was compiled for"
+def gpu_code() -> GpuCode:
+    """The GPU code in ``libmxnet.so``'s fatbinary (MXNet does not report what it was compiled for) and the
+    run's GPUs as NVML lists them (envs/mxnet.cuda.requirements.txt has pyelftools and nvidia-ml-py)."""
+    from .. import elf, gpu
+
+    library = Path(mx.libinfo.find_lib_path()[0])
+    return GpuCode.from_arch_names(f"MXNet {mx.__version__}", cuda_build(), elf.fatbin_architectures(library),
+                                   gpu.visible_gpus())
 
 
 PACKAGES = ("mxnet", "numpy", "opencv-python-headless")  # their versions go into the run's record

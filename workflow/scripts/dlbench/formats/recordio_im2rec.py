@@ -15,7 +15,7 @@ import numpy as np
 from .. import cuda_wheels
 from . import codec
 
-cuda_wheels.preload(cuda_wheels.CUDA_11)  # before MXNet loads: its CUDA build links CUDA 11's libraries by name
+cuda_wheels.preload(cuda_wheels.PRELOADED["mxnet"])  # before MXNet loads: its CUDA build links CUDA 11's libraries by name
 
 import mxnet as mx
 

@@ -1,0 +1,47 @@
+"""Command line (make gpu-envs-check; too large for CI: several GB per environment): every environment's CUDA
+variant installed here, GPU or not, and checked by the dynamic loader to bring every shared library its framework
+loads but the driver's (dlbench.gpu_envs); writes <output>/gpu-envs.md and .json, a log per environment; exit 1
+where one fails. pip's configuration files are not read (a fresh node's pip); PIP_FIND_LINKS, where set, still is
+(say, a directory of wheels downloaded before: a CPU build found there fails the check).
+
+    python workflow/scripts/gpu_envs_check.py [ENVIRONMENT ...] [--output results/gpu-envs] [--work .gpu-envs]
+"""
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from dlbench import gpu_envs
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("environments", nargs="*", help=f"default: {' '.join(gpu_envs.cuda_environments())}")
+parser.add_argument("--output", type=Path, default=Path("results/gpu-envs"))
+parser.add_argument("--work", type=Path, default=Path(".gpu-envs"), help="where the environments are built")
+parser.add_argument("--keep", action="store_true", help="keep each environment after its check (GBs each)")
+args = parser.parse_args()
+unknown = sorted(set(args.environments) - set(gpu_envs.cuda_environments()))
+if unknown:
+    parser.error(f"no CUDA variant for {', '.join(unknown)}; environments: {', '.join(gpu_envs.cuda_environments())}")
+(args.output / "logs").mkdir(parents=True, exist_ok=True)
+os.environ["PIP_CONFIG_FILE"] = os.devnull  # what a fresh node's pip sees: no machine's constraints or indexes
+checks = []
+for environment in args.environments or gpu_envs.cuda_environments():
+    started, venv_dir = time.monotonic(), args.work / environment
+    print(f"{environment}: installing its CUDA variant in {venv_dir} (log: {args.output}/logs/{environment}.log)",
+          flush=True)
+    gpu_envs.clean(venv_dir)
+    with open(args.output / "logs" / f"{environment}.log", "w") as log:
+        check = gpu_envs.check_environment(environment, venv_dir, os.cpu_count() or 1, log)
+    if not args.keep:
+        gpu_envs.clean(venv_dir)
+    checks.append(check)
+    print(f"{environment}: {check.verdict()} ({check.objects} shared objects, {check.size_gb:.1f} GB, "
+          f"{time.monotonic() - started:.0f} s)", flush=True)
+table = gpu_envs.markdown(checks)
+(args.output / "gpu-envs.md").write_text(table)
+(args.output / "gpu-envs.json").write_text(json.dumps(
+    [{**vars(check), "verdict": check.verdict(), "runs_on": check.runs_on()} for check in checks], indent=1, default=list))
+print(table)
+sys.exit(0 if all(check.passed for check in checks) else 1)
