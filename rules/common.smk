@@ -17,8 +17,8 @@ from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
 from dlbench import ceiling, datasets, formats, ilsvrc12, summary  # noqa: E402
 from dlbench.compute import processor  # noqa: E402
 from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
-from dlbench.envs import (SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements, cuda_variant,  # noqa: E402
-                          current_environment, node_gpus)
+from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
+                          cuda_variant, current_environment, node_gpus)
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
 from dlbench.spec import COMPILED, PRECISIONS, TASKS, RunSpec, gpu_count, parse_dataset_label  # noqa: E402
 
@@ -115,7 +115,8 @@ def requirements(wildcards):
     """The environment's requirements, and their CUDA variant where it has one (the build job picks:
     dlbench.envs.choose_requirements). Beside the Snakefile, so that --directory elsewhere finds them."""
     cpu = Path(workflow.basedir) / "envs" / f"{wildcards.environment}.requirements.txt"
-    return [cpu, *filter(Path.exists, [cuda_variant(cpu)])]
+    older = [cpu.with_name(name) for _, _, name in OLDER_GPU_BUILDS.get(wildcards.environment, ())]
+    return [cpu, *filter(Path.exists, [cuda_variant(cpu)]), *older]
 
 
 # With --use-conda, Snakemake creates the environments before any job, here: their CUDA variants

@@ -74,6 +74,50 @@ def test_pytorchs_cuda_requirements_pin_the_cpu_files_packages_but_onnx_runtimes
     assert "onnxruntime-gpu[cuda,cudnn]==" in (ENVS / "pytorch.cuda.requirements.txt").read_text()
 
 
+def test_the_older_gpu_build_pins_the_cuda_files_packages_but_torch_and_onnx_runtime():
+    def pins(name):
+        lines = (ENVS / name).read_text().splitlines()
+        return {line.split("#")[0].strip() for line in lines if line and not line.startswith("#")}
+    for _, _, name in envs.OLDER_GPU_BUILDS["pytorch"]:
+        differ = pins(name) ^ pins("pytorch.cuda.requirements.txt")
+        assert {pin.split("==")[0] for pin in differ} == {"torch", "onnxruntime-gpu[cuda,cudnn]"}, name
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch):
+    """An nvidia-smi on PATH for a node with GPUs of the given compute capabilities (``6.0``)."""
+    def install(*capabilities: str) -> None:
+        listing = "".join(f"GPU {i}: Tesla P100-PCIE-16GB (UUID: GPU-{i})\n" for i in range(len(capabilities)))
+        (tmp_path / "listing").write_text(listing)
+        (tmp_path / "capabilities").write_text("".join(f"{c}\n" for c in capabilities))
+        script = tmp_path / "nvidia-smi"
+        script.write_text(f'#!/bin/sh\ncase "$1" in -L) cat {tmp_path / "listing"};; '
+                          f'--query-gpu=compute_cap) cat {tmp_path / "capabilities"};; *) exit 2;; esac\n')
+        script.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    return install
+
+
+@pytest.mark.parametrize("capabilities,chosen", [
+    (("6.0",), "pytorch.cuda-sm50.requirements.txt"),  # the thesis's P100
+    (("9.0", "7.0"), "pytorch.cuda-sm50.requirements.txt"),  # its oldest GPU decides
+    (("9.0",), "pytorch.cuda.requirements.txt"),
+    (("3.5",), "pytorch.cuda.requirements.txt"),  # no PyPI build has kernels: the run says so before it starts
+])
+def test_a_node_whose_oldest_gpu_the_pinned_build_cannot_run_gets_the_newest_build_that_can(node, capabilities,
+                                                                                             chosen):
+    node(*capabilities)
+    assert envs.node_compute_capabilities() == [round(10 * float(c)) for c in capabilities]
+    found, why = envs.choose_requirements(ENVS / "pytorch.requirements.txt", envs.node_gpus(),
+                                          envs.node_compute_capabilities())
+    assert found == ENVS / chosen and found.exists()
+    if chosen != "pytorch.cuda.requirements.txt":
+        assert why.startswith(f"CUDA build for its oldest GPU, sm_{min(envs.node_compute_capabilities())}, which the "
+                              "pinned build has no kernels for (it starts at sm_75)")
+    conda, _ = envs.choose_requirements(ENVS / "pytorch.yaml", envs.node_gpus(), envs.node_compute_capabilities())
+    assert conda.name == "pytorch.cuda.yaml"  # made before any job: the CUDA file's build
+
+
 def test_the_framework_says_which_build_it_is():
     assert envs.framework_build({"python": sys.executable}, "pytorch") == {"framework_build": "cpu"}
     missing = envs.framework_build({"python": sys.executable}, "mxnet")  # not in the tests' environment

@@ -31,7 +31,7 @@ def test_the_gpu_code_nvcc_compiled_is_read_back_from_the_library(tmp_path):
     compile_gpu_library(library, "arch=compute_75,code=sm_75", "arch=compute_86,code=sm_86",
                         "arch=compute_90,code=compute_90")
     names = elf.fatbin_architectures(library)
-    assert names == ("sm_75", "sm_86", "compute_90")
+    assert names == ("sm_75", "sm_86", "compute_90") and elf.fatbin_size(library) > 0
     code = GpuCode.from_arch_names("libkernel", "13.0", names, [("H100", 90), ("A10", 86)])
     assert "PTX compute_90" in check_gpu_code(code) and "sm_86 kernels" in check_gpu_code(code)
 
@@ -89,13 +89,45 @@ def test_the_stand_in_driver_lets_a_library_linked_to_the_driver_load_and_find_n
     assert gpu_envs.stand_in_driver([path for path in objects if path != framework], tmp_path / "none") == []
 
 
-def test_the_table_says_which_reference_gpus_each_packages_code_runs_on(environment):
-    check = gpu_envs.EnvironmentCheck("torch-like", {"status": "ok", "framework_build": "cuda 13.0"},
-                                      gpu_code={"torch/lib/libtorch_cuda.so": ("sm_75", "sm_80", "sm_90", "compute_90"),
-                                                "nvidia/cudnn/lib/libcudnn.so": ("sm_50", "compute_52")})
-    runs_on = check.runs_on()
-    assert runs_on["torch"]["Tesla P100"] == "no code" and runs_on["torch"]["H100"] == "kernels"
-    assert runs_on["torch"]["B200"] == "PTX, JIT-compiled" and runs_on["nvidia/cudnn"]["H100"] == "PTX, JIT-compiled"
+def test_the_table_says_which_reference_gpus_each_frameworks_main_gpu_library_runs_on():
+    check = gpu_envs.EnvironmentCheck(
+        "torch-like", {"status": "ok", "framework_build": "cuda 13.0"},
+        gpu_code={"torch/lib/libtorch_cuda.so": ("sm_75", "sm_80", "sm_90", "compute_90"),
+                  "torch/lib/libflash.so": ("sm_80",),  # kernels only some GPUs dispatch to: not the build's floor
+                  "nvidia/cudnn/lib/libcudnn.so": ("sm_50", "compute_52")},
+        fatbin_bytes={"torch/lib/libtorch_cuda.so": 10**9, "torch/lib/libflash.so": 10**6,
+                      "nvidia/cudnn/lib/libcudnn.so": 10**8})
+    assert check.main_gpu_libraries() == {"torch": "torch/lib/libtorch_cuda.so"}
+    runs_on = check.runs_on()["torch"]
+    assert (runs_on["Tesla P100"], runs_on["Tesla T4"], runs_on["H100"]) == ("no code", "kernels", "kernels")
+    assert runs_on["B200"] == "PTX, JIT-compiled"
     table = gpu_envs.markdown([check])
-    assert "| torch-like | ok | cuda 13.0 |" in table
-    assert "| torch-like | torch: sm_75 sm_80 compute_90 sm_90 | **no** | **no** | **no** | **no** | yes |" in table
+    assert "| torch-like | ok | cuda 13.0 | - |" in table
+    assert ("| torch-like | torch/lib/libtorch_cuda.so: sm_75 sm_80 sm_90 compute_90 | **no** | **no** | **no** | "
+            "**no** | yes | yes | yes | yes | PTX (JIT) |") in table
+
+
+def test_every_cuda_requirements_file_is_checked_for_the_gpus_the_workflow_builds_it_for():
+    from .conftest import ROOT
+
+    builds = gpu_envs.cuda_builds(ROOT / "envs")
+    assert gpu_envs.CudaBuild("mxnet", "mxnet.cuda.requirements.txt") in builds
+    assert gpu_envs.CudaBuild("pytorch", "pytorch.cuda-sm50.requirements.txt", (50,)) in builds
+    assert {build.requirements for build in builds} == {path.name for path in (ROOT / "envs").glob("*.cuda*.requirements.txt")}
+
+
+def test_a_cuda_library_only_the_node_has_fails_the_check_and_one_the_environment_has_does_not(tmp_path):
+    """Both found by the loader outside the environment (the needing library's RUNPATH names the node's directory,
+    as /usr/local/cuda on ldconfig's path would): the environment's own is used once its framework loaded it."""
+    venv = tmp_path / "venv"
+    packages = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    node = tmp_path / "node"
+    for library, function in (("libcufft.so.99", "f_cufft"), ("libcudart.so.99", "f_cudart")):
+        _library(node / library, f"int {function}(void) {{ return 0; }}\n")
+    _library(packages / "nvidia" / "cuda_runtime" / "lib" / "libcudart.so.99", "int f_cudart(void) { return 0; }\n")
+    _library(packages / "framework" / "libframework.so",
+             "int f_cufft(void); int f_cudart(void); int g(void) { return f_cufft() + f_cudart(); }\n",
+             f"-L{node}", "-l:libcufft.so.99", "-l:libcudart.so.99", f"-Wl,--enable-new-dtags,-rpath,{node}")
+    check = gpu_envs.inspect_environment("framework", venv, {"status": "ok"})
+    assert check.cuda_from_node == {"libcufft.so.99": f"{node / 'libcufft.so.99'}, for framework/libframework.so"}
+    assert check.verdict().startswith("FAIL: libcufft.so.99 from the node")

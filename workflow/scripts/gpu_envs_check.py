@@ -9,6 +9,7 @@ where one fails. pip's configuration files are not read (a fresh node's pip); PI
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -27,17 +28,19 @@ if unknown:
 (args.output / "logs").mkdir(parents=True, exist_ok=True)
 os.environ["PIP_CONFIG_FILE"] = os.devnull  # what a fresh node's pip sees: no machine's constraints or indexes
 checks = []
-for environment in args.environments or gpu_envs.cuda_environments():
-    started, venv_dir = time.monotonic(), args.work / environment
-    print(f"{environment}: installing its CUDA variant in {venv_dir} (log: {args.output}/logs/{environment}.log)",
-          flush=True)
-    gpu_envs.clean(venv_dir)
-    with open(args.output / "logs" / f"{environment}.log", "w") as log:
-        check = gpu_envs.check_environment(environment, venv_dir, os.cpu_count() or 1, log)
+for build in gpu_envs.cuda_builds():
+    if args.environments and build.environment not in args.environments:
+        continue
+    started, venv_dir = time.monotonic(), args.work / build.label / build.environment  # named as the workflow's
+    print(f"{build.label}: installing envs/{build.requirements} in {venv_dir} (log: {args.output}/logs/"
+          f"{build.label}.log)", flush=True)
+    shutil.rmtree(venv_dir.parent, ignore_errors=True)
+    with open(args.output / "logs" / f"{build.label}.log", "w") as log:
+        check = gpu_envs.check_environment(build, venv_dir, os.cpu_count() or 1, log)
     if not args.keep:
-        gpu_envs.clean(venv_dir)
+        shutil.rmtree(venv_dir.parent, ignore_errors=True)
     checks.append(check)
-    print(f"{environment}: {check.verdict()} ({check.objects} shared objects, {check.size_gb:.1f} GB, "
+    print(f"{build.label}: {check.verdict()} ({check.objects} shared objects, {check.size_gb:.1f} GB, "
           f"{time.monotonic() - started:.0f} s)", flush=True)
 table = gpu_envs.markdown(checks)
 (args.output / "gpu-envs.md").write_text(table)

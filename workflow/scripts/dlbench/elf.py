@@ -29,6 +29,13 @@ def is_elf(path: Path) -> bool:
         return file.read(4) == b"\x7fELF"
 
 
+def fatbin_size(path: Path) -> int:
+    """The size of ``path``'s fatbinary in bytes; 0 without one."""
+    with open(path, "rb") as file:
+        section = ELFFile(file).get_section_by_name(".nv_fatbin")
+        return section["sh_size"] if section is not None else 0
+
+
 def fatbin_architectures(path: Path) -> tuple[str, ...]:
     """The GPU code in ``path``'s fatbinary, as nvcc's target names (``sm_80`` kernels, ``compute_90`` PTX),
     sorted by architecture; none for a library without GPU code."""

@@ -103,6 +103,39 @@ def node_gpus() -> list[str]:
     return [line for line in listed.stdout.splitlines() if line.startswith("GPU ")] if listed.returncode == 0 else []
 
 
+def node_compute_capabilities() -> list[int]:
+    """Each GPU's compute capability times ten (``nvidia-smi --query-gpu=compute_cap``; sm_60: 60); none where
+    nvidia-smi is missing, fails or is too old to say (before driver 510)."""
+    try:
+        listed = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    try:
+        return [round(10 * float(line)) for line in listed.stdout.split()] if listed.returncode == 0 else []
+    except ValueError:
+        return []
+
+
+# For a node whose oldest GPU an environment's pinned CUDA build has no kernels for: the file with the newest PyPI
+# build that has, and the compute capabilities (times ten) it serves, from the first up to the second (what each
+# wheel's libraries carry: the README's "What each CUDA environment brings and runs on"). Pip's only: a conda
+# environment is made before any job, from envs/<environment>.cuda.yaml.
+OLDER_GPU_BUILDS = {"pytorch": ((50, 75, "pytorch.cuda-sm50.requirements.txt"),)}
+
+
+def older_gpu_build(requirements: Path, capabilities: list[int]) -> tuple[Path, str] | None:
+    """The file of :data:`OLDER_GPU_BUILDS` for a node whose oldest GPU is of ``capabilities``, and why."""
+    if not capabilities or not requirements.name.endswith(".requirements.txt"):
+        return None
+    oldest = min(capabilities)
+    for low, high, name in OLDER_GPU_BUILDS.get(requirements.name.split(".")[0], ()):
+        if low <= oldest < high:
+            why = f"CUDA build for its oldest GPU, sm_{oldest}, which the pinned build has no kernels for (it starts at sm_{high})"
+            return requirements.with_name(name), why
+    return None
+
+
 def cuda_variant(requirements: Path) -> Path:
     """Where an environment's CUDA variant is: ``<env>.cuda.requirements.txt`` beside pip's
     ``<env>.requirements.txt``, ``<env>.cuda.yaml`` beside conda's ``<env>.yaml``."""
@@ -110,40 +143,57 @@ def cuda_variant(requirements: Path) -> Path:
     return requirements.with_name(f"{requirements.name.removesuffix(suffix)}.cuda{suffix}")
 
 
-def choose_requirements(requirements: Path, gpus: list[str]) -> tuple[Path, str]:
-    """The environment's CUDA variant on a node with GPUs (where it has one), else ``requirements``
-    (pip requirements or a conda env file); and why, in words."""
+def choose_requirements(requirements: Path, gpus: list[str], capabilities: list[int] = ()) -> tuple[Path, str]:
+    """The environment's CUDA variant on a node with GPUs (where it has one; for GPUs older than its pinned
+    build's, :data:`OLDER_GPU_BUILDS`'), else ``requirements`` (pip requirements or a conda env file); and why,
+    in words."""
     cuda = cuda_variant(requirements)
     if not gpus:
         return requirements, "CPU build: nvidia-smi lists no GPU on this node"
+    if older := older_gpu_build(requirements, capabilities):
+        return older[0], f"{older[1]}: nvidia-smi lists {len(gpus)} GPU(s)"
     if cuda.exists():
         return cuda, f"CUDA build: nvidia-smi lists {len(gpus)} GPU(s)"
     environment = requirements.name.split(".")[0]  # envs/<environment>.requirements.txt or .yaml
     return requirements, f"CPU build: {NO_CUDA_VARIANT[environment]}"
 
 
-def framework_build(status: dict, environment: str) -> dict:
-    """Asks the environment's framework what it was built for: ``framework_build`` for the status file,
-    or why the framework cannot be imported there."""
-    framework = next(name for name, entry in REGISTRY.items() if entry.environment == environment)
+def framework_of(environment: str) -> str:
+    """The framework an environment is built for (the first registered: the pytorch environment's is PyTorch)."""
+    return next(name for name, entry in REGISTRY.items() if entry.environment == environment)
+
+
+def ask_framework(status: dict, environment: str, code: str):
+    """Runs ``code`` in the environment's interpreter, with this package and the environment's framework's name as
+    ``sys.argv[1]``: the JSON of the last line it prints; RuntimeError with the last line of its error."""
     variables = {**os.environ, "PYTHONPATH": str(PACKAGE_ROOT), WORKER_PYTHON_VARIABLE: status.get("worker_python") or ""}
     try:
-        found = subprocess.run([status["python"], "-c", PROBE, framework], capture_output=True, text=True,
+        found = subprocess.run([status["python"], "-c", code, framework_of(environment)], capture_output=True, text=True,
                                env=variables, timeout=600, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         found = subprocess.CompletedProcess([], 1, "", str(error))
     if found.returncode:
-        last = (found.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"status": "unavailable", "reason": f"{framework} cannot be imported in {environment}: {last}"}
-    return {"framework_build": json.loads(found.stdout.splitlines()[-1])["framework_build"]}
+        raise RuntimeError((found.stderr.strip().splitlines() or ["no output"])[-1])
+    return json.loads(found.stdout.splitlines()[-1])
+
+
+def framework_build(status: dict, environment: str) -> dict:
+    """Asks the environment's framework what it was built for: ``framework_build`` for the status file,
+    or why the framework cannot be imported there."""
+    try:
+        return {"framework_build": ask_framework(status, environment, PROBE)["framework_build"]}
+    except RuntimeError as error:
+        return {"status": "unavailable", "reason": f"{framework_of(environment)} cannot be imported in {environment}: "
+                                                   f"{error}"}
 
 
 def build_environment(requirements: Path, venv_dir: Path, jobs: int, log, gpus: list[str] | None = None,
-                      after_install: Callable[[Path], None] | None = None) -> dict:
-    """The virtualenv from ``requirements`` (its CUDA variant on a node with ``gpus``, by default those
-    nvidia-smi lists), the framework built into it where it has no package, and the build it is;
+                      after_install: Callable[[Path], None] | None = None, capabilities: list[int] | None = None) -> dict:
+    """The virtualenv from ``requirements`` (its CUDA variant on a node with ``gpus`` of ``capabilities``, by
+    default what nvidia-smi lists), the framework built into it where it has no package, and the build it is;
     ``after_install(venv_dir)`` called between pip's install and anything that imports the framework."""
-    requirements, choice = choose_requirements(requirements, node_gpus() if gpus is None else gpus)
+    requirements, choice = choose_requirements(requirements, node_gpus() if gpus is None else gpus,
+                                               node_compute_capabilities() if capabilities is None else capabilities)
     log.write(f"{choice}: {requirements.name}\n")
     if venv_dir.name in WORKER_PYTHONS:
         status = build_worker_venv(requirements, venv_dir, log, after_install)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -29,6 +28,9 @@ DRIVER = {"libcuda.so.1": (r"cu[A-Z]", 100),  # CUDA_ERROR_NO_DEVICE
           "libnvidia-ml.so.1": (r"nvml[A-Z]", 9)}  # NVML_ERROR_DRIVER_NOT_LOADED
 INTERPRETER = re.compile(r"^libpython\d")  # an extension module's: the interpreter that imports it has it loaded
 CUDA_LIBRARY = re.compile(r"^lib(cu|nv|nccl)")  # CUDA's own, cuDNN, NCCL, nvrtc, nvJitLink: the environment's to bring
+# What the backend checks a GPU run against (backends.check_gpu_code), asked in the environment without a GPU.
+GPU_CODE_PROBE = ("import dataclasses, json, sys; from dlbench import backends; code = backends.load(sys.argv[1]).gpu_code(); "
+                  "print(json.dumps(code if isinstance(code, str) else dataclasses.asdict(code)))")
 # Plug-ins the workflow never loads, and why (their needs are not checked; the table lists them).
 NEVER_LOADED = {
     "onnxruntime/capi/libonnxruntime_providers_tensorrt.so":
@@ -49,6 +51,27 @@ REFERENCE_GPUS = (("Tesla K20m", 35), ("Tesla K80", 37), ("Tesla P100", 60), ("T
 def cuda_environments(envs_dir: Path = Path("envs")) -> list[str]:
     """Every environment with a CUDA variant of its pip requirements."""
     return sorted(path.name.split(".")[0] for path in envs_dir.glob("*.cuda.requirements.txt"))
+
+
+@dataclass(frozen=True)
+class CudaBuild:
+    """One CUDA requirements file of an environment, and the GPUs (compute capabilities) a node has that the
+    workflow builds it for: none for the CUDA file, the oldest it serves for an older GPUs' one."""
+
+    environment: str
+    requirements: str  # its name in envs/
+    capabilities: tuple[int, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return self.requirements.removesuffix(".requirements.txt")
+
+
+def cuda_builds(envs_dir: Path = Path("envs")) -> list[CudaBuild]:
+    """Every CUDA requirements file: each environment's CUDA variant and its older GPUs' (envs.OLDER_GPU_BUILDS)."""
+    return [build for environment in cuda_environments(envs_dir) for build in (
+        CudaBuild(environment, f"{environment}.cuda.requirements.txt"),
+        *(CudaBuild(environment, name, (low,)) for low, _, name in envs.OLDER_GPU_BUILDS.get(environment, ())))]
 
 
 def site_packages(venv_dir: Path) -> Path:
@@ -113,7 +136,20 @@ class EnvironmentCheck:
     cuda_from_node: dict[str, str] = field(default_factory=dict)  # CUDA library -> where outside the environment
     from_node: list[str] = field(default_factory=list)  # other libraries only the node has
     gpu_code: dict[str, tuple[str, ...]] = field(default_factory=dict)  # library -> its fatbinary's architectures
+    fatbin_bytes: dict[str, int] = field(default_factory=dict)  # library -> the size of its fatbinary
     not_loaded: dict[str, str] = field(default_factory=dict)  # library -> why the workflow never loads it
+    backend_reports: dict | str | None = None  # the backend's GpuCode (as a dict) where no GPU is, or why none
+
+    def backend_said(self) -> str:
+        """What the backend checks a GPU run against, in words."""
+        code = self.backend_reports
+        if code is None or isinstance(code, str):
+            return code or "-"
+        if code["compiled_at_run_time"]:
+            return "kernels compiled at run time (XLA)"
+        if not code["sass"] and not code["ptx"]:
+            return "nothing without a GPU"
+        return " ".join([f"sm_{sass}" for sass in code["sass"]] + [f"compute_{ptx}" for ptx in code["ptx"]])
     size_gb: float = 0.0
 
     def missing_cuda(self) -> dict[str, list[str]]:
@@ -125,31 +161,30 @@ class EnvironmentCheck:
     def passed(self) -> bool:
         return self.status["status"] == "ok" and not self.missing_cuda() and not self.cuda_from_node
 
-    def packages_gpu_code(self) -> dict[str, set[str]]:
-        """Each package's libraries' GPU code (site-packages' top directory, ``nvidia/<library>`` for NVIDIA's)."""
-        packages = defaultdict(list)
-        for library, names in self.gpu_code.items():
-            parts = Path(library).parts
-            packages["/".join(parts[:2]) if parts[0] == "nvidia" else parts[0]].append(names)
-        return packages
+    def main_gpu_libraries(self) -> dict[str, str]:
+        """Each framework package's main GPU library, the one with the largest fatbinary (torch's libtorch_cuda.so:
+        what ``torch.cuda.get_arch_list()`` reports); a package's smaller ones (kernels for one architecture) and
+        NVIDIA's libraries are in the JSON only."""
+        main = {}
+        for library, size in self.fatbin_bytes.items():
+            package = Path(library).parts[0]
+            if package != "nvidia" and size > self.fatbin_bytes.get(main.get(package), -1):
+                main[package] = library
+        return main
 
     def runs_on(self) -> dict[str, dict[str, str]]:
-        """For each package with GPU code and each reference GPU, how it would run there: the worst over the
-        package's libraries (one library without code for the GPU is enough to fail there)."""
+        """How each framework package's main GPU library would run on each reference GPU."""
         found = {}
-        for package, libraries in self.packages_gpu_code().items():
+        for package, library in self.main_gpu_libraries().items():
             found[package] = {}
             for model, capability in REFERENCE_GPUS:
-                said = []
-                for names in libraries:
-                    try:
-                        said.append(check_gpu_code(GpuCode.from_arch_names(package, None, names, [(model, capability)])))
-                    except Unavailable:
-                        said.append("no code")
-                found[package][model] = ("no code" if "no code" in said else
-                                         "PTX, JIT-compiled" if any("PTX" in s for s in said) else "kernels")
+                try:
+                    said = check_gpu_code(GpuCode.from_arch_names(library, None, self.gpu_code[library],
+                                                                  [(model, capability)]))
+                    found[package][model] = "PTX, JIT-compiled" if "PTX" in said else "kernels"
+                except Unavailable:
+                    found[package][model] = "no code"
         return found
-
 
     def node_provides(self) -> list[str]:
         """What a node must have for the environment, beyond the driver and a manylinux2014 system: what the
@@ -177,31 +212,31 @@ MARKS = {"kernels": "yes", "PTX, JIT-compiled": "PTX (JIT)", "no code": "**no**"
 
 def markdown(checks: list[EnvironmentCheck]) -> str:
     """The environments' table (what each brings and needs) and the GPU code table (which GPUs each runs on)."""
-    lines = ["| environment | verdict | framework build | size | shared objects | the node must provide |",
-             "|---|---|---|---|---|---|"]
+    header = ("environment", "verdict", "framework build", "the backend checks a GPU against", "size", "shared objects",
+              "the node must provide")
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     for check in checks:
         needs = ", ".join(["the driver (libcuda.so.1)", *check.node_provides()])
         lines.append(f"| {check.environment} | {check.verdict()} | {check.status.get('framework_build', '-')} | "
-                     f"{check.size_gb:.1f} GB | {check.objects} | {needs} |")
+                     f"{check.backend_said()} | {check.size_gb:.1f} GB | {check.objects} | {needs} |")
     lines += [""] if any(check.not_loaded for check in checks) else []
     lines += [f"- {check.environment}: {library} not checked: {why}"
               for check in checks for library, why in check.not_loaded.items()]
     models = [model for model, _ in REFERENCE_GPUS]
-    lines += ["", "| environment | package: GPU code | " + " | ".join(
+    lines += ["", "| environment | library: GPU code | " + " | ".join(
         f"{model} (sm_{capability})" for model, capability in REFERENCE_GPUS) + " |",
               "|---|---|" + "---|" * len(models)]
     for check in checks:
-        runs_on, code = check.runs_on(), check.packages_gpu_code()
+        runs_on, main = check.runs_on(), check.main_gpu_libraries()
         for package in sorted(runs_on):
-            names = sorted({name for libraries in code[package] for name in libraries},
-                           key=lambda name: (int(name.split("_")[1]), name))
-            lines.append(f"| {check.environment} | {package}: {' '.join(names)} | "
+            lines.append(f"| {check.environment} | {main[package]}: {' '.join(check.gpu_code[main[package]])} | "
                          + " | ".join(MARKS[runs_on[package][model]] for model in models) + " |")
     return "\n".join(lines) + "\n"
 
 
-def check_environment(environment: str, venv_dir: Path, jobs: int, log, envs_dir: Path = Path("envs")) -> EnvironmentCheck:
-    """Builds ``environment``'s CUDA variant in ``venv_dir`` and checks what it loads."""
+def check_environment(build: CudaBuild, venv_dir: Path, jobs: int, log, envs_dir: Path = Path("envs")) -> EnvironmentCheck:
+    """Builds ``build`` in ``venv_dir`` (named as the workflow names it: ``<directory>/<environment>``) as the workflow
+    does on a node with its GPUs, and checks what it loads; the stand-in driver goes beside it."""
     stand_in = venv_dir.parent / f"{venv_dir.name}.driver"
 
     def with_stand_in_driver(built: Path) -> None:
@@ -209,18 +244,29 @@ def check_environment(environment: str, venv_dir: Path, jobs: int, log, envs_dir
             log.write(f"stand-in driver: {', '.join(map(str, made))}\n")
             os.environ["LD_LIBRARY_PATH"] = str(stand_in)  # for the framework's import below, and nothing else
 
-    requirements = envs_dir / f"{environment}.requirements.txt"
+    requirements = envs_dir / f"{build.environment}.requirements.txt"
+    reported = None
     try:
         status = envs.build_environment(requirements, venv_dir, jobs, log, gpus=["GPU 0: (gpu-envs-check)"],
-                                        after_install=with_stand_in_driver)
+                                        after_install=with_stand_in_driver, capabilities=list(build.capabilities))
+        if status["status"] == "ok":
+            try:
+                reported = envs.ask_framework(status, build.environment, GPU_CODE_PROBE)
+            except RuntimeError as error:
+                reported = f"the backend cannot say: {error}"
     finally:
         os.environ.pop("LD_LIBRARY_PATH", None)
-    return inspect_environment(environment, venv_dir, status)
+    if status["requirements"] != build.requirements:
+        status.update(status="failed", reason=f"the workflow chose {status['requirements']} for these GPUs, "
+                                              f"not {build.requirements}")
+    check = inspect_environment(build.environment, venv_dir, status, build.label)
+    check.backend_reports = reported
+    return check
 
 
-def inspect_environment(environment: str, venv_dir: Path, status: dict) -> EnvironmentCheck:
+def inspect_environment(environment: str, venv_dir: Path, status: dict, label: str | None = None) -> EnvironmentCheck:
     """What the dynamic loader finds for every shared object of a built environment, and their GPU code."""
-    check = EnvironmentCheck(environment, status)
+    check = EnvironmentCheck(label or environment, status)
     if not any(venv_dir.glob("lib/python3*/site-packages")):
         return check
     root = site_packages(venv_dir)
@@ -229,7 +275,8 @@ def inspect_environment(environment: str, venv_dir: Path, status: dict) -> Envir
     # A bundled library (auditwheel's numpy.libs/, torch/lib/) finds the others it needs by name once its loader
     # has loaded them, as does one a backend loads first from its environment (CNTK's image-reader/): the loader
     # looks no further than what is loaded for a name it has.
-    in_environment = {path.name for path in venv_dir.rglob("*.so*") if path.is_file()}
+    in_environment = {path.name for path in venv_dir.rglob("*.so*")
+                      if path.is_file() and path.resolve().is_relative_to(venv_dir.resolve())}
     from_node, loaded = set(), {path.resolve() for path in preload}  # ldd lists what a preload satisfies as such
 
     def nvidias(path: Path) -> bool:
@@ -244,26 +291,25 @@ def inspect_environment(environment: str, venv_dir: Path, status: dict) -> Envir
             continue
         counts_all = not nvidias(path) or path.resolve() in loaded
         for needed, found in resolve_libraries(path, preload).items():
-            if not (counts_all or CUDA_LIBRARY.match(needed)):
+            if not (counts_all or CUDA_LIBRARY.match(needed)) or needed in DRIVER or INTERPRETER.match(needed):
                 continue
-            if found is None and needed not in DRIVER and needed not in in_environment and not INTERPRETER.match(needed):
+            inside = found is not None and Path(found).resolve().is_relative_to(venv_dir.resolve())
+            if not inside and needed in in_environment:
+                continue  # the environment's own, once another of its libraries has loaded it
+            if found is None:
                 check.missing.setdefault(name, []).append(needed)
-            elif found and not Path(found).resolve().is_relative_to(venv_dir.resolve()):
-                if CUDA_LIBRARY.match(needed) and needed not in DRIVER:
+            elif not inside:
+                if CUDA_LIBRARY.match(needed):
                     check.cuda_from_node[needed] = f"{found}, for {name}"
                 else:
                     from_node.add(needed)
-            elif found and not nvidias(path):
+            elif not nvidias(path):
                 loaded.add(Path(found).resolve())
     for path in objects:  # the GPU code of the frameworks' libraries and of NVIDIA's that they load
         name = str(path.relative_to(root))
         if (name.split("/")[0] != "nvidia" or path.resolve() in loaded) and (names := elf.fatbin_architectures(path)):
-            check.gpu_code[name] = names
+            check.gpu_code[name], check.fatbin_bytes[name] = names, elf.fatbin_size(path)
     check.objects, check.from_node = len(objects), sorted(from_node)
     check.size_gb = sum(path.stat().st_size for path in venv_dir.rglob("*") if path.is_file() and not path.is_symlink()) / 1e9
     return check
 
-
-def clean(venv_dir: Path) -> None:
-    shutil.rmtree(venv_dir, ignore_errors=True)
-    shutil.rmtree(venv_dir.parent / f"{venv_dir.name}.driver", ignore_errors=True)
