@@ -94,9 +94,10 @@ def test_the_table_says_which_reference_gpus_each_frameworks_main_gpu_library_ru
         "torch-like", {"status": "ok", "framework_build": "cuda 13.0"},
         gpu_code={"torch/lib/libtorch_cuda.so": ("sm_75", "sm_80", "sm_90", "compute_90"),
                   "torch/lib/libflash.so": ("sm_80",),  # kernels only some GPUs dispatch to: not the build's floor
+                  "torch/lib/libcudnn_bundled.so.9": ("sm_50",),  # NVIDIA's, bundled: not the framework's own
                   "nvidia/cudnn/lib/libcudnn.so": ("sm_50", "compute_52")},
         fatbin_bytes={"torch/lib/libtorch_cuda.so": 10**9, "torch/lib/libflash.so": 10**6,
-                      "nvidia/cudnn/lib/libcudnn.so": 10**8})
+                      "torch/lib/libcudnn_bundled.so.9": 10**10, "nvidia/cudnn/lib/libcudnn.so": 10**8})
     assert check.main_gpu_libraries() == {"torch": "torch/lib/libtorch_cuda.so"}
     runs_on = check.runs_on()["torch"]
     assert (runs_on["Tesla P100"], runs_on["Tesla T4"], runs_on["H100"]) == ("no code", "kernels", "kernels")
@@ -105,6 +106,20 @@ def test_the_table_says_which_reference_gpus_each_frameworks_main_gpu_library_ru
     assert "| torch-like | ok | cuda 13.0 | - |" in table
     assert ("| torch-like | torch/lib/libtorch_cuda.so: sm_75 sm_80 sm_90 compute_90 | **no** | **no** | **no** | "
             "**no** | yes | yes | yes | yes | PTX (JIT) |") in table
+
+
+def test_the_tables_are_written_again_from_a_runs_json(tmp_path):
+    """``gpu_envs_check.py --tables-only``: the same tables from the checks a run kept, installing nothing."""
+    import json
+
+    from .conftest import ROOT
+
+    check = gpu_envs.EnvironmentCheck("tiny.cuda", {"status": "ok", "framework_build": "cuda 12"}, objects=3,
+                                      gpu_code={"tiny/libtiny.so": ("sm_80",)}, fatbin_bytes={"tiny/libtiny.so": 10})
+    (tmp_path / "gpu-envs.json").write_text(json.dumps([{**vars(check), "verdict": check.verdict()}]))
+    subprocess.run([sys.executable, ROOT / "workflow" / "scripts" / "gpu_envs_check.py", "--tables-only", "--output",
+                    tmp_path], check=True, capture_output=True, cwd=ROOT)
+    assert (tmp_path / "gpu-envs.md").read_text() == gpu_envs.markdown([check])
 
 
 def test_every_cuda_requirements_file_is_checked_for_the_gpus_the_workflow_builds_it_for():

@@ -5,6 +5,7 @@ where one fails. pip's configuration files are not read (a fresh node's pip); PI
 (say, a directory of wheels downloaded before: a CPU build found there fails the check).
 
     python workflow/scripts/gpu_envs_check.py [ENVIRONMENT ...] [--output results/gpu-envs] [--work .gpu-envs]
+    python workflow/scripts/gpu_envs_check.py --tables-only  # the tables again, from gpu-envs.json
 """
 import argparse
 import json
@@ -21,7 +22,16 @@ parser.add_argument("environments", nargs="*", help=f"default: {' '.join(gpu_env
 parser.add_argument("--output", type=Path, default=Path("results/gpu-envs"))
 parser.add_argument("--work", type=Path, default=Path(".gpu-envs"), help="where the environments are built")
 parser.add_argument("--keep", action="store_true", help="keep each environment after its check (GBs each)")
+parser.add_argument("--tables-only", action="store_true",
+                    help="rewrite <output>/gpu-envs.md from the checks in its gpu-envs.json, installing nothing")
 args = parser.parse_args()
+if args.tables_only:
+    kept = json.loads((args.output / "gpu-envs.json").read_text())
+    fields = {name for name in gpu_envs.EnvironmentCheck.__dataclass_fields__}
+    checks = [gpu_envs.EnvironmentCheck(**{key: value for key, value in check.items() if key in fields}) for check in kept]
+    (args.output / "gpu-envs.md").write_text(gpu_envs.markdown(checks))
+    print(gpu_envs.markdown(checks))
+    sys.exit(0)
 unknown = sorted(set(args.environments) - set(gpu_envs.cuda_environments()))
 if unknown:
     parser.error(f"no CUDA variant for {', '.join(unknown)}; environments: {', '.join(gpu_envs.cuda_environments())}")

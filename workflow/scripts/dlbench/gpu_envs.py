@@ -164,11 +164,12 @@ class EnvironmentCheck:
     def main_gpu_libraries(self) -> dict[str, str]:
         """Each framework package's main GPU library, the one with the largest fatbinary (torch's libtorch_cuda.so:
         what ``torch.cuda.get_arch_list()`` reports); a package's smaller ones (kernels for one architecture) and
-        NVIDIA's libraries are in the JSON only."""
+        NVIDIA's libraries, also those a framework bundles (CNTK's cuDNN), are in the JSON only."""
         main = {}
         for library, size in self.fatbin_bytes.items():
             package = Path(library).parts[0]
-            if package != "nvidia" and size > self.fatbin_bytes.get(main.get(package), -1):
+            own = package != "nvidia" and not CUDA_LIBRARY.match(Path(library).name)  # not a bundled cuDNN
+            if own and size > self.fatbin_bytes.get(main.get(package), -1):
                 main[package] = library
         return main
 
