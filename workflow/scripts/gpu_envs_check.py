@@ -52,6 +52,8 @@ for build in gpu_envs.cuda_builds():
     checks.append(check)
     print(f"{build.label}: {check.verdict()} ({check.objects} shared objects, {check.size_gb:.1f} GB, "
           f"{time.monotonic() - started:.0f} s)", flush=True)
+if not args.keep and args.work.is_dir() and not any(args.work.iterdir()):
+    args.work.rmdir()
 table = gpu_envs.markdown(checks)
 (args.output / "gpu-envs.md").write_text(table)
 (args.output / "gpu-envs.json").write_text(json.dumps(

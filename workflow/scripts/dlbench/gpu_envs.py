@@ -2,8 +2,9 @@
 bring every shared library its framework loads but the driver's, and what GPU code it carries.
 
 An environment is built as the ``framework_venv`` job builds it on a GPU node (:func:`dlbench.envs.build_environment`),
-with a stand-in for the driver's ``libcuda.so.1`` (every ``cu*`` function the environment's libraries take from it,
-each answering ``CUDA_ERROR_NO_DEVICE``), so that a framework linked against the driver imports and says its build.
+with stand-ins for the driver's ``libcuda.so.1`` and ``libnvidia-ml.so.1`` (every function the environment's
+libraries take from them, each answering "no device": :data:`DRIVER`), so that a framework linked against the driver
+imports and says its build.
 Then every ELF shared object in the environment is given to the dynamic loader (``ldd``: its own search, RUNPATHs
 and all, with what the backend loads first preloaded, :data:`dlbench.cuda_wheels.PRELOADED`), with no
 ``LD_LIBRARY_PATH``: a CUDA, cuDNN or NCCL library it finds outside the environment, or does not find, is a
@@ -139,6 +140,7 @@ class EnvironmentCheck:
     fatbin_bytes: dict[str, int] = field(default_factory=dict)  # library -> the size of its fatbinary
     not_loaded: dict[str, str] = field(default_factory=dict)  # library -> why the workflow never loads it
     backend_reports: dict | str | None = None  # the backend's GpuCode (as a dict) where no GPU is, or why none
+    size_gb: float = 0.0
 
     def backend_said(self) -> str:
         """What the backend checks a GPU run against, in words."""
@@ -150,7 +152,6 @@ class EnvironmentCheck:
         if not code["sass"] and not code["ptx"]:
             return "nothing without a GPU"
         return " ".join([f"sm_{sass}" for sass in code["sass"]] + [f"compute_{ptx}" for ptx in code["ptx"]])
-    size_gb: float = 0.0
 
     def missing_cuda(self) -> dict[str, list[str]]:
         """The CUDA libraries the environment's libraries need and nothing has: each fails the check."""
@@ -308,9 +309,8 @@ def inspect_environment(environment: str, venv_dir: Path, status: dict, label: s
                 loaded.add(Path(found).resolve())
     for path in objects:  # the GPU code of the frameworks' libraries and of NVIDIA's that they load
         name = str(path.relative_to(root))
-        if (name.split("/")[0] != "nvidia" or path.resolve() in loaded) and (names := elf.fatbin_architectures(path)):
+        if (not nvidias(path) or path.resolve() in loaded) and (names := elf.fatbin_architectures(path)):
             check.gpu_code[name], check.fatbin_bytes[name] = names, elf.fatbin_size(path)
     check.objects, check.from_node = len(objects), sorted(from_node)
     check.size_gb = sum(path.stat().st_size for path in venv_dir.rglob("*") if path.is_file() and not path.is_symlink()) / 1e9
     return check
-

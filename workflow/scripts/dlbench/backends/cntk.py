@@ -133,13 +133,12 @@ def gpu_code() -> GpuCode | str:
     """The GPU code in the fatbinary of CNTK's math library, in the worker's environment (CNTK does not report
     what it was compiled for; its core library carries the same), and the run's GPUs as NVML lists them."""
     environment = Path(worker_python()).parent.parent
-    libraries = environment.glob("lib/python3*/site-packages/cntk/libs/*")
-    found = {path.name: path for path in libraries if path.name.startswith(("libCntk.Math-", "libcudart.so."))}
-    math_library = next((path for name, path in found.items() if name.startswith("libCntk.Math-")
-                         and name.endswith(".so")), None)
+    libraries = next(environment.glob("lib/python3*/site-packages/cntk/libs"), environment)
+    math_library = next(libraries.glob("libCntk.Math-*.so"), None)
     if math_library is None:
         return f"no CNTK math library (libCntk.Math-*.so) in {environment}"
-    cuda = next((name.removeprefix("libcudart.so.") for name in found if name.startswith("libcudart.so.")), None)
+    runtime = next(libraries.glob("libcudart.so.*"), None)  # the CUDA it bundles, by its name: libcudart.so.10.0
+    cuda = runtime.name.removeprefix("libcudart.so.") if runtime else None
     return GpuCode.from_arch_names("CNTK 2.7", cuda, elf.fatbin_architectures(math_library), gpu.visible_gpus())
 
 
