@@ -32,9 +32,7 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 from dlbench import bench, monitor
 from dlbench.spec import RunSpec
 
-PYTHONS = {"pytorch": sys.executable, "tensorflow": str(ROOT / ".venvs" / "tensorflow" / "bin" / "python"),
-           "mxnet": str(ROOT / ".venvs" / "mxnet" / "bin" / "python"),
-           "caffe": str(ROOT / ".venvs" / "caffe" / "bin" / "python")}
+FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "caffe")
 
 # Each loop defines step() and finish() on one resident batch; the common tail times it.
 BARE_LOOPS = {
@@ -158,7 +156,7 @@ def workflow_rate(args, scratch: Path) -> tuple[float, float, float | None]:
     """The workflow run's images/s, CPU/wall and contention share."""
     spec = RunSpec(args.framework, f"{args.variant}-synthetic", args.network, args.run_device, 1, args.batch,
                    args.warmup + args.timed, args.warmup, 0.01, args.threads)
-    record = monitor.run(spec, PYTHONS[args.framework], scratch / "run.log", 3600, 20, "benchmark")
+    record = monitor.run(spec, bench.framework_python(args.framework), scratch / "run.log", 3600, 20, "benchmark")
     if record["status"] != "ok":
         raise SystemExit(record["reason"])
     timing = record["timing"]
@@ -171,21 +169,21 @@ def _bare_environment(args) -> dict:
 
 def bare_rate(args) -> float:
     code = (HEAD + BARE_LOOPS[args.framework] + TIMED_TAIL).format(**vars(args))
-    out = subprocess.run([PYTHONS[args.framework], "-c", code], capture_output=True, text=True, check=True,
+    out = subprocess.run([bench.framework_python(args.framework), "-c", code], capture_output=True, text=True, check=True,
                          env=_bare_environment(args))
     return float(out.stdout.strip().splitlines()[-1])
 
 
 def interleaved_ratios(args) -> list[float]:
     code = (HEAD + INTERLEAVED_HEAD + BARE_LOOPS[args.framework] + INTERLEAVED_TAIL).format(**vars(args))
-    out = subprocess.run([PYTHONS[args.framework], "-c", code], capture_output=True, text=True, check=True,
+    out = subprocess.run([bench.framework_python(args.framework), "-c", code], capture_output=True, text=True, check=True,
                          env=_bare_environment(args))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--framework", default="pytorch", choices=sorted(PYTHONS))
+    parser.add_argument("--framework", default="pytorch", choices=FRAMEWORKS)
     parser.add_argument("--network", default="resnet50")
     parser.add_argument("--variant", default="cifar10")
     parser.add_argument("--batch", type=int, default=16)

@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as bench_config  # noqa: E402
 from dlbench.aggregate import METRICS, drawn, scale  # noqa: E402
 from dlbench.host import Rapl  # noqa: E402
+from dlbench.peaks import node_knows_cpu_peak  # noqa: E402
 from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
 from dlbench import ceiling, datasets, formats, ilsvrc12, summary  # noqa: E402
 from dlbench.compute import processor  # noqa: E402
@@ -52,11 +53,12 @@ def menu_label(wildcards, before=""):
 
 
 # A cell's figures: the metrics its runs measure (latency only where it has inference runs, GPU power only
-# where it runs on GPUs, CPU energy where this node has RAPL counters).
+# where it runs on GPUs, CPU energy where this node has RAPL counters, MFU where dlbench knows the peak).
 RAPL = Rapl().error is None
+CPU_PEAK = node_knows_cpu_peak()
 FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metric in METRICS
            if drawn(metric, *zip(*[(c.task, c.device) for c in CASES.values() if (c.dataset, c.network) == (d, n)]),
-                    rapl=RAPL)
+                    rapl=RAPL, cpu_peak=CPU_PEAK)
            for ext in ("png", "svg")]
 TRAINED = [c for c in CASES.values() if c.task == "train"]
 # Per dataset with training runs, a heatmap of each metric with a better end that they measure (speed, energy
@@ -64,7 +66,8 @@ TRAINED = [c for c in CASES.values() if c.task == "train"]
 # their speed-up
 HEATMAPS = [f"results/figures/{d}/{metric}_heatmap.{ext}" for d in sorted({c.dataset for c in TRAINED})
             for metric, spec in METRICS.items()
-            if spec.best and drawn(metric, ["train"], [c.device for c in TRAINED if c.dataset == d], rapl=RAPL)
+            if spec.best and drawn(metric, ["train"], [c.device for c in TRAINED if c.dataset == d], rapl=RAPL,
+                                 cpu_peak=CPU_PEAK)
             for ext in ("png", "svg")]
 SCALED = sorted({c.dataset for c in TRAINED if scale(c.device)[1] > 1
                  and any((o.dataset, o.framework, o.device) == (c.dataset, c.framework, scale(c.device)[0])

@@ -30,7 +30,7 @@ rule cntk_conda_environment:
 
 
 rule ceiling:
-    """Once per node and precision: the matrix-product rate of one device, which MFU divides by."""
+    """Once per node and precision: the best dense-product rate of one device, which ceiling_fraction divides by."""
     input:
         unpack(ceiling_inputs),
     output:

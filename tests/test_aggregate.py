@@ -14,7 +14,7 @@ from dlbench.spec import SETUP_FIELDS, RunSpec
 def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status="ok", reason="", precision="fp32",
            compile=False, task="train", latency_ms=None):
     return {
-        "schema": 5, "status": status, "reason": reason,
+        "schema": 6, "status": status, "reason": reason,
         "run": {"framework": framework, "framework_version": "1", "dataset": "mnist-generated",
                 "data_mode": "generated", "network": "lenet", "device": device, "repetition": repetition,
                 "batch_size_global": 64, "iterations": 20, "warmup_iterations": 10, "learning_rate": 0.01,
@@ -36,8 +36,10 @@ def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status=
                   "cpu_energy_j": None, "cpu_energy_per_image_j": None,
                   "samples": 10, "sample_hz": 20.0, "reasons": {"gpu_mean_w": "CPU run (no GPU used)"}},
         "compute": {"flops_per_image": 13_182_000, "achieved_tflops": speed * 13_182_000 / 1e12 if status == "ok" else None,
-                    "ceiling_tflops": 0.2, "mfu": speed * 13_182_000 / 1e12 / 0.2 if status == "ok" else None,
-                    "reasons": {}},
+                    "ceiling_tflops": 0.2,
+                    "ceiling_fraction": speed * 13_182_000 / 1e12 / 0.2 if status == "ok" else None,
+                    "ceiling_flag": None, "peak_tflops": None, "mfu": None,
+                    "reasons": {"peak_tflops": "no peak known", "mfu": "no peak known"}},
         "quality": {"final_loss": 2.3, "accuracy": None},
         "execution": {"precision": precision, "tf32": False, "compute_dtype": "float32", "loss_scaling": False,
                       "compiler": None},
@@ -146,6 +148,11 @@ def _older(item: dict, schema: int) -> dict:
     """``item`` as a record of an older schema wrote it."""
     old = copy.deepcopy(item)
     old["schema"] = schema
+    compute = old["compute"]  # schema 6 put MFU over the peak, and the ceiling's share apart
+    compute["mfu"] = compute.pop("ceiling_fraction")
+    del compute["peak_tflops"], compute["ceiling_flag"], compute["reasons"]["peak_tflops"], compute["reasons"]["mfu"]
+    if schema == 5:
+        return old
     del old["run"]["task"], old["latency"]  # since schema 5
     if schema == 4:
         return old
@@ -164,7 +171,7 @@ def test_records_of_schema_1_read_as_today(tmp_path):
     old["memory"]["reasons"]["gpu_process_peak_mib"] = "unavailable: CPU run (no GPU used)"
     write_record(old, tmp_path / "rep1.json")
     (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
-    assert upgraded["schema"] == 5 and upgraded["reason"] == CNTK_REASON
+    assert upgraded["schema"] == 6 and upgraded["reason"] == CNTK_REASON
     assert upgraded["memory"]["reasons"]["gpu_process_peak_mib"] == "CPU run (no GPU used)"
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["train_speed"] == f"unavailable: {CNTK_REASON}"
@@ -173,7 +180,7 @@ def test_records_of_schema_1_read_as_today(tmp_path):
 def test_records_of_schema_2_say_their_setup_was_not_timed(tmp_path):
     write_record(_older(record(), schema=2), tmp_path / "rep1.json")
     (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
-    assert upgraded["schema"] == 5
+    assert upgraded["schema"] == 6
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["setup_time"] == cells["first_step_time"] == "unavailable: not measured before record schema 3"
 
@@ -181,16 +188,36 @@ def test_records_of_schema_2_say_their_setup_was_not_timed(tmp_path):
 def test_records_of_schema_3_get_the_flop_rate_of_their_speed_and_no_mfu(tmp_path):
     write_record(_older(record(speed=1000.0), schema=3), tmp_path / "rep1.json")
     (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
-    assert upgraded["schema"] == 5
+    assert upgraded["schema"] == 6
     assert upgraded["compute"]["achieved_tflops"] == pytest.approx(1000 * 13_182_000 / 1e12)  # LeNet on MNIST
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
-    assert cells["mfu"] == "unavailable: no ceiling was measured before record schema 4"
+    assert cells["ceiling_fraction"] == "unavailable: no ceiling was measured before record schema 4"
+    assert cells["mfu"] == "unavailable: no peak was looked up before record schema 6"
+
+
+def test_records_of_schema_5_keep_their_mfu_as_the_ceilings_share_and_have_no_peak(tmp_path):
+    item = record(speed=1000.0)
+    write_record(_older(item, schema=5), tmp_path / "rep1.json")
+    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    assert upgraded["compute"]["ceiling_fraction"] == item["compute"]["ceiling_fraction"] > 0
+    assert upgraded["compute"]["mfu"] is None and upgraded["compute"]["ceiling_flag"] is None
+    cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
+    assert cells["mfu"] == "unavailable: no peak was looked up before record schema 6"
+
+
+def test_a_run_that_beats_its_ceiling_is_marked_on_that_metric_only(tmp_path):
+    fast = record(speed=1000.0)
+    fast["compute"]["ceiling_fraction"] = 1.3
+    write_record(fast, tmp_path / "rep1.json")
+    runs = aggregate.runs_table(aggregate.load_records([tmp_path / "rep1.json"]))
+    flags = aggregate.appendix(runs).set_index("metric")["flags"]
+    assert flags["ceiling_fraction"] == "beats the ceiling 1/1" and flags["train_speed"] == ""
 
 
 def test_records_of_schema_4_are_training_runs(tmp_path):
     write_record(_older(record(), schema=4), tmp_path / "rep1.json")
     (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
-    assert upgraded["schema"] == 5 and upgraded["run"]["task"] == "train" and upgraded["latency"] is None
+    assert upgraded["schema"] == 6 and upgraded["run"]["task"] == "train" and upgraded["latency"] is None
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["train_speed"] == "100 (n=1)" and "latency_p50" not in cells
 
@@ -358,11 +385,11 @@ def damaged_records(tmp_path) -> dict:
     damaged = {
         "truncated": (whole[: len(whole) // 2], "JSONDecodeError: "),
         "no_timing": (json.dumps(no_timing), "the record: 'timing' is a required property"),
-        "future": (json.dumps({**record(), "schema": 99}), "record schema 99 is not one this dlbench reads (1 to 5)"),
+        "future": (json.dumps({**record(), "schema": 99}), "record schema 99 is not one this dlbench reads (1 to 6)"),
         "not_a_number": (whole.replace('"images_per_second_median": 100.0', '"images_per_second_median": NaN'),
                          "ValueError: NaN is not a measurement"),
-        "negative": (json.dumps({**record(), "compute": {**record()["compute"], "mfu": -1.0}}),
-                     "compute/mfu: -1.0 is less than the minimum of 0"),
+        "negative": (json.dumps({**record(), "compute": {**record()["compute"], "ceiling_fraction": -1.0}}),
+                     "compute/ceiling_fraction: -1.0 is less than the minimum of 0"),
     }
     paths = {}
     for name, (text, _) in damaged.items():
@@ -397,3 +424,10 @@ def test_the_summary_counts_damaged_records_and_names_them(tmp_path):
     assert row.split()[1:] == ["1", "0", "0", "1", "1"]  # ok, failed, unavailable, unreadable, not run
     assert f"unreadable (1): {paths[1]}: JSONDecodeError" in text
     assert f"redo the run: snakemake --force {paths[1]}" in text
+
+
+def test_mfu_is_drawn_where_dlbench_knows_the_peak():
+    assert aggregate.drawn("mfu", ["train"], ["gpu1"], rapl=False)
+    assert not aggregate.drawn("mfu", ["train"], ["cpu"], rapl=False)  # a CPU whose peak is not known
+    assert aggregate.drawn("mfu", ["train"], ["cpu"], rapl=False, cpu_peak=True)
+    assert aggregate.drawn("ceiling_fraction", ["train"], ["cpu"], rapl=False)

@@ -1,4 +1,8 @@
 """Building Caffe from source: what is checked before anything is compiled or used."""
+import io
+import os
+import re
+import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -36,3 +40,97 @@ def test_the_generated_makefile_config_points_at_the_environments_python():
     assert "PYTHON_INCLUDE := " in config and numpy.get_include() in config
     assert f"PYTHON_LIBRARIES := boost_python{sys.version_info.major}{sys.version_info.minor}\n" in config
     assert "CPU_ONLY := 1" in config and "USE_LMDB := 1" in config
+
+
+DEVICE_QUERY = """  LOG(INFO) << "Maximum dimension of grid:     "
+      << prop.maxGridSize[0];
+  LOG(INFO) << "Clock rate:                    " << prop.clockRate;
+  LOG(INFO) << "Total constant memory:         " << prop.totalConstMem;
+  LOG(INFO) << "Concurrent copy and execution: "
+      << (prop.deviceOverlap ? "Yes" : "No");
+  LOG(INFO) << "Number of multiprocessors:     " << prop.multiProcessorCount;
+  LOG(INFO) << "Kernel execution timeout:      "
+      << (prop.kernelExecTimeoutEnabled ? "Yes" : "No");
+  return;
+"""
+HEADER = """class HardSwishLayer : public NeuronLayer<Dtype> {
+ protected:
+  virtual void Forward_cpu(const vector<Blob<Dtype>*>& bottom,
+      const vector<Blob<Dtype>*>& top);
+  virtual void Forward_gpu(const vector<Blob<Dtype>*>& bottom,
+      const vector<Blob<Dtype>*>& top);
+  virtual void Backward_gpu(const vector<Blob<Dtype>*>& top,
+      const vector<bool>& propagate_down, const vector<Blob<Dtype>*>& bottom);
+  virtual void Backward_cpu(const vector<Blob<Dtype>*>& top,
+      const vector<bool>& propagate_down, const vector<Blob<Dtype>*>& bottom) {}
+};
+"""
+
+
+def _tree(root: Path, kernels: str | None) -> Path:
+    (root / "src" / "caffe" / "layers").mkdir(parents=True)
+    (root / "include" / "caffe" / "layers").mkdir(parents=True)
+    (root / "src" / "caffe" / "common.cpp").write_text(DEVICE_QUERY)
+    (root / "include" / "caffe" / "layers" / "hardswish_layer.hpp").write_text(HEADER)
+    if kernels is not None:
+        (root / "src" / "caffe" / "layers" / "hardswish_layer.cu").write_text(kernels)
+    return root
+
+
+def test_for_cuda_13_the_removed_device_properties_and_gpu_methods_without_kernels_go(tmp_path):
+    tree = _tree(tmp_path, "void HardSwishLayer<Dtype>::Forward_gpu(const vector<Blob<Dtype>*>& bottom) {}")
+    caffe_build.patch_for_cuda(tree)
+    query = (tree / "src" / "caffe" / "common.cpp").read_text()
+    assert "prop." in query and not re.search(r"clockRate|deviceOverlap|kernelExecTimeoutEnabled", query)
+    assert "multiProcessorCount;\n  return;" in query
+    header = (tree / "include" / "caffe" / "layers" / "hardswish_layer.hpp").read_text()
+    assert "Forward_gpu" in header and "Backward_gpu" not in header  # the .cu defines only Forward_gpu
+    assert "Backward_cpu(const vector<Blob<Dtype>*>& top,\n      const vector<bool>& propagate_down, " in header
+
+
+def test_a_layer_without_a_cu_file_falls_back_to_its_cpu_code_and_a_changed_tree_is_not_patched_blindly(tmp_path):
+    tree = _tree(tmp_path / "tree", None)
+    caffe_build.patch_for_cuda(tree)
+    assert "_gpu" not in (tree / "include" / "caffe" / "layers" / "hardswish_layer.hpp").read_text()
+    with pytest.raises(RuntimeError, match="0 of DeviceQuery's 3 lines"):
+        caffe_build.patch_for_cuda(tree)  # already patched: the lines are gone
+
+
+def test_a_cuda_makefile_config_compiles_for_the_listed_gpus_without_cudnn_against_the_wheels(tmp_path):
+    toolkit = caffe_build.CudaToolkit(Path("/opt/cuda/bin/nvcc"), tmp_path / "include", tmp_path / "lib")
+    config = caffe_build.makefile_config(Path(sys.executable), toolkit)
+    assert "CPU_ONLY" not in config and "USE_CUDNN := 0\n" in config and "CUDA_DIR := /opt/cuda\n" in config
+    assert ("CUDA_ARCH := -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 "
+            "-gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90\n") in config
+    assert f"LIBRARY_DIRS := {tmp_path / 'lib'} " in config and f" {tmp_path / 'include'}\n" in config
+
+
+def _environment_with_cuda_wheels(root: Path) -> Path:
+    """A virtualenv (numpy from this interpreter's) whose nvidia/cu13 wheels hold the libraries Caffe links."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    packages = next(root.glob("lib/python3*/site-packages"))
+    (packages / "numpy-path.pth").write_text(f"{Path(numpy.__file__).parent.parent}\n")
+    for library in caffe_build.cuda_wheels.PRELOADED["caffe"]:
+        (packages / "nvidia" / library).parent.mkdir(parents=True, exist_ok=True)
+        (packages / "nvidia" / library).write_bytes(b"")
+    return root
+
+
+@pytest.mark.skipif(bool(caffe_build.missing_prerequisites()), reason="Caffe's build tools are not installed")
+def test_an_environment_with_cudas_wheels_is_built_with_cuda_or_told_which_nvcc_it_needs(tmp_path, monkeypatch):
+    environment = _environment_with_cuda_wheels(tmp_path / "venv")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "nvcc").write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.4, V12.4.131'\n")
+    (tools / "nvcc").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    status = caffe_build.build(environment, 2, io.StringIO())
+    assert status == {"status": "unavailable", "reason": "building Caffe with CUDA needs nvcc of CUDA 13, the runtime "
+                      f"of the environment's CUDA wheels ({tools / 'nvcc'} is release 12.4)"}
+    (tools / "nvcc").unlink()
+    monkeypatch.setenv("PATH", str(tools) + ":" + ":".join(
+        d for d in os.environ["PATH"].split(":") if not Path(d, "nvcc").exists()))
+    monkeypatch.setattr(caffe_build, "NVCC_PLACES", (str(tmp_path / "cuda" / "bin" / "nvcc"),))
+    assert caffe_build.build(environment, 2, io.StringIO())["reason"] == (
+        "building Caffe with CUDA needs nvcc of CUDA 13 (NVIDIA's CUDA toolkit; neither on PATH nor in "
+        f"{tmp_path / 'cuda' / 'bin' / 'nvcc'})")

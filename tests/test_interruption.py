@@ -16,9 +16,12 @@ from dlbench import slots
 from .conftest import ROOT
 from .test_monitor import spec
 
-# The monitor as train.py runs it, in a process of its own: a PyTorch run that would take hours.
+# The monitor as train.py runs it, in a process of its own: a PyTorch run that would take hours. Ctrl-C reaches it
+# as it reaches a terminal's foreground job, also where the tests run in the background (a shell starts a background
+# command with SIGINT ignored, and Python then installs no handler).
 MONITOR = """
-import json, sys
+import json, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from pathlib import Path
 from dlbench import monitor
 from dlbench.spec import RunSpec

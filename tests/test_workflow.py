@@ -10,7 +10,7 @@ import jsonschema
 import pandas as pd
 import pytest
 import yaml
-from dlbench import aggregate, backends, host, ilsvrc12, report_check
+from dlbench import aggregate, backends, host, ilsvrc12, peaks, report_check
 
 from .conftest import ROOT, framework_environment
 
@@ -70,7 +70,10 @@ def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
         assert record["provenance"]["python"] and record["provenance"]["packages"][package[framework]]
         assert record["provenance"]["framework_build"] == "cpu"  # what this machine's pip has
         assert f".venvs/{environment.get(framework, framework)}/" in path.with_suffix(".log").read_text()
-        assert 0 < record["compute"]["mfu"] < 2, record["compute"]  # over this node's measured ceiling
+        computed = record["compute"]
+        assert 0 < computed["ceiling_fraction"] < 2, computed  # over this node's measured ceiling
+        assert (computed["ceiling_flag"] is None) == (computed["ceiling_fraction"] <= 1.05), computed
+        assert computed["mfu"] is None or 0 < computed["mfu"] <= 1, computed  # over the CPU's peak, where known
         optimizer = record["execution"]["optimizer"]
         assert optimizer["kind"] == ("rmsprop" if record["run"]["network"] in ("mlp", "lstm") else "sgd")
         if optimizer["kind"] == "rmsprop" and framework in ("pytorch", "caffe", "cntk"):
@@ -155,13 +158,13 @@ def test_tables_figures_and_report(finished):
     # a cell's figures: the metrics its runs measure (no GPU metric on CPUs), every training step's time;
     # LeNet's accuracy over time, AlexNet's time per layer; per dataset with training runs a heatmap of speed
     # (and of CPU energy per image where RAPL counts it); ours beside the thesis
-    bars = sum(aggregate.drawn(metric, cell_tasks.get(cell, {"train"}), ["cpu"], rapl=host.Rapl().error is None)
+    node = {"rapl": host.Rapl().error is None, "cpu_peak": peaks.node_knows_cpu_peak()}
+    bars = sum(aggregate.drawn(metric, cell_tasks.get(cell, {"train"}), ["cpu"], **node)
                for cell in cells for metric in aggregate.METRICS)
     trained = [cell for cell in cells if "train" in cell_tasks.get(cell, {"train"})]
     heatmaps = sorted((finished / "results" / "figures").glob("*/*_heatmap.png"))
     assert len(heatmaps) == len({dataset for dataset, _ in trained}) * sum(
-        aggregate.drawn(metric, ["train"], ["cpu"], rapl=host.Rapl().error is None)
-        for metric, spec in aggregate.METRICS.items() if spec.best)
+        aggregate.drawn(metric, ["train"], ["cpu"], **node) for metric, spec in aggregate.METRICS.items() if spec.best)
     assert len(figures) == bars + len(trained) + 2 + len(heatmaps) + 1
     assert not list((finished / "results" / "figures").rglob("gpu_*"))  # a CPU-only config: no GPU figures
     steps = (finished / "results" / "figures" / "mnist-generated" / "lenet" / "iteration_times.svg").read_text()

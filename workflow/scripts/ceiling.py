@@ -1,4 +1,4 @@
-"""Snakemake entry point: one node's matrix-product ceiling in one precision, for the runs' MFU."""
+"""Snakemake entry point: one node's matrix-product ceiling in one precision, for the runs' ceiling_fraction."""
 from pathlib import Path
 
 from dlbench import ceiling, envs, slots

@@ -17,6 +17,8 @@ from jsonschema.exceptions import best_match
 
 from . import compute, files
 from .backends import REGISTRY as FRAMEWORKS
+from .compute import BEATS_CEILING
+from .peaks import Peak
 from .spec import PRECISIONS, SETUP_FIELDS, TASKS, RunSpec, gpu_count, parse_device, parse_variant, variant_label
 
 
@@ -30,7 +32,9 @@ class Metric:
     # Whether repetitions should agree to a few percent, so that a larger coefficient of variation says the
     # runs were unsteady (not so for shares near zero, such as a synthetic run's input wait)
     steady: bool = True
-    needs: str = ""  # "gpu": only runs on GPUs measure it; "rapl": only on nodes with RAPL counters
+    # "gpu": only runs on GPUs measure it; "rapl": only on nodes with RAPL counters; "peak": only where dlbench
+    # knows the hardware's peak (GPUs, CPUs of dlbench.peaks)
+    needs: str = ""
     beside: str = ""  # a metric whose bars its figure draws beside its own (and that gets no figure of its own)
     # "max" or "min": the better end, for a heatmap per dataset of each framework against the best one per network
     best: str = ""
@@ -43,12 +47,14 @@ class Flag:
     words: str  # in the appendix's cells and on the figures' bars
     column: str  # of runs.csv
     above: float  # the share above which a run carries the flag
+    metrics: tuple[str, ...] = ()  # the metrics it bears on; none: every flagged one
 
 
 # The marks of runs whose speed says less about the framework than about its surroundings: they waited
 # for their input, or other work shared their cores (dlbench.host).
 FLAGS = {"input_bound": Flag("input-bound", "input_wait", 0.05),
-         "contended": Flag("contended", "contention_share", 0.10)}
+         "contended": Flag("contended", "contention_share", 0.10),
+         "beats_ceiling": Flag("beats the ceiling", "ceiling_fraction", BEATS_CEILING, ("ceiling_fraction",))}
 
 
 # A cell whose repetitions vary more than this (sd over mean) is marked: its mean is a rough one.
@@ -123,23 +129,28 @@ METRICS = {
                                 "the share of a profiled step's wall time that no layer's forward or backward time "
                                 "accounts for (seed 004 found 38-54 %; below 0 where the framework's ops overlap)",
                                 tasks=("profile",), steady=False, signed=True),
-    "mfu": Metric("compute", "mfu", "fraction of ceiling",
-                  "model FLOPs utilisation: achieved TFLOP/s over the ceiling of the run's devices, the rate "
-                  "a large matrix product reached on this node in the run's precision (measured once per node); "
-                  "the ceiling is a measured rate, not the processor's peak, so a run whose kernels outran that "
-                  "product shows more than 1"),
+    "mfu": Metric("compute", "mfu", "fraction of peak",
+                  "model FLOPs utilisation: achieved TFLOP/s over the peak of the run's devices from the hardware's "
+                  "own numbers (GPU datasheets' dense rates; CPU cores × highest clock × FLOP per cycle), where "
+                  "dlbench knows them", needs="peak"),
+    "ceiling_fraction": Metric("compute", "ceiling_fraction", "fraction of measured ceiling",
+                               "achieved TFLOP/s over the ceiling of the run's devices, the best rate of dense "
+                               "products through the BLAS and the convolution library over a sweep of sizes, "
+                               "measured once per node in the run's precision (runs above "
+                               f"{BEATS_CEILING:.2f} are marked: the ceiling's kernels were not the fastest)"),
 }
 
 
-def drawn(metric: str, tasks, devices, rapl: bool) -> bool:
+def drawn(metric: str, tasks, devices, rapl: bool, cpu_peak: bool = False) -> bool:
     """Whether a cell whose runs have these tasks and devices gets ``metric``'s figure: whether any of them
-    can measure it (``rapl``: whether the node has RAPL counters). A figure of nothing but "unavailable"
-    notes tells a reader nothing."""
+    can measure it (``rapl``: whether the node has RAPL counters; ``cpu_peak``: whether dlbench knows its CPU's
+    peak, dlbench.peaks). A figure of nothing but "unavailable" notes tells a reader nothing."""
     spec = METRICS[metric]
     if any(other.beside == metric for other in METRICS.values()):
         return False  # drawn in the other's figure
-    return bool(set(tasks) & set(spec.tasks)) and {"gpu": any(gpu_count(device) for device in devices),
-                                                   "rapl": rapl}.get(spec.needs, True)
+    on_gpus = any(gpu_count(device) for device in devices)
+    return bool(set(tasks) & set(spec.tasks)) and {"gpu": on_gpus, "rapl": rapl,
+                                                   "peak": on_gpus or cpu_peak}.get(spec.needs, True)
 
 
 RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "variant", "task", "repetition"]
@@ -223,6 +234,7 @@ def upgrade(record: dict) -> dict:
         ok = record["status"] == "ok"
         record["compute"] = compute.block(spec, record["timing"]["images_per_second_mean"] if ok else None, None,
                                           "", [], None if ok else f"see the run's reason ({record['status']})",
+                                          Peak(None, "no peak was looked up before record schema 6"),
                                           no_ceiling="no ceiling was measured before record schema 4")
         before = "not measured before record schema 4"
         for section, fields in (("timing", ("input_wait_seconds", "input_wait_share", "contention_share")),
@@ -234,6 +246,16 @@ def upgrade(record: dict) -> dict:
         record["run"]["task"] = "train"
         record["latency"] = None
         record["schema"] = 5
+    # schema 6: what was MFU, over the measured ceiling, is ceiling_fraction (a block made above is today's)
+    if record["schema"] == 5 and "ceiling_fraction" not in record["compute"]:
+        block = record["compute"]
+        block["ceiling_fraction"] = block.pop("mfu")
+        reasons = block["reasons"]
+        if "mfu" in reasons:
+            reasons["ceiling_fraction"] = reasons.pop("mfu")
+        block.update(peak_tflops=None, mfu=None, ceiling_flag=None)
+        reasons.update(dict.fromkeys(("peak_tflops", "mfu"), "no peak was looked up before record schema 6"))
+    record["schema"] = 6
     return record
 
 
@@ -275,11 +297,12 @@ def flags(row: dict) -> dict:
             for name, flag in FLAGS.items()}
 
 
-def flag_text(group: pd.DataFrame) -> str:
-    """The cell's marks, ``input-bound 2/3, contended 1/3``: how many of its ok runs carry each flag."""
+def flag_text(group: pd.DataFrame, metric: str) -> str:
+    """The cell's marks on ``metric``, ``input-bound 2/3, contended 1/3``: how many of its ok runs carry each flag
+    that bears on it."""
     ok = group[group["status"] == "ok"]
     marks = [f"{flag.words} {int(ok[name].astype(bool).sum())}/{len(ok)}" for name, flag in FLAGS.items()
-             if len(ok) and ok[name].astype(bool).any()]
+             if (not flag.metrics or metric in flag.metrics) and len(ok) and ok[name].astype(bool).any()]
     return ", ".join(marks)
 
 
@@ -301,7 +324,7 @@ def appendix(runs: pd.DataFrame) -> pd.DataFrame:
                 row["mean"], row["sd"] = values.mean(), values.std(ddof=1) if len(values) > 1 else float("nan")
                 row["cv"] = row["sd"] / abs(row["mean"]) if row["mean"] else float("nan")
                 unsteady = f"cv > {UNSTEADY:.0%}" if spec.steady and row["cv"] > UNSTEADY else ""
-                row["flags"] = ", ".join(mark for mark in (flag_text(group) if spec.flagged else "", unsteady) if mark)
+                row["flags"] = ", ".join(mark for mark in (flag_text(group, metric) if spec.flagged else "", unsteady) if mark)
                 row["cell"] = _format(row["mean"], row["sd"], row["cv"], len(values), group) + (
                     f" [{row['flags']}]" if row["flags"] else "")
             else:

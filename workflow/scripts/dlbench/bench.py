@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 STEADY_SPREAD = 0.10  # the values' interquartile range ÷ median (a share's: the range itself) beyond this
 STEADY_RATE_SPAN = 1.5  # one side's fastest ÷ slowest run beyond this: the machine's speed changed under it
@@ -30,6 +32,20 @@ class Measurement:
     contention_shares: list[float | None] = field(default_factory=list)  # each monitored run's (dlbench.host)
     share: bool = False  # a value is a share of a whole (0 to 1): its spread is judged on the whole, not the median
     bound: float | None = None  # the most a value can be (harness ÷ bare loop: 1, the harness does more work)
+
+
+def framework_python(framework: str) -> str:
+    """The interpreter a benchmark runs ``framework``'s runner with: this one for PyTorch (the project's .venv has
+    it), else the framework's environment as the workflow builds it (``.venvs/<environment>``)."""
+    from .backends import REGISTRY
+
+    environment = REGISTRY[framework].environment
+    if environment == "pytorch":
+        return sys.executable
+    python = Path(__file__).resolve().parents[3] / ".venvs" / environment / "bin" / "python"
+    if not python.exists():
+        raise SystemExit(f"{python} is missing: build it with the workflow (snakemake .venvs/{environment}/environment.json)")
+    return str(python)
 
 
 def emit(measurements: list[Measurement]) -> None:
@@ -128,7 +144,8 @@ PLANS = {
           for name in ("pytorch", "tensorflow", "mxnet", "caffe")),
         Job("framework_overhead.py", ("--network", "resnet50", "--variant", "cifar10", "--batch", "16",
                                       "--warmup", "5", "--timed", "20", "--rounds", "2")),
-        Job("input_pipeline.py", ("--family", "mnist", *_LENET, "--batch", "64", "--timed", "100", "--rounds", "3")),
+        *(Job("input_pipeline.py", ("--framework", name, "--family", "mnist", *_LENET, "--batch", "64", "--timed",
+                                    "100", "--rounds", "3"), name) for name in ("pytorch", "mxnet")),
         Job("input_pipeline.py", ("--family", "cifar10", "--images", "2000", "--batch", "16", "--warmup", "5",
                                   "--timed", "20", "--rounds", "2")),
         Job("format_throughput.py", ("--rounds", "2")),
@@ -163,7 +180,8 @@ CEILING = {"cpu": ("cpu", ["fp32"]), "cuda": ("gpu", ["fp32", "tf32", "bf16"]), 
 
 
 def ceiling_measurements(plan: str, rounds: int = 3) -> list[Measurement]:
-    """The matrix-product rate MFU divides by (dlbench.matmul_peak), its windows over a few rounds."""
+    """The node's measured ceiling that runs' ceiling_fraction divides by (dlbench.matmul_peak: the best of its
+    kernels and sizes), over a few rounds."""
     from . import matmul_peak
 
     processor, precisions = CEILING[plan]
@@ -171,9 +189,9 @@ def ceiling_measurements(plan: str, rounds: int = 3) -> list[Measurement]:
     for precision in precisions:
         windows, found = [], {}
         for _ in range(1 if plan == "smoke" else rounds):
-            found = matmul_peak.tflops(precision, processor, size=256 if plan == "smoke" else None)
+            found = matmul_peak.tflops(precision, processor, sizes=(256,) if plan == "smoke" else None)
             windows.append(found["tflops"])
         measurements.append(Measurement("ceiling (dlbench.matmul_peak)", f"{precision} matrix-product TFLOP/s",
-                                        found["framework"], f"{processor}, {found['size']}², {found['threads']} threads",
+                                        found["framework"], f"{processor}, best: {found['kernel']} of {found['size']}, {found['threads']} threads",
                                         windows))
     return measurements

@@ -4,19 +4,29 @@ Nothing installs Caffe 1.0 on Python 3.11 from the registries this workflow may 
 has no package and PyPI's ``caffe`` is an empty placeholder. PyPI's ``brocolli-caffe`` source
 distribution holds a Caffe 1.0 tree (BVLC lineage with a few extra layers, among them
 ``PoolingParameter.ceil_mode``); its ``setup.py`` wants conda and Python <= 3.9, so its Makefile
-builds it here instead: CPU_ONLY, OpenBLAS, LMDB, no OpenCV or LevelDB. The system libraries it
-links come from ``envs/caffe.apt.txt`` (``make system-packages`` installs them on Debian).
+builds it here instead: OpenBLAS, LMDB, no OpenCV or LevelDB. The system libraries it links come
+from ``envs/caffe.apt.txt`` (``make system-packages`` installs them on Debian).
+
+In an environment with CUDA 13's runtime, cuBLAS and cuRAND from PyPI's wheels
+(``envs/caffe.cuda.requirements.txt``, a GPU node's) it is compiled with CUDA by the node's ``nvcc`` 13,
+without cuDNN: BVLC Caffe 1.0's cuDNN layers call functions cuDNN 8 removed
+(``cudnnGetConvolutionForwardAlgorithm``), and cuDNN 7 has no CUDA 13 build. Caffe's own CUDA
+kernels do its convolutions (im2col and cuBLAS), as with ``USE_CUDNN := 0`` in 2017.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sysconfig
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
+
+from . import cuda_wheels
 
 SOURCE = "brocolli-caffe==9.0.2"
 ARCHIVE = "brocolli-caffe-9.0.2.tar.gz"
@@ -30,6 +40,35 @@ HEADERS = {"boost/python.hpp": "libboost-python1.74-dev", "boost/thread.hpp": "l
            "hdf5.h": "libhdf5-dev", "lmdb.h": "liblmdb-dev", "cblas.h": "libopenblas-dev"}
 SYSTEM_INCLUDE_DIRS = ("/usr/include/hdf5/serial",)
 SYSTEM_LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu/hdf5/serial",)
+# Where a node's CUDA toolkit puts nvcc when it is not on PATH.
+NVCC_PLACES = ("/usr/local/cuda/bin/nvcc",)
+CUDA_MAJOR = 13  # the runtime of the wheels in envs/caffe.cuda.requirements.txt, which nvcc must match
+# nvcc's -gencode targets: kernels for Turing (sm_75), Ampere (sm_80; sm_86 and sm_89 run them) and Hopper
+# (sm_90), and Hopper's PTX, which the driver compiles for newer GPUs (Blackwell). CUDA 13 compiles nothing
+# older than sm_75.
+CUDA_ARCHITECTURES = (("compute_75", "sm_75"), ("compute_80", "sm_80"), ("compute_90", "sm_90"),
+                      ("compute_90", "compute_90"))
+# DeviceQuery's lines of cudaDeviceProp fields that CUDA 13 removed.
+REMOVED_DEVICE_FIELDS = re.compile(r"\n *LOG\(INFO\)[^;]*prop\.(?:clockRate|deviceOverlap|kernelExecTimeoutEnabled)[^;]*;")
+LAYER_CLASS = re.compile(r"\bclass (\w+)\s*:")
+GPU_METHOD = re.compile(r"\n *virtual void ((?:Forward|Backward)_gpu)\([^;{]*\);")
+
+
+def find_nvcc() -> tuple[Path | None, str]:
+    """The node's nvcc (on PATH, else where CUDA installs it) and its release (``13.0``); None and why."""
+    found = shutil.which("nvcc") or next((place for place in NVCC_PLACES if Path(place).exists()), None)
+    if found is None:
+        return None, f"nvcc of CUDA {CUDA_MAJOR} (NVIDIA's CUDA toolkit; neither on PATH nor in {', '.join(NVCC_PLACES)})"
+    said = subprocess.run([found, "--version"], capture_output=True, text=True, check=False).stdout
+    release = re.search(r"release (\d+)\.(\d+)", said)
+    if release is None or int(release[1]) != CUDA_MAJOR:
+        return None, (f"nvcc of CUDA {CUDA_MAJOR}, the runtime of the environment's CUDA wheels ({found} is "
+                      f"{'release ' + release[1] + '.' + release[2] if release else 'of an unknown release'})")
+    # Where the toolkit is, as nvcc says (a node's nvcc on PATH may be a link or a script that runs the toolkit's).
+    plan = subprocess.run([found, "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull], capture_output=True,
+                          text=True, check=False).stderr
+    here = re.search(r"^#\$ _HERE_=(.+)$", plan, re.MULTILINE)
+    return Path(here[1]) / "nvcc" if here else Path(found).resolve(), f"{release[1]}.{release[2]}"
 
 
 def missing_prerequisites() -> list[str]:
@@ -63,17 +102,66 @@ def fetch_source(python: Path, destination: Path, log) -> Path:
     return destination / ARCHIVE.removesuffix(".tar.gz")
 
 
-def makefile_config(python: Path) -> str:
-    paths = _ask(python, "import numpy, sysconfig; print(sysconfig.get_paths()['include'], numpy.get_include())")
-    version = _ask(python, "import sys; print(f'{sys.version_info.major}{sys.version_info.minor}')")[0]
+class CudaToolkit(NamedTuple):
+    """What a CUDA build compiles with: the node's nvcc, and the CUDA wheels' headers and libraries."""
+
+    nvcc: Path
+    include_dir: Path  # the wheels' headers (cuBLAS's, cuRAND's)
+    link_dir: Path  # their libraries under the unversioned names the linker looks for
+
+
+def makefile_config(python: Path, cuda: CudaToolkit | None = None) -> str:
+    paths = _ask(python, "-c", "import numpy, sysconfig; print(sysconfig.get_paths()['include'], numpy.get_include())")
+    version = _ask(python, "-c", "import sys; print(f'{sys.version_info.major}{sys.version_info.minor}')")[0]
+    include_dirs, library_dirs = list(SYSTEM_INCLUDE_DIRS), list(SYSTEM_LIBRARY_DIRS)
+    if cuda:
+        gencode = " ".join(f"-gencode arch={virtual},code={real}" for virtual, real in CUDA_ARCHITECTURES)
+        device = ["USE_CUDNN := 0", f"CUDA_DIR := {cuda.nvcc.parent.parent}", f"CUDA_ARCH := {gencode}"]
+        include_dirs.append(str(cuda.include_dir))
+        library_dirs.insert(0, str(cuda.link_dir))  # before the toolkit's own lib64, which the Makefile adds
+    else:
+        device = ["CPU_ONLY := 1"]
     return "\n".join([
-        "CPU_ONLY := 1", "USE_OPENCV := 0", "USE_LEVELDB := 0", "USE_LMDB := 1", "BLAS := open",
+        *device, "USE_OPENCV := 0", "USE_LEVELDB := 0", "USE_LMDB := 1", "BLAS := open",
         f"PYTHON_INCLUDE := {' '.join(paths)}",
         # No libpython: the extension takes the interpreter's symbols when it is imported.
         f"PYTHON_LIBRARIES := boost_python{version}",
-        f"INCLUDE_DIRS := $(PYTHON_INCLUDE) /usr/local/include {' '.join(SYSTEM_INCLUDE_DIRS)}",
-        f"LIBRARY_DIRS := /usr/local/lib /usr/lib {' '.join(SYSTEM_LIBRARY_DIRS)}",
+        f"INCLUDE_DIRS := $(PYTHON_INCLUDE) /usr/local/include {' '.join(include_dirs)}",
+        f"LIBRARY_DIRS := {' '.join(library_dirs)} /usr/local/lib /usr/lib",
         "BUILD_DIR := build", "DISTRIBUTE_DIR := distribute", "Q ?= @", ""])
+
+
+def patch_for_cuda(source: Path) -> None:
+    """What the tree needs to compile with CUDA 13: DeviceQuery without the device properties CUDA 13 removed,
+    and no declaration of a layer's GPU method that no .cu file defines (HardSwish's, Upsample's, ...: the link
+    fails on them), so that Caffe's Layer runs the layer's CPU code instead, as it does for any layer without
+    GPU code."""
+    common = source / "src" / "caffe" / "common.cpp"
+    text, removed = REMOVED_DEVICE_FIELDS.subn("", common.read_text())
+    if removed != 3:
+        raise RuntimeError(f"{common}: {removed} of DeviceQuery's 3 lines of removed CUDA device properties found")
+    common.write_text(text)
+    kernels = "".join(path.read_text() for path in (source / "src" / "caffe").rglob("*.cu"))
+
+    def defined(header: str, method: re.Match) -> bool:
+        owner = LAYER_CLASS.findall(header, 0, method.start())[-1]  # the class it is declared in
+        return f"{owner}<Dtype>::{method[1]}(" in kernels
+
+    for path in sorted((source / "include" / "caffe" / "layers").glob("*.hpp")):
+        header = path.read_text()
+        kept = GPU_METHOD.sub(lambda method, text=header: method[0] if defined(text, method) else "", header)
+        if kept != header:
+            path.write_text(kept)
+
+
+def link_unversioned(libraries: list[Path], directory: Path) -> Path:
+    """``directory`` with each of ``libraries`` under its name and the one the linker looks for (libcublas.so.13:
+    libcublas.so), so that the linker finds what each needs (libcublasLt.so.13) beside it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for library in libraries:
+        for name in {library.name, library.name.split(".so")[0] + ".so"}:
+            (directory / name).symlink_to(library)
+    return directory
 
 
 def cache_root() -> Path:
@@ -81,48 +169,73 @@ def cache_root() -> Path:
 
 
 def build(venv_dir: Path, jobs: int, log) -> dict:
-    """Put a Caffe built for this environment on its path, compiling it once; a status dict.
+    """Compile Caffe for this environment once and install it there (``site-packages/caffe``, its library
+    beside ``_caffe.so``); a status dict. With CUDA where the environment has CUDA's wheels.
 
     Builds are kept in the user's cache, one per source archive, Python and numpy version (the
-    ABI ``_caffe.so`` is compiled against), like pip's wheel cache: another checkout or a test's
-    scratch workflow reuses them. A build is moved there only once it has finished.
+    ABI ``_caffe.so`` is compiled against), CPU or CUDA and version of this recipe (this file), like
+    pip's wheel cache: another checkout or a test's scratch workflow reuses them. A build is moved
+    there only once it has finished.
     """
     missing = missing_prerequisites()
     if missing:
         return {"status": "unavailable", "reason": "building Caffe needs " + ", ".join(missing)
                 + " (Debian: make system-packages)"}
     python = venv_dir.absolute() / "bin" / "python"
-    python_tag, numpy_version = _ask(python, "import sys, numpy; print(sys.implementation.cache_tag, numpy.__version__)")
-    tree = cache_root() / f"{ARCHIVE.removesuffix('.tar.gz')}-{python_tag}-numpy{numpy_version}"
+    python_tag, numpy_version, purelib = _ask(
+        python, "-c", "import sys, sysconfig, numpy; print(sys.implementation.cache_tag, numpy.__version__, "
+                "sysconfig.get_paths()['purelib'])")
+    site_packages = Path(purelib)
+    cuda_libraries = cuda_wheels.preloaded("caffe", site_packages / "nvidia")
+    cuda = cuda_libraries[0].exists()
+    if cuda:
+        nvcc, release = find_nvcc()
+        if nvcc is None:
+            return {"status": "unavailable", "reason": f"building Caffe with CUDA needs {release}"}
+        log.write(f"compiling Caffe with CUDA {release} ({nvcc}), without cuDNN, for "
+                  f"{', '.join(real for _, real in CUDA_ARCHITECTURES)}\n")
+    recipe = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:8]
+    tree = cache_root() / (f"{ARCHIVE.removesuffix('.tar.gz')}-{python_tag}-numpy{numpy_version}"
+                           f"-{f'cuda{CUDA_MAJOR}' if cuda else 'cpu'}-{recipe}")
     if not (tree / "python" / "caffe" / "_caffe.so").exists():
         tree.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="building-", dir=tree.parent) as scratch:
             source = fetch_source(python, Path(scratch), log)
             for stale in STALE_GENERATED:
                 (source / stale).unlink(missing_ok=True)
-            (source / "Makefile.config").write_text(makefile_config(python))
-            # The Makefile overrides Makefile.config's BUILD_DIR with "temp", which breaks the RUNPATH
-            # of _caffe.so ($ORIGIN/../../build/lib); BVLC's Makefile has no such line.
+            toolkit = None
+            if cuda:
+                patch_for_cuda(source)
+                toolkit = CudaToolkit(nvcc, cuda_libraries[0].parent.parent / "include",
+                                      link_unversioned(cuda_libraries, Path(scratch, "cuda-lib")))
+            (source / "Makefile.config").write_text(makefile_config(python, toolkit))
             makefile = source / "Makefile"
-            makefile.write_text(makefile.read_text().replace("\nBUILD_DIR = temp\n", "\n", 1))
+            # The Makefile overrides Makefile.config's BUILD_DIR with "temp" (BVLC's has no such line), and
+            # _caffe.so finds libcaffe.so in the tree's build/lib: installed, it has it beside itself.
+            makefile.write_text(makefile.read_text().replace("\nBUILD_DIR = temp\n", "\n", 1)
+                                .replace("-Wl,-rpath,$(ORIGIN)/../../build/lib", "-Wl,-rpath,$(ORIGIN)"))
             _run(["make", f"-j{jobs}", "all", "pycaffe"], log, cwd=source)
             shutil.rmtree(tree, ignore_errors=True)
             source.rename(tree)  # the RUNPATHs are relative ($ORIGIN): the tree can move
     else:
         log.write(f"reusing the Caffe built in {tree}\n")
-    site_packages = Path(_ask(python, "import sysconfig; print(sysconfig.get_paths()['purelib'])")[0])
-    (site_packages / "dlbench-caffe.pth").write_text(f"{tree / 'python'}\n")
-    version = _ask(python, "import caffe; print(caffe.__version__)")[0]
-    log.write(f"pycaffe {version} imports from {tree / 'python'}\n")
+    package = site_packages / "caffe"
+    shutil.rmtree(package, ignore_errors=True)
+    shutil.copytree(tree / "python" / "caffe", package)
+    for library in (tree / "build" / "lib").glob("libcaffe.so.*"):
+        shutil.copy2(library, package)
+    version = _ask(python, *cuda_wheels.preloading("import caffe; print(caffe.__version__)",
+                                                   [path for path in cuda_libraries if path.exists()]))[0]
+    log.write(f"pycaffe {version}, built in {tree}, imports from {package}\n")
     return {"status": "ok", "caffe_version": version, "caffe_tool": str(tree / "build" / "tools" / "caffe.bin")}
 
 
-def _ask(python: Path, code: str) -> list[str]:
-    """The words ``code`` prints in the environment's interpreter."""
-    answer = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=False,
+def _ask(python: Path, *arguments: str) -> list[str]:
+    """The words the environment's interpreter prints, given ``arguments`` (``-c`` and code, and its arguments)."""
+    answer = subprocess.run([str(python), *arguments], capture_output=True, text=True, check=False,
                             env={**os.environ, "GLOG_minloglevel": "2"})
     if answer.returncode != 0:
-        raise RuntimeError(f"{python} -c {code!r}: {answer.stderr.strip().splitlines()[-1]}")
+        raise RuntimeError(f"{python} {' '.join(arguments)}: {answer.stderr.strip().splitlines()[-1]}")
     return answer.stdout.split()
 
 

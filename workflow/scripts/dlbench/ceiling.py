@@ -1,10 +1,11 @@
-"""One node's ceiling for MFU: the matrix-product rate of one of its devices in one precision.
+"""One node's measured ceiling (runs' ``ceiling_fraction``): the best dense-product rate of one of its devices in
+one precision.
 
 Measured, not read from a datasheet: :mod:`dlbench.matmul_peak` runs in the PyTorch environment on a
 GPU (or the cores of a CPU run) that the job holds like a training run (:mod:`dlbench.slots`), so
 that it shares the device with nothing. The workflow runs it once per node and precision
 (``rules/train.smk``, whose params key it by host, GPU UUIDs and driver). It never fails: a ceiling
-that cannot be measured is ``tflops: null`` with the reason, and the runs' MFU says it.
+that cannot be measured is ``tflops: null`` with the reason, and the runs' ``ceiling_fraction`` says it.
 """
 from __future__ import annotations
 

@@ -1,17 +1,24 @@
-"""The record's ``compute`` block: the FLOP rate a run achieved, and its share of the node's ceiling.
+"""The record's ``compute`` block: the FLOP rate a run achieved, its share of the hardware's peak (MFU) and
+of the node's measured ceiling.
 
 FLOPs per image (of a training step; of a forward pass in inference) come from the network's description
 (:func:`dlbench.networks.training_flops`, ``inference_flops``; ``torch.utils.flop_counter``'s convention),
-the same in every framework. The ceiling is what a large
-matrix product reached on the node's device in the run's precision (:mod:`dlbench.ceiling`, one job per
-node and precision); MFU is the achieved rate over the ceiling of all the run's devices.
+the same in every framework. MFU is the achieved rate over the peak of all the run's devices from the
+hardware's own numbers (:mod:`dlbench.peaks`); ``ceiling_fraction`` is the achieved rate over the best
+dense product the node's device reached in the run's precision (:mod:`dlbench.ceiling`, one job per node and
+precision). A run that beats that ceiling by more than :data:`BEATS_CEILING` carries ``ceiling_flag``.
 """
 from __future__ import annotations
 
 from .datasets import description
 from .launch import local_processes
 from .networks import inference_flops, training_flops
+from .peaks import Peak
 from .spec import RunSpec, gpu_count
+
+# A run faster than its measured ceiling by more than this share: the ceiling's kernels are not the fastest the
+# device has, or the FLOP count is off; flagged, never a silent fraction above 1.
+BEATS_CEILING = 1.05
 
 
 def processor(device: str) -> str:
@@ -48,10 +55,11 @@ def mismatch(ceiling: dict, host: str, gpus: list[dict]) -> str | None:
 
 
 def block(spec: RunSpec, images_per_second: float | None, ceiling: dict | None, host: str,
-          gpus: list[dict], not_ok: str | None,
+          gpus: list[dict], not_ok: str | None, peak: Peak,
           no_ceiling: str = "no ceiling was measured for this run (it ran outside the workflow)") -> dict:
-    """``flops_per_image`` always; ``achieved_tflops`` for an ok run; ``ceiling_tflops`` (all the run's
-    devices) and ``mfu`` where the node's ceiling was measured; a reason for each that is null
+    """``flops_per_image`` always; ``achieved_tflops`` for an ok run; ``peak_tflops`` (``peak`` of one device
+    times the run's devices) and ``mfu`` where the hardware's peak is known; ``ceiling_tflops`` (all the run's
+    devices) and ``ceiling_fraction`` where the node's ceiling was measured; a reason for each that is null
     (``no_ceiling`` where there is no ceiling)."""
     flops = flops_per_image(spec)
     achieved = flops * images_per_second / 1e12 if images_per_second else None
@@ -69,8 +77,19 @@ def block(spec: RunSpec, images_per_second: float | None, ceiling: dict | None, 
         reasons["ceiling_tflops"] = why
     if achieved is None:
         reasons["achieved_tflops"] = not_ok or "no images per second"
-    mfu = achieved / total if achieved is not None and total else None
+    fraction = achieved / total if achieved is not None and total else None
+    if fraction is None:
+        reasons["ceiling_fraction"] = reasons.get("achieved_tflops") or why
+    peak_total = peak.tflops * ceiling_devices(spec) if peak.tflops is not None else None
+    if peak_total is None:
+        reasons["peak_tflops"] = peak.reason
+    mfu = achieved / peak_total if achieved is not None and peak_total else None
     if mfu is None:
-        reasons["mfu"] = reasons.get("achieved_tflops") or why
-    return {"flops_per_image": flops, "achieved_tflops": achieved, "ceiling_tflops": total, "mfu": mfu,
-            "reasons": reasons}
+        reasons["mfu"] = reasons.get("achieved_tflops") or peak.reason
+    flag = None
+    if fraction is not None and fraction > BEATS_CEILING:
+        kernel = f" ({ceiling['kernel']} of {ceiling['size']})" if "kernel" in ceiling else ""
+        flag = (f"{achieved:.3g} TFLOP/s is {fraction:.2f} × the measured ceiling{kernel}: the run's kernels outran "
+                "every product the ceiling tried, or the network's FLOP count is off")
+    return {"flops_per_image": flops, "achieved_tflops": achieved, "peak_tflops": peak_total, "mfu": mfu,
+            "ceiling_tflops": total, "ceiling_fraction": fraction, "ceiling_flag": flag, "reasons": reasons}

@@ -87,8 +87,9 @@ def build_venv(requirements: Path, venv_dir: Path, log, base_python: str | None 
 SOURCE_BUILDS = {"caffe": caffe_build.build}
 
 
-# Environments without a CUDA variant, and why (tests/test_registry.py: every environment has one or the other).
-NO_CUDA_VARIANT = {"caffe": "Caffe is compiled CPU_ONLY; its CUDA build (nvcc) is not wired yet"}
+# Environment files without a CUDA variant, and why (tests/test_envs.py: every file has one or the other).
+NO_CUDA_VARIANT = {"caffe.yaml": "conda-forge's Caffe 1.0 is CPU_ONLY; the pip path (environment: venv) compiles "
+                                 "Caffe with CUDA where the node has nvcc"}
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts, for the framework probe
 # Run in the environment: what its framework says of its own build (dlbench.backends.describe).
 PROBE = "import json, sys; from dlbench import backends; print(json.dumps(backends.describe(backends.load(sys.argv[1]))))"
@@ -154,8 +155,7 @@ def choose_requirements(requirements: Path, gpus: list[str], capabilities: list[
         return older[0], f"{older[1]}: nvidia-smi lists {len(gpus)} GPU(s)"
     if cuda.exists():
         return cuda, f"CUDA build: nvidia-smi lists {len(gpus)} GPU(s)"
-    environment = requirements.name.split(".")[0]  # envs/<environment>.requirements.txt or .yaml
-    return requirements, f"CPU build: {NO_CUDA_VARIANT[environment]}"
+    return requirements, f"CPU build: {NO_CUDA_VARIANT[requirements.name]}"
 
 
 def framework_of(environment: str) -> str:

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import psutil
 
-from . import backends, compute, files, formats, host, launch, lifeline, slots
+from . import backends, compute, files, formats, host, launch, lifeline, peaks, slots
 from .envs import WORKER_PYTHON_VARIABLE
 from .gpu import GpuProbe, inventory, summarise
 from .spec import SETUP_FIELDS, RunSpec
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts, put on the runner's path
 LOG_TAIL_LINES = 15
 
@@ -254,7 +254,7 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
     ``cannot_run`` (status and reason) records a run that cannot take place (its environment could not
     be built: unavailable; its dataset could not be had: failed) without starting anything.
     ``timeout_s`` bounds the run; ``slot_wait_s`` (None: unbounded) the wait for its devices before it.
-    ``ceiling`` is the node's (:mod:`dlbench.ceiling`) that the run's MFU divides by.
+    ``ceiling`` is the node's (:mod:`dlbench.ceiling`) that the run's ``ceiling_fraction`` divides by.
     An interruption (SIGINT, SIGTERM, SIGHUP) stops the runner and propagates: no record is made.
     """
     started_at, started = _now(), time.monotonic()
@@ -504,7 +504,8 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         "timing": timing,
         "memory": memory,
         "power": power,
-        "compute": compute.block(spec, timing["images_per_second_mean"], ceiling, socket.gethostname(), gpus, not_ok),
+        "compute": compute.block(spec, timing["images_per_second_mean"], ceiling, socket.gethostname(), gpus, not_ok,
+                                 peaks.device_peak(bool(spec.gpus), gpus, spec.precision, spec.threads)),
         "latency": latency(spec, result, not_ok),
         "quality": quality(spec, result, not_ok),
         "profile": layer_profile(spec, result, not_ok),

@@ -20,7 +20,10 @@ from typing import NamedTuple, Self
 
 import numpy as np
 
+from .. import cuda_wheels
+
 os.environ.setdefault("GLOG_minloglevel", "1")  # before caffe starts glog: no per-layer set-up chatter
+CUDA_LIBRARIES = cuda_wheels.preload(cuda_wheels.PRELOADED["caffe"])  # before Caffe loads: its CUDA build links CUDA 13's libraries by name
 import caffe
 from caffe.proto import caffe_pb2
 from google.protobuf import text_format
@@ -28,9 +31,10 @@ from google.protobuf import text_format
 from .. import networks
 from ..formats import CONVERTED_RECORD
 from ..spec import RunSpec
-from . import Unavailable, already_finished, inputs
+from . import GpuCode, Unavailable, already_finished, inputs
 
 CUDA_RUNTIME = re.compile(r"libcudart\.so\.(\d+(?:\.\d+)?)")
+GLOG_FATAL = re.compile(r"^F\d{4,8} [\d:.]+ +\d+ \S+\] ")  # F1126 01:02:03.456789  4242 common.cpp:148] Check failed
 
 PACKAGES = ("numpy", "protobuf")  # their versions go into the run's record
 # networks.INITIALISATION (Caffe's default weight filler is all zeros, its xavier's variance over fan-in)
@@ -43,14 +47,21 @@ def framework_version() -> str:
 
 
 def cuda_build() -> str | None:
-    """The CUDA runtime pycaffe's library loads (a CPU_ONLY build loads none), as ldd lists it."""
+    """The CUDA runtime pycaffe's library loads (a CPU_ONLY build loads none), as ldd lists it; built without
+    cuDNN (dlbench.caffe_build)."""
     libraries = subprocess.run(["ldd", caffe._caffe.__file__], capture_output=True, text=True, check=False).stdout
     found = CUDA_RUNTIME.search(libraries)
-    return found[1] if found else None
+    return f"{found[1]} (no cuDNN)" if found else None
 
 
-def gpu_code() -> str:
-    return "pycaffe does not report the GPU architectures Caffe was compiled for"
+def gpu_code() -> GpuCode:
+    """The GPU code in ``libcaffe.so``'s fatbinary (Caffe does not report what it was compiled for) and the run's
+    GPUs as NVML lists them (envs/caffe.cuda.requirements.txt has pyelftools and nvidia-ml-py)."""
+    from .. import elf, gpu
+
+    library = next(Path(caffe.__file__).parent.glob("libcaffe.so.*"))  # beside _caffe.so (dlbench.caffe_build)
+    return GpuCode.from_arch_names(f"Caffe {caffe.__version__}", cuda_build(), elf.fatbin_architectures(library),
+                                   gpu.visible_gpus())
 
 
 class NetWriter:
@@ -266,11 +277,16 @@ def _select_device(spec: RunSpec) -> None:
             raise Unavailable("multi-GPU Caffe: this Caffe's Python interface has no parallel solver (no caffe.NCCL, "
                               "set_solver_count, set_solver_rank)")
         raise Unavailable("multi-GPU Caffe (pycaffe's caffe.NCCL, one process per GPU) is not wired into the runner")
-    # A CPU_ONLY Caffe aborts the process (glog FATAL) on first GPU use: ask a child process first.
-    probe = subprocess.run([sys.executable, "-c", "import caffe; caffe.set_device(0)"], check=False,
-                           capture_output=True)
+    # A CPU_ONLY Caffe aborts the process (glog FATAL) on first GPU use, as does a CUDA one without a usable GPU:
+    # ask a child process first.
+    probe = subprocess.run([sys.executable, *cuda_wheels.preloading("import caffe; caffe.set_device(0)", CUDA_LIBRARIES)],
+                           check=False, capture_output=True, text=True)
     if probe.returncode != 0:
-        raise Unavailable("this Caffe has no CUDA support (a CPU_ONLY build)")
+        if cuda_build() is None:
+            raise Unavailable("this Caffe has no CUDA support (a CPU_ONLY build)")
+        lines = probe.stderr.strip().splitlines() or ["no output"]
+        fatal = next((line.split("] ", 1)[1] for line in lines if GLOG_FATAL.match(line)), lines[-1])
+        raise Unavailable(f"Caffe cannot use GPU 0: {fatal}")
     caffe.set_device(0)
     caffe.set_mode_gpu()
 
