@@ -2,6 +2,7 @@
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -77,23 +78,52 @@ def _tree(root: Path, kernels: str | None) -> Path:
     return root
 
 
-def test_for_cuda_13_the_removed_device_properties_and_gpu_methods_without_kernels_go(tmp_path):
+def test_for_cuda_13_the_removed_device_properties_go_and_gpu_methods_without_kernels_run_the_cpu_code(tmp_path):
     tree = _tree(tmp_path, "void HardSwishLayer<Dtype>::Forward_gpu(const vector<Blob<Dtype>*>& bottom) {}")
     caffe_build.patch_for_cuda(tree)
     query = (tree / "src" / "caffe" / "common.cpp").read_text()
     assert "prop." in query and not re.search(r"clockRate|deviceOverlap|kernelExecTimeoutEnabled", query)
     assert "multiProcessorCount;\n  return;" in query
     header = (tree / "include" / "caffe" / "layers" / "hardswish_layer.hpp").read_text()
-    assert "Forward_gpu" in header and "Backward_gpu" not in header  # the .cu defines only Forward_gpu
+    # the .cu defines only Forward_gpu: its declaration stays, Backward_gpu runs Backward_cpu
+    assert "virtual void Forward_gpu(const vector<Blob<Dtype>*>& bottom,\n      const vector<Blob<Dtype>*>& top);" in header
+    assert ("virtual void Backward_gpu(const vector<Blob<Dtype>*>& top, const vector<bool>& propagate_down,\n"
+            "      const vector<Blob<Dtype>*>& bottom) {\n    Backward_cpu(top, propagate_down, bottom);\n  }") in header
     assert "Backward_cpu(const vector<Blob<Dtype>*>& top,\n      const vector<bool>& propagate_down, " in header
 
 
-def test_a_layer_without_a_cu_file_falls_back_to_its_cpu_code_and_a_changed_tree_is_not_patched_blindly(tmp_path):
+def test_a_layer_without_a_cu_file_runs_its_cpu_code_and_a_changed_tree_is_not_patched_blindly(tmp_path):
     tree = _tree(tmp_path / "tree", None)
     caffe_build.patch_for_cuda(tree)
-    assert "_gpu" not in (tree / "include" / "caffe" / "layers" / "hardswish_layer.hpp").read_text()
+    header = (tree / "include" / "caffe" / "layers" / "hardswish_layer.hpp").read_text()
+    assert "{\n    Forward_cpu(bottom, top);\n  }" in header and "Backward_cpu(top, propagate_down, bottom);" in header
     with pytest.raises(RuntimeError, match="0 of DeviceQuery's 3 lines"):
         caffe_build.patch_for_cuda(tree)  # already patched: the lines are gone
+
+
+@pytest.mark.skipif(not shutil.which("nvcc") and not Path(caffe_build.NVCC_PLACES[0]).exists(), reason="no nvcc")
+def test_a_patched_layer_compiles_with_nvcc_and_its_gpu_method_runs_the_cpu_one(tmp_path):
+    """The patched header, its class instantiated in a .cu file as Caffe's INSTANTIATE_LAYER_GPU_FUNCS does (the
+    ProposalLayer case), compiled and run on the host."""
+    tree = _tree(tmp_path / "tree", None)
+    caffe_build.patch_for_cuda(tree)
+    header = (tree / "include" / "caffe" / "layers" / "hardswish_layer.hpp").read_text()
+    (tmp_path / "layer.cu").write_text("""#include <cstdio>
+#include <vector>
+using std::vector;
+template <typename Dtype> struct Blob {};
+template <typename Dtype> class NeuronLayer { public: virtual ~NeuronLayer() {} };
+template <typename Dtype>
+""" + header.replace("{}\n};", "{ std::puts(\"backward on the CPU\"); }\n public:\n  void run() {\n"
+                          "    vector<Blob<Dtype>*> blobs; vector<bool> down;\n    Backward_gpu(blobs, down, blobs);\n  }\n};") + """
+template <typename Dtype> void HardSwishLayer<Dtype>::Forward_cpu(const vector<Blob<Dtype>*>&, const vector<Blob<Dtype>*>&) {}
+template class HardSwishLayer<float>;
+int main() { HardSwishLayer<float>().run(); }
+""")
+    nvcc = caffe_build.find_nvcc()[0] or shutil.which("nvcc")
+    subprocess.run([str(nvcc), "-o", str(tmp_path / "layer"), str(tmp_path / "layer.cu")], check=True)
+    assert subprocess.run([tmp_path / "layer"], capture_output=True, text=True, check=True).stdout == \
+        "backward on the CPU\n"
 
 
 def test_a_cuda_makefile_config_compiles_for_the_listed_gpus_without_cudnn_against_the_wheels(tmp_path):

@@ -51,6 +51,12 @@ CUDA_ARCHITECTURES = (("compute_75", "sm_75"), ("compute_80", "sm_80"), ("comput
 # DeviceQuery's lines of cudaDeviceProp fields that CUDA 13 removed.
 REMOVED_DEVICE_FIELDS = re.compile(r"\n *LOG\(INFO\)[^;]*prop\.(?:clockRate|deviceOverlap|kernelExecTimeoutEnabled)[^;]*;")
 LAYER_CLASS = re.compile(r"\bclass (\w+)\s*:")
+# A GPU method's body that runs the CPU one (Caffe's Layer's default), in Caffe's layer signatures.
+CPU_FALLBACK = {
+    "Forward_gpu": "\n  virtual void Forward_gpu(const vector<Blob<Dtype>*>& bottom, const vector<Blob<Dtype>*>& top) {\n"
+                   "    Forward_cpu(bottom, top);\n  }",
+    "Backward_gpu": "\n  virtual void Backward_gpu(const vector<Blob<Dtype>*>& top, const vector<bool>& propagate_down,\n"
+                    "      const vector<Blob<Dtype>*>& bottom) {\n    Backward_cpu(top, propagate_down, bottom);\n  }"}
 GPU_METHOD = re.compile(r"\n *virtual void ((?:Forward|Backward)_gpu)\([^;{]*\);")
 
 
@@ -133,9 +139,9 @@ def makefile_config(python: Path, cuda: CudaToolkit | None = None) -> str:
 
 def patch_for_cuda(source: Path) -> None:
     """What the tree needs to compile with CUDA 13: DeviceQuery without the device properties CUDA 13 removed,
-    and no declaration of a layer's GPU method that no .cu file defines (HardSwish's, Upsample's, ...: the link
-    fails on them), so that Caffe's Layer runs the layer's CPU code instead, as it does for any layer without
-    GPU code."""
+    and a body for each layer's GPU method that is declared and defined nowhere (HardSwish's, Upsample's,
+    ProposalLayer's backward, ...: the link fails on them, or a .cu file's instantiation of them does), which
+    runs the layer's CPU code, as Caffe's Layer does for any layer without GPU code."""
     common = source / "src" / "caffe" / "common.cpp"
     text, removed = REMOVED_DEVICE_FIELDS.subn("", common.read_text())
     if removed != 3:
@@ -143,13 +149,13 @@ def patch_for_cuda(source: Path) -> None:
     common.write_text(text)
     kernels = "".join(path.read_text() for path in (source / "src" / "caffe").rglob("*.cu"))
 
-    def defined(header: str, method: re.Match) -> bool:
+    def defined(header: str, method: re.Match) -> str:
         owner = LAYER_CLASS.findall(header, 0, method.start())[-1]  # the class it is declared in
-        return f"{owner}<Dtype>::{method[1]}(" in kernels
+        return method[0] if f"{owner}<Dtype>::{method[1]}(" in kernels else CPU_FALLBACK[method[1]]
 
     for path in sorted((source / "include" / "caffe" / "layers").glob("*.hpp")):
         header = path.read_text()
-        kept = GPU_METHOD.sub(lambda method, text=header: method[0] if defined(text, method) else "", header)
+        kept = GPU_METHOD.sub(lambda method, text=header: defined(text, method), header)
         if kept != header:
             path.write_text(kept)
 
