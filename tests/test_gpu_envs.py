@@ -146,3 +146,21 @@ def test_a_cuda_library_only_the_node_has_fails_the_check_and_one_the_environmen
     check = gpu_envs.inspect_environment("framework", venv, {"status": "ok"})
     assert check.cuda_from_node == {"libcufft.so.99": f"{node / 'libcufft.so.99'}, for framework/libframework.so"}
     assert check.verdict().startswith("FAIL: libcufft.so.99 from the node")
+
+
+def test_cudas_libraries_are_told_from_the_nodes_by_name():
+    cuda = ["libcudart.so.13", "libcublasLt.so.13", "libcudnn_ops.so.9", "libcusparseLt.so.0", "libcufile.so.0",
+            "libnvrtc.so.12", "libnvJitLink.so.13", "libnvToolsExt.so.1", "libnccl.so.2"]
+    node = ["libcurl.so.4", "libcups.so.2", "libc.so.6", "libz.so.1"]
+    assert [name for name in cuda + node if gpu_envs.CUDA_LIBRARY.match(name)] == cuda
+
+
+def test_every_elf_shared_object_counts_whatever_its_version_says(tmp_path):
+    packages = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "caffe"
+    packages.mkdir(parents=True)
+    (tmp_path / "f.c").write_text("int f(void) { return 1; }\n")
+    for name in ("libcaffe.so.1.0.0-rc3", "_caffe.so"):
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(packages / name), str(tmp_path / "f.c")], check=True)
+    (packages / "notes.so.txt").write_text("not a library\n")
+    assert sorted(path.name for path in gpu_envs.shared_objects(tmp_path / "venv")) == [
+        "_caffe.so", "libcaffe.so.1.0.0-rc3"]

@@ -28,7 +28,8 @@ from .backends import GpuCode, Unavailable, check_gpu_code
 DRIVER = {"libcuda.so.1": (r"cu[A-Z]", 100),  # CUDA_ERROR_NO_DEVICE
           "libnvidia-ml.so.1": (r"nvml[A-Z]", 9)}  # NVML_ERROR_DRIVER_NOT_LOADED
 INTERPRETER = re.compile(r"^libpython\d")  # an extension module's: the interpreter that imports it has it loaded
-CUDA_LIBRARY = re.compile(r"^lib(cu|nv|nccl)")  # CUDA's own, cuDNN, NCCL, nvrtc, nvJitLink: the environment's to bring
+# CUDA's own, cuDNN, NCCL, nvrtc, nvJitLink: the environment's to bring (not libcurl, libcups: the node's)
+CUDA_LIBRARY = re.compile(r"^lib(cu(da|blas|fft|rand|solver|sparse|dnn|pti|file|tensor)|nv|nccl)")
 # What the backend checks a GPU run against (backends.check_gpu_code), asked in the environment without a GPU.
 GPU_CODE_PROBE = ("import dataclasses, json, sys; from dlbench import backends; code = backends.load(sys.argv[1]).gpu_code(); "
                   "print(json.dumps(code if isinstance(code, str) else dataclasses.asdict(code)))")
@@ -83,7 +84,8 @@ def shared_objects(venv_dir: Path) -> list[Path]:
     """Every ELF shared object installed in the environment, each once (not its links)."""
     found = {}
     for path in sorted(site_packages(venv_dir).rglob("*.so*")):
-        if path.is_file() and not path.is_symlink() and re.search(r"\.so(\.\d+)*$", path.name) and elf.is_elf(path):
+        # libcudart.so.13, libcaffe.so.1.0.0-rc3
+        if path.is_file() and not path.is_symlink() and re.search(r"\.so(\.[\w-]+)*$", path.name) and elf.is_elf(path):
             found.setdefault(path.resolve(), path)
     return list(found.values())
 
