@@ -20,8 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from dlbench import bench, datasets, formats, monitor
+from dlbench import bench, datasets, monitor
 from dlbench.backends import REGISTRY
+from dlbench.formats import jobs
 from dlbench.spec import RunSpec
 
 DEVICES = {"cpu": "cpu", "cuda": "gpu1"}  # --device: the run's device
@@ -62,7 +63,9 @@ def main() -> None:
         datasets.generate(args.family, root / "raw", args.images, 100, seed=0)
         datasets.unpack(args.family, root / "raw", root / "data")
         stored = REGISTRY[args.framework].data_format
-        formats.convert(stored, args.family, root / "data", root / "stored", log=lambda _: None)
+        # in the framework's environment: the RecordIO writer needs MXNet's
+        jobs.run_with({"kind": "convert", "format": stored, "family": args.family, "data_dir": str(root / "data"),
+                       "output": str(root / "stored"), "seed": 0}, bench.framework_python(args.framework))
         runs = {"generated": [], "synthetic": []}
         for round_ in range(args.rounds):
             real_first, synthetic_first = rates(args, "generated", root), rates(args, "synthetic", root)

@@ -40,7 +40,11 @@ def run(job: dict, environment: str | None) -> None:
     built = status(environment)
     if built["status"] != "ok":
         raise RuntimeError(built["reason"])
-    python = built["python"]
+    run_with(job, built["python"])
+
+
+def run_with(job: dict, python: str) -> None:
+    """Run ``job`` with the interpreter ``python`` (this one: in this process)."""
     if Path(python).absolute() == Path(sys.executable).absolute():
         execute(job)
         return
