@@ -45,7 +45,7 @@ system-packages:
 test-system-packages:
 	$(call apt_install,$(TEST_APT))
 
-.PHONY: run test test-slow test-all bench retry-failed compare requirements-check gpu-check gpu-envs-check
+.PHONY: run test test-slow test-all lint bench retry-failed compare requirements-check gpu-check gpu-envs-check
 run: system-packages $(VENV)/.workflow-installed
 	$(BIN)/snakemake --profile profiles/local --cores $(CORES) --resources gpu=$(GPUS) $(SNAKEMAKE_ARGS)
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html $(SNAKEMAKE_ARGS)
@@ -56,6 +56,9 @@ test-slow: test-system-packages $(VENV)/.test-installed
 	$(BIN)/pytest -m slow
 test-all: test-system-packages $(VENV)/.test-installed
 	$(BIN)/pytest
+# ruff (pyproject.toml: its default rules and the 120-column limit) over the package, the tests and the benchmarks
+lint: $(VENV)/.test-installed
+	$(BIN)/ruff check workflow/scripts tests benchmarks
 
 # Two result sets side by side, cell by cell: make compare A=<results dir> B=<results dir>
 # (writes results/comparison/: comparison.csv, comparison.md, comparison_train_speed.{png,svg}).

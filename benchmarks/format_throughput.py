@@ -87,7 +87,8 @@ def main() -> None:
                     totals[round_] += seconds
                     rates.append(images / seconds)
                     print(json.dumps({"family": family, "format": format_name, "round": round_ + 1, "images": images,
-                                      "seconds": round(seconds, 2), "images_per_second_one_core": round(images / seconds),
+                                      "seconds": round(seconds, 2),
+                                      "images_per_second_one_core": round(images / seconds),
                                       "file_creates_per_second_before": round(creates)}), flush=True)
                 measurements.append(bench.Measurement(
                     "format_throughput", f"{format_name} conversion images/s", formats.WRITER_ENVIRONMENTS.get(

@@ -12,8 +12,9 @@ Same network (the same builder), batch, threads and synthetic data. Two measurem
 The bare loop synchronises once, at its end; the workflow waits for every step (with the next one
 already dispatched) to time it. Goal: ratio >= 0.98.
 
-    .venv/bin/python benchmarks/framework_overhead.py --framework pytorch --network resnet50 --variant cifar10 --batch 16
-    .venv/bin/python benchmarks/framework_overhead.py --framework mxnet --network lenet --variant mnist --batch 64 --interleaved
+    .venv/bin/python benchmarks/framework_overhead.py --network resnet50 --variant cifar10 --batch 16
+    .venv/bin/python benchmarks/framework_overhead.py --framework mxnet --network lenet --variant mnist --batch 64 \
+        --interleaved
     python3 benchmarks/framework_overhead.py --device cuda --network resnet50 --variant cifar10 --batch 128
 
 On a GPU (``--device cuda``, PyTorch) the bare loop runs on the first visible GPU and waits for it once, at
@@ -167,18 +168,20 @@ def _bare_environment(args) -> dict:
     return monitor.runner_environment(args.threads, gpus=["0"] if args.device == "cuda" else [])
 
 
+def _run_bare(args, code: str) -> str:
+    """The last line a bare loop printed, run in the framework's environment."""
+    out = subprocess.run([bench.framework_python(args.framework), "-c", code], capture_output=True, text=True,
+                         check=True, env=_bare_environment(args))
+    return out.stdout.strip().splitlines()[-1]
+
+
 def bare_rate(args) -> float:
-    code = (HEAD + BARE_LOOPS[args.framework] + TIMED_TAIL).format(**vars(args))
-    out = subprocess.run([bench.framework_python(args.framework), "-c", code], capture_output=True, text=True, check=True,
-                         env=_bare_environment(args))
-    return float(out.stdout.strip().splitlines()[-1])
+    return float(_run_bare(args, (HEAD + BARE_LOOPS[args.framework] + TIMED_TAIL).format(**vars(args))))
 
 
 def interleaved_ratios(args) -> list[float]:
     code = (HEAD + INTERLEAVED_HEAD + BARE_LOOPS[args.framework] + INTERLEAVED_TAIL).format(**vars(args))
-    out = subprocess.run([bench.framework_python(args.framework), "-c", code], capture_output=True, text=True, check=True,
-                         env=_bare_environment(args))
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(_run_bare(args, code))
 
 
 def main() -> None:

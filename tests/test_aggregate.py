@@ -35,7 +35,8 @@ def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status=
         "power": {"gpu_mean_w": None, "gpu_peak_w": None, "gpu_energy_j": None, "energy_per_image_j": None,
                   "cpu_energy_j": None, "cpu_energy_per_image_j": None,
                   "samples": 10, "sample_hz": 20.0, "reasons": {"gpu_mean_w": "CPU run (no GPU used)"}},
-        "compute": {"flops_per_image": 13_182_000, "achieved_tflops": speed * 13_182_000 / 1e12 if status == "ok" else None,
+        "compute": {"flops_per_image": 13_182_000,
+                    "achieved_tflops": speed * 13_182_000 / 1e12 if status == "ok" else None,
                     "ceiling_tflops": 0.2,
                     "ceiling_fraction": speed * 13_182_000 / 1e12 / 0.2 if status == "ok" else None,
                     "ceiling_flag": None, "peak_tflops": None, "mfu": None,
@@ -45,7 +46,8 @@ def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status=
                       "compiler": None},
         "provenance": {"hostname": "node", "cpu_model": "a CPU", "cores": 2, "gpus": [], "python": "3.11",
                        "packages": {}, "config_sha256": "sha", "git_commit": None,
-                       "started_at": "2026-11-22T00:00:00+00:00", "finished_at": f"2026-11-22T00:0{repetition}:00+00:00"},
+                       "started_at": "2026-11-22T00:00:00+00:00",
+                       "finished_at": f"2026-11-22T00:0{repetition}:00+00:00"},
     }
 
 
@@ -94,10 +96,11 @@ def test_a_partly_failed_cell_says_how_many_runs_counted(records):
 
 
 def test_a_cell_whose_runs_failed_differently_lists_every_reason(records):
-    reasons = ["runner was killed by SIGKILL (signal 9): likely the kernel's OOM killer", "timeout: no result after 60 s",
-               "timeout: no result after 60 s"]
+    reasons = ["runner was killed by SIGKILL (signal 9): likely the kernel's OOM killer",
+               "timeout: no result after 60 s", "timeout: no result after 60 s"]
     failed = [record(framework="mxnet", repetition=r, status="failed", reason=why) for r, why in enumerate(reasons, 1)]
-    cell = aggregate.appendix(aggregate.runs_table([{**item, "path": "rep.json"} for item in failed])).query("metric == 'train_speed'").iloc[0]["cell"]
+    cells = aggregate.appendix(aggregate.runs_table([{**item, "path": "rep.json"} for item in failed]))
+    cell = cells.query("metric == 'train_speed'").iloc[0]["cell"]
     assert cell == (f"failed: {reasons[0]} (1 of 3); failed: timeout: no result after 60 s (2 of 3)")
 
 
@@ -136,7 +139,7 @@ def test_the_variants_of_a_cell_stand_side_by_side(tmp_path):
     settings = ["cpu fp32", "cpu fp32-compiled", "cpu bf16", "cpu bf16-compiled"]
     assert list(wide.columns) == ["metric", "unit", "dataset", "network", "framework", *settings]
     speed = wide[wide["metric"] == "train_speed"].iloc[0]
-    assert list(speed[settings]) == ["100 ± 0 (n=2, cv 0.0%)", "120 ± 0 (n=2, cv 0.0%)", "150 ± 0 (n=2, cv 0.0%)", "180 ± 0 (n=2, cv 0.0%)"]
+    assert list(speed[settings]) == [f"{mean} ± 0 (n=2, cv 0.0%)" for mean in (100, 120, 150, 180)]
     figure(records, "train_speed", [tmp_path / "speed.svg"])
     svg = (tmp_path / "speed.svg").read_text()
     assert all(f'id="bar pytorch cpu {v}"' in svg for v in ("fp32", "bf16", "fp32-compiled", "bf16-compiled"))
@@ -233,7 +236,8 @@ def test_inference_stands_beside_training_and_has_its_own_metrics(tmp_path):
     assert runs.loc[runs["task"] == "train", "inference_speed"].isna().all()
     wide = aggregate.appendix_wide(aggregate.appendix(runs)).set_index("metric")
     assert list(wide.columns[-2:]) == ["cpu", "cpu inference"]
-    assert wide.loc["train_speed", "cpu"] == "100 ± 0 (n=2, cv 0.0%)" and pd.isna(wide.loc["train_speed", "cpu inference"])
+    assert wide.loc["train_speed", "cpu"] == "100 ± 0 (n=2, cv 0.0%)"
+    assert pd.isna(wide.loc["train_speed", "cpu inference"])
     assert wide.loc["inference_speed", "cpu inference"] == "1,500 ± 707 (n=2, cv 47.1%) [cv > 5%]"
     assert wide.loc["latency_p50", "cpu inference"] == "0.500 ± 0.000 (n=2, cv 0.0%)"
     assert wide.loc["host_memory", "cpu"] == wide.loc["host_memory", "cpu inference"] == "300 ± 0 (n=2, cv 0.0%)"
@@ -253,7 +257,8 @@ def test_the_api_cost_table_sets_each_framework_beside_the_one_it_runs_on(tmp_pa
                                       ("onnxruntime", 0.125, None), ("keras-jax", 0.2, 500.0)):
         for repetition in (1, 2):
             records.append({**record(framework, repetition=repetition, task="inference", speed=8000.0,
-                                     latency_ms=[latency / 2, latency, latency * 2]), "path": f"{framework}i{repetition}"})
+                                     latency_ms=[latency / 2, latency, latency * 2]),
+                            "path": f"{framework}i{repetition}"})
             trained = record(framework, repetition=repetition, speed=speed or 1.0, status="ok" if speed else
                              "unavailable", reason="" if speed else "train: onnxruntime runs inference only")
             records.append({**trained, "path": f"{framework}t{repetition}"})
@@ -325,13 +330,15 @@ def test_the_accuracy_table_sets_seed_003_beside_its_cases_and_says_what_differs
     items += [accuracy_record(repetition=1, dataset="mnist-generated"), accuracy_record(repetition=1, dataset="cifar10",
                                                                                       accuracies=(0.5,) * 10)]
     for item in items:
-        write_record(item, tmp_path / item["run"]["framework"] / item["run"]["dataset"] / f"rep{item['run']['repetition']}.json")
+        run = item["run"]
+        write_record(item, tmp_path / run["framework"] / run["dataset"] / f"rep{run['repetition']}.json")
     runs_csv = tmp_path / "runs.csv"
     aggregate.runs_table(aggregate.load_records(sorted(tmp_path.rglob("rep*.json")))).to_csv(runs_csv, index=False)
     aggregate.write_accuracy(runs_csv, tmp_path / "accuracy.csv", tmp_path / "accuracy.md")
     table = pd.read_csv(tmp_path / "accuracy.csv", keep_default_na=False).set_index(["framework", "dataset"])
     ours = table.loc[("pytorch", "mnist")]
-    assert ours["test_accuracy"] == "0.960 ± 0.014 (n=2, cv 1.5%)" and ours["time_to_accuracy"] == "11.00 ± 0.00 (n=2, cv 0.0%)"
+    assert ours["test_accuracy"] == "0.960 ± 0.014 (n=2, cv 1.5%)"
+    assert ours["time_to_accuracy"] == "11.00 ± 0.00 (n=2, cv 0.0%)"
     assert ours["seed 003 P100"] == "99.19% in 519 s" and ours["seed 003 K80"] == "99.28% in 1,462 s"
     assert ours["differs from seed 003"] == ""  # 10 epochs at batch 10 of 224x224 images: the seed's case
     assert table.loc[("cntk", "mnist"), "test_accuracy"] == "unavailable: accuracy: cntk runs train, inference only"

@@ -144,7 +144,8 @@ def test_every_framework_steps_each_optimizer_as_described(tensorflow_python, mx
     for framework, python in (("pytorch", sys.executable), ("keras", tensorflow_python), ("mxnet", mxnet_python),
                               ("caffe", caffe_python)):
         assert run_in(python, "optimizer_steps.py", framework) == expected, framework
-    stepped = subprocess.run([cntk_worker_python, str(ROOT / "tests" / "cntk_optimizer_steps.py"), str(cntk_backend.WORKER),
+    stepped = subprocess.run([cntk_worker_python, str(ROOT / "tests" / "cntk_optimizer_steps.py"),
+                              str(cntk_backend.WORKER),
                               json.dumps({rule.kind: [vars(rule), OPTIMIZER_RATES[rule.kind]] for rule in rules})],
                              capture_output=True, text=True, check=False)
     assert stepped.returncode == 0, stepped.stderr[-3000:]

@@ -86,9 +86,11 @@ def test_for_cuda_13_the_removed_device_properties_go_and_gpu_methods_without_ke
     assert "multiProcessorCount;\n  return;" in query
     header = (tree / "include" / "caffe" / "layers" / "hardswish_layer.hpp").read_text()
     # the .cu defines only Forward_gpu: its declaration stays, Backward_gpu runs Backward_cpu
-    assert "virtual void Forward_gpu(const vector<Blob<Dtype>*>& bottom,\n      const vector<Blob<Dtype>*>& top);" in header
+    assert ("virtual void Forward_gpu(const vector<Blob<Dtype>*>& bottom,\n"
+            "      const vector<Blob<Dtype>*>& top);") in header
     assert ("virtual void Backward_gpu(const vector<Blob<Dtype>*>& top, const vector<bool>& propagate_down,\n"
-            "      const vector<Blob<Dtype>*>& bottom) {\n    Backward_cpu(top, propagate_down, bottom);\n  }") in header
+            "      const vector<Blob<Dtype>*>& bottom) {\n"
+            "    Backward_cpu(top, propagate_down, bottom);\n  }") in header
     assert "Backward_cpu(const vector<Blob<Dtype>*>& top,\n      const vector<bool>& propagate_down, " in header
 
 
@@ -115,8 +117,10 @@ template <typename Dtype> struct Blob {};
 template <typename Dtype> class NeuronLayer { public: virtual ~NeuronLayer() {} };
 template <typename Dtype>
 """ + header.replace("{}\n};", "{ std::puts(\"backward on the CPU\"); }\n public:\n  void run() {\n"
-                          "    vector<Blob<Dtype>*> blobs; vector<bool> down;\n    Backward_gpu(blobs, down, blobs);\n  }\n};") + """
-template <typename Dtype> void HardSwishLayer<Dtype>::Forward_cpu(const vector<Blob<Dtype>*>&, const vector<Blob<Dtype>*>&) {}
+                          "    vector<Blob<Dtype>*> blobs; vector<bool> down;\n"
+                          "    Backward_gpu(blobs, down, blobs);\n  }\n};") + """
+template <typename Dtype> void HardSwishLayer<Dtype>::Forward_cpu(const vector<Blob<Dtype>*>&,
+                                                                  const vector<Blob<Dtype>*>&) {}
 template class HardSwishLayer<float>;
 int main() { HardSwishLayer<float>().run(); }
 """)

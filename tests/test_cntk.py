@@ -70,7 +70,8 @@ def test_a_window_cntk_cannot_express_is_refused():
 def test_the_worker_is_python_3_6_code(tmp_path):
     vermin = [str(Path(sys.executable).with_name("vermin")), "--no-tips", "--violations", "-t=3.6-",
               "--eval-annotations"]
-    loaded = [cntk_backend.WORKER.parent.parent / "dlbench" / f"{name}.py" for name in ("lifeline", "image_reader_libraries")]
+    loaded = [cntk_backend.WORKER.parent.parent / "dlbench" / f"{name}.py"
+              for name in ("lifeline", "image_reader_libraries")]
     for path in (cntk_backend.WORKER, *loaded):  # the worker and the dlbench modules it loads
         checked = subprocess.run([*vermin, str(path)], check=False, capture_output=True, text=True)
         assert checked.returncode == 0, checked.stdout
@@ -173,8 +174,8 @@ def test_without_python_3_6_the_cntk_environment_is_unavailable(tmp_path, monkey
     with open(tmp_path / "build.log", "w") as log:
         status = envs.build_environment(ROOT / "envs" / "cntk.requirements.txt", tmp_path / "cntk", 1, log)
     assert status == {"status": "unavailable", "python": None, "reason": "CNTK 2.7 requires "
-                      "CPython 3.6 (its last wheels are cp36 only), and this machine has none (no working python3.6 on PATH "
-                      "or in pyenv)", "requirements": "cntk.requirements.txt",
+                      "CPython 3.6 (its last wheels are cp36 only), and this machine has none "
+                      "(no working python3.6 on PATH or in pyenv)", "requirements": "cntk.requirements.txt",
                       "choice": "CPU build: nvidia-smi lists no GPU on this node"}
 
 

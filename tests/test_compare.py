@@ -21,7 +21,8 @@ def results(directory, speeds: dict, table=False):
             status = "ok" if speed else "unavailable"
             item = record(framework, repetition=repetition, speed=speed or 0.0, status=status,
                           reason="" if speed else "not on this machine")
-            path = directory / "runs" / framework / "mnist-generated" / "lenet" / "cpu" / "fp32" / "train" / f"rep{repetition}.json"
+            case = directory / "runs" / framework / "mnist-generated" / "lenet" / "cpu" / "fp32" / "train"
+            path = case / f"rep{repetition}.json"
             write_record(item, path)
             paths.append(path)
     if table:
@@ -44,8 +45,10 @@ def sets(tmp_path):
 def test_each_cell_gets_its_ratio_and_significance_and_cells_of_one_set_are_listed(sets):
     compared = compare.compare(compare.runs_of(sets[0]), compare.runs_of(sets[1]))
     speed = compared[compared["metric"] == "train_speed"].set_index("framework")
-    assert speed.loc["pytorch", "ratio"] == pytest.approx(150.333 / 102, rel=1e-3) and speed.loc["pytorch", "significant"]
-    assert speed.loc["tensorflow", "ratio"] == pytest.approx(211.667 / 215, rel=1e-3) and not speed.loc["tensorflow", "significant"]
+    assert speed.loc["pytorch", "ratio"] == pytest.approx(150.333 / 102, rel=1e-3)
+    assert speed.loc["pytorch", "significant"]
+    assert speed.loc["tensorflow", "ratio"] == pytest.approx(211.667 / 215, rel=1e-3)
+    assert not speed.loc["tensorflow", "significant"]
     assert speed.loc["caffe", "in"] == "A only" and speed.loc["caffe", "b_cell"] == "not in this set"
     assert speed.loc["cntk", "in"] == "B only" and speed.loc["cntk", "b_cell"] == "90.50 ± 0.71 (n=2, cv 0.8%)"
     assert speed.loc["mxnet", "b_cell"] == "unavailable: not on this machine" and pd.isna(speed.loc["mxnet", "ratio"])
@@ -72,7 +75,8 @@ def test_a_runs_table_from_elsewhere_with_a_value_no_measurement_has_is_refused(
     runs.loc[2, "train_speed"] = value
     runs.to_csv(table, index=False)
     with pytest.raises(ValueError, match=rf"runs.csv, line 4, train_speed: '{value}' is not a measurement "
-                                         rf"\(allowed: a finite number {allowed}, or empty where it was not measured\)"):
+                                         rf"\(allowed: a finite number {allowed}, "
+                                         r"or empty where it was not measured\)"):
         compare.runs_of(sets[1])
 
 

@@ -132,7 +132,9 @@ def _wheel(directory, name: str, version: str) -> None:
     info = f"{name}-{version}.dist-info"
     with zipfile.ZipFile(directory / f"{name}-{version}-py3-none-any.whl", "w") as wheel:
         wheel.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(f"{info}/WHEEL",
+                       "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+
         wheel.writestr(f"{info}/RECORD", "")
 
 

@@ -14,7 +14,8 @@ H100, K20M, A10, B200 = ("NVIDIA H100 80GB HBM3", 90), ("Tesla K20m", 35), ("NVI
 
 
 def test_a_cuda_10_build_on_a_hopper_gpu_is_unavailable_naming_both():
-    cntk = GpuCode.from_arch_names("cntk-gpu 2.7", "10.0", ["sm_30", "sm_35", "sm_50", "sm_60", "sm_70", "sm_75"], [H100])
+    cntk = GpuCode.from_arch_names("cntk-gpu 2.7", "10.0", [f"sm_{arch}" for arch in (30, 35, 50, 60, 70, 75)],
+                                   [H100])
     with pytest.raises(Unavailable, match=r"^cntk-gpu 2.7 \(CUDA 10.0\) has kernels for sm_30…sm_75; this GPU "
                                           r"\(NVIDIA H100 80GB HBM3\) is sm_90, which it has no kernels for$"):
         check_gpu_code(cntk)

@@ -57,11 +57,14 @@ def environment(tmp_path):
     blas = tmp_path / "node" / "libcublas.so.99"
     _library(blas, "int cublasCreate_v2(void *h) { return 0; }\n")
     _library(packages / "framework" / "libframework.so",
-             "#include <unistd.h>\nint cuInit(unsigned); int cuDeviceGetCount(int *); int cudaRuntimeGetVersion(int *);\n"
-             "int gpus(void) { int n = 0; cuInit(0); cuDeviceGetCount(&n); int v; cudaRuntimeGetVersion(&v); return n + (getpid() < 0) * v; }\n",
+             "#include <unistd.h>\n"
+             "int cuInit(unsigned); int cuDeviceGetCount(int *); int cudaRuntimeGetVersion(int *);\n"
+             "int gpus(void) { int n = 0; cuInit(0); cuDeviceGetCount(&n); int v; cudaRuntimeGetVersion(&v);\n"
+             "  return n + (getpid() < 0) * v; }\n",
              f"-L{driver.parent}", "-l:libcuda.so.1", f"-L{runtime.parent}", "-l:libcudart.so.99",
              "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../nvidia/cuda_runtime/lib")
-    _library(packages / "framework" / "libblas_user.so", "int cublasCreate_v2(void *); int f(void) { return cublasCreate_v2(0); }\n",
+    _library(packages / "framework" / "libblas_user.so",
+             "int cublasCreate_v2(void *); int f(void) { return cublasCreate_v2(0); }\n",
              f"-L{blas.parent}", "-l:libcublas.so.99")
     inner = packages / "framework.libs" / "libinner-1a2b.so"  # auditwheel's: found by name once loaded
     _library(inner, "int inner(void) { return 1; }\n")
@@ -84,7 +87,8 @@ def test_the_stand_in_driver_lets_a_library_linked_to_the_driver_load_and_find_n
     assert gpu_envs.stand_in_driver(objects, tmp_path / "driver") == [tmp_path / "driver" / "libcuda.so.1"]
     framework = next(path for path in objects if path.name == "libframework.so")
     found = subprocess.run([sys.executable, "-c", f"import ctypes; print(ctypes.CDLL('{framework}').gpus())"],
-                           env={"LD_LIBRARY_PATH": str(tmp_path / "driver")}, capture_output=True, text=True, check=True)
+                           env={"LD_LIBRARY_PATH": str(tmp_path / "driver")}, capture_output=True, text=True,
+                           check=True)
     assert found.stdout.strip() == "0"  # cuInit answered CUDA_ERROR_NO_DEVICE; no device counted
     assert gpu_envs.stand_in_driver([path for path in objects if path != framework], tmp_path / "none") == []
 
@@ -128,7 +132,8 @@ def test_every_cuda_requirements_file_is_checked_for_the_gpus_the_workflow_build
     builds = gpu_envs.cuda_builds(ROOT / "envs")
     assert gpu_envs.CudaBuild("mxnet", "mxnet.cuda.requirements.txt") in builds
     assert gpu_envs.CudaBuild("pytorch", "pytorch.cuda-sm50.requirements.txt", (50,)) in builds
-    assert {build.requirements for build in builds} == {path.name for path in (ROOT / "envs").glob("*.cuda*.requirements.txt")}
+    files = (ROOT / "envs").glob("*.cuda*.requirements.txt")
+    assert {build.requirements for build in builds} == {path.name for path in files}
 
 
 def test_a_cuda_library_only_the_node_has_fails_the_check_and_one_the_environment_has_does_not(tmp_path):

@@ -56,7 +56,8 @@ def test_a_slow_input_pipeline_marks_the_run_input_bound_and_synthetic_data_neve
     slow.mkdir()
     (slow / "sitecustomize.py").write_text(
         "import time\nfrom dlbench.backends import lmdb_records\nread = lmdb_records.LmdbRecords.batch\n"
-        "lmdb_records.LmdbRecords.batch = lambda self, *args, **kwargs: (time.sleep(0.02), read(self, *args, **kwargs))[1]\n")
+        "lmdb_records.LmdbRecords.batch = lambda self, *args, **kwargs: "
+        "(time.sleep(0.02), read(self, *args, **kwargs))[1]\n")
     monkeypatch.setenv("PYTHONPATH", str(slow))
     (tmp_path / "slowed").mkdir()
     (tmp_path / "synthetic").mkdir()

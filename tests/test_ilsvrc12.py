@@ -26,7 +26,8 @@ def test_classes_are_numbered_in_wnid_order_and_validation_labels_follow(indexed
     label_of = {wnid: index for index, wnid in enumerate(classes)}
     source = ilsvrc12.Source(root / "raw", root / "index")
     # The devkit lists ILSVRC2012_IDs, which the generator numbers out of WNID order.
-    assert [source.index["test"][i][3] for i in range(12)] == [label_of[truth["wnids"][c]] for c in truth["test_labels"]]
+    expected = [label_of[truth["wnids"][c]] for c in truth["test_labels"]]
+    assert [source.index["test"][i][3] for i in range(12)] == expected
     for name, _, _, label in source.index["train"]:
         assert name.startswith(classes[label] + "_")
 

@@ -197,8 +197,8 @@ def test_an_oom_kill_is_told_by_the_memory_cgroups_counter(tmp_path, monkeypatch
     assert host.oom_kills(cgroups, tmp_path / "v2") == 1
     assert host.oom_kills(cgroups, tmp_path / "none") is None
     monkeypatch.setattr(host, "oom_kills", lambda: 3)
-    assert monitor.exit_words(-9, 2) == ("was killed by SIGKILL (signal 9): the kernel's OOM killer ended 1 process(es) "
-                                         "of this job's memory cgroup during the run (out of memory)")
+    assert monitor.exit_words(-9, 2) == ("was killed by SIGKILL (signal 9): the kernel's OOM killer ended "
+                                         "1 process(es) of this job's memory cgroup during the run (out of memory)")
     assert monitor.exit_words(-9, 3).endswith("; the memory cgroup counted no OOM kill during the run")
     assert monitor.exit_words(255) == "exited with code 255"
 
@@ -227,7 +227,8 @@ def tiny_disk(tmp_path):
 
 def test_a_full_disk_is_a_failed_record_saying_so(tmp_path, tiny_disk):
     """The real runner on a disk filled as it starts: no result can be written, and the record says why."""
-    python = stand_in(tmp_path, f'head -c 4M /dev/zero > "{tiny_disk}/filler" 2>/dev/null\nexec {sys.executable} "$@"\n')
+    python = stand_in(tmp_path,
+                      f'head -c 4M /dev/zero > "{tiny_disk}/filler" 2>/dev/null\nexec {sys.executable} "$@"\n')
     record = monitor.run(spec(iterations=12, warmup_iterations=2), python, tiny_disk / "run.log", 300, 20, "sha")
     assert record["status"] == "failed"
     assert record["reason"].startswith("runner exited with code "), record["reason"]

@@ -98,7 +98,8 @@ def _leaves(node):
 
 
 def test_the_builder_contract_is_every_layer_kind_the_networks_use_and_the_builders_implement_it():
-    used = {type(leaf).__name__.lower() for name, variant in CASES for leaf in _leaves(networks.network(name, variant).body)}
+    used = {type(leaf).__name__.lower()
+            for name, variant in CASES for leaf in _leaves(networks.network(name, variant).body)}
     contract = {name for name in vars(networks.Builder) if not name.startswith("_")}
     assert contract == used | {"sequential", "concat", "residual"}
     from dlbench.backends.cntk import CntkPlanner

@@ -109,5 +109,6 @@ def test_profile_cases_take_a_training_runs_iterations():
         {"dataset": "cifar10", "data": "synthetic", "networks": ["alexnet"], "tasks": ["profile"],
          "iterations": 12, "warmup_iterations": 2}]})
     found = {case.framework: case for case in cases(config)}
-    assert sorted(found) == ["keras-jax", "pytorch"]  # Keras's is recorded unavailable, saying why; ONNX Runtime has none
+    # Keras's is recorded unavailable, saying why; ONNX Runtime has none
+    assert sorted(found) == ["keras-jax", "pytorch"]
     assert (found["pytorch"].iterations, found["pytorch"].warmup_iterations) == (12, 2)

@@ -28,5 +28,6 @@ def test_recordio_round_trips_through_mxnet(tmp_path, mxnet_python):
     rec = converted / "train-00000-of-00001" / "data.rec"
     with open(rec, "r+b") as file:
         file.truncate(rec.stat().st_size // 2)
-    with pytest.raises(formats.DamagedShard, match=f"{rec} has .* its conversion wrote .* snakemake --force {converted}"):
+    with pytest.raises(formats.DamagedShard,
+                       match=f"{rec} has .* its conversion wrote .* snakemake --force {converted}"):
         formats.check(converted)

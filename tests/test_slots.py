@@ -225,7 +225,8 @@ def test_only_the_owner_and_the_directorys_group_can_hold_a_shared_lock(shared_d
     member = _as_other_user(shared_dir / "core-0.lock", groups=[SHARED_GROUP])
     try:
         assert member.stdout.readline().strip() == "held"
-        with pytest.raises(slots.SlotsBusy), slots.hold("core", ["0"], 1, shared_dir, wait_s=0.5, log=lambda line: None):
+        with pytest.raises(slots.SlotsBusy), slots.hold("core", ["0"], 1, shared_dir, wait_s=0.5,
+                                                        log=lambda line: None):
             pass
     finally:
         member.communicate(timeout=30)
@@ -245,8 +246,8 @@ def test_another_users_lock_file_open_to_everyone_is_refused(shared_dir):
     lock = shared_dir / "core-0.lock"
     lock.touch(mode=0o644)
     os.chown(lock, NOBODY, NOBODY)
-    with pytest.raises(slots.SlotError, match=r"core-0.lock \(uid 65534, mode -rw-r--r--\) can be opened.*by every user"), \
-            slots.hold("core", ["0"], 1, shared_dir, wait_s=1):
+    refused = r"core-0.lock \(uid 65534, mode -rw-r--r--\) can be opened.*by every user"
+    with pytest.raises(slots.SlotError, match=refused), slots.hold("core", ["0"], 1, shared_dir, wait_s=1):
         pass
 
 

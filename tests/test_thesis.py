@@ -39,7 +39,7 @@ def test_each_cell_stands_beside_the_thesis_with_what_differs(runs, tmp_path):
     assert ranks.loc["train_speed", "swapped"] == "pytorch < tensorflow" and not ranks.loc["train_speed", "same_order"]
     runs.to_csv(tmp_path / "runs.csv", index=False)
     aggregate.appendix(runs).to_csv(tmp_path / "appendix.csv", index=False)
-    thesis.write(tmp_path / "appendix.csv", tmp_path / "runs.csv", tmp_path / "t.csv", tmp_path / "r.csv", tmp_path / "t.md")
+    thesis.write(*(tmp_path / name for name in ("appendix.csv", "runs.csv", "t.csv", "r.csv", "t.md")))
     text = (tmp_path / "t.md").read_text()
     assert "1x Tesla P100" not in text and "2x Xeon E5-2630" in text and "pytorch < tensorflow" in text
     plots.thesis_figure(pd.read_csv(tmp_path / "t.csv"), [tmp_path / "t.svg", tmp_path / "t.png"])

@@ -278,7 +278,9 @@ def test_precision_and_compile_are_axes_of_the_benchmark(tmp_path, record_schema
         for precision in ("fp32", "bf16"):
             for compiled in (False, True):
                 variant = precision + ("-compiled" if compiled else "")
-                path = tmp_path / "results" / "runs" / framework / "mnist-synthetic" / "lenet" / "cpu" / variant / "train"
+                runs = tmp_path / "results" / "runs" / framework / "mnist-synthetic" / "lenet"
+                path = runs / "cpu" / variant / "train"
+
                 record = json.loads((path / "rep1.json").read_text())
                 jsonschema.validate(record, record_schema)
                 assert (record["run"]["precision"], record["run"]["compile"]) == (precision, compiled)

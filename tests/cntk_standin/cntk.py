@@ -2,7 +2,8 @@
 machine without CPython 3.6 (CNTK's wheels are cp36 only). It is no CNTK: it tracks shapes and
 parameters by CNTK's rules (ConvolveGeometry: automatic padding gives one output per stride-th
 input position; without it, the windows inside the input, rounded down unless ceil_out_dim; a
-kernel larger than its input is refused, padded or not, as CNTK 2.7 does), reads the map and mean files as CNTK's ImageDeserializer would find them, and
+kernel larger than its input is refused, padded or not, as CNTK 2.7 does), reads the map and mean files as
+CNTK's ImageDeserializer would find them, and
 "trains" by sleeping (CNTK_STANDIN_STEP_S seconds a step, 2 ms unless set). Set
 CNTK_STANDIN_EXIT_AT_STEP to make the worker die at that step.
 """
@@ -140,7 +141,8 @@ def _dense(x, units, bias, init):
 
 
 def _recurrence(step):
-    """Recurrence(LSTM(units)) over a sequence of feature vectors: W (features, 4 units), b (4 units), H (units, 4 units)."""
+    """Recurrence(LSTM(units)) over a sequence of feature vectors: W (features, 4 units), b (4 units),
+    H (units, 4 units)."""
     units = step["units"]
 
     def apply(x):
@@ -210,6 +212,6 @@ train.distributed = types.ModuleType("cntk.train.distributed")
 train.distributed.data_parallel_distributed_learner = lambda learner: learner  # no all-reduce: no MPI here
 train.distributed.Communicator = types.SimpleNamespace(finalize=lambda: None)
 
-sys.modules.update({"cntk.layers": layers, "cntk.io": io, "cntk.io.transforms": io.transforms, "cntk.sequence": sequence,
-                    "cntk.device": device, "cntk.cntk_py": cntk_py, "cntk.train": train,
+sys.modules.update({"cntk.layers": layers, "cntk.io": io, "cntk.io.transforms": io.transforms,
+                    "cntk.sequence": sequence, "cntk.device": device, "cntk.cntk_py": cntk_py, "cntk.train": train,
                     "cntk.train.distributed": train.distributed})

@@ -41,7 +41,8 @@ for number, job in enumerate(bench.PLANS[args.plan], 1):
     python = sys.executable if job.framework == "pytorch" else str(ROOT / ".venvs" / job.framework / "bin" / "python")
     if not Path(python).exists():
         rows.append({"benchmark": job.script.removesuffix(".py"), "framework": job.framework,
-                     "case": " ".join(job.arguments), "verdict": f"unavailable: {python} does not exist (the workflow builds .venvs/{job.framework} "
+                     "case": " ".join(job.arguments),
+                     "verdict": f"unavailable: {python} does not exist (the workflow builds .venvs/{job.framework} "
                                 "for a run of that framework: make run)"})
         continue
     print(f"[{number}/{len(bench.PLANS[args.plan])}] {job.script} {' '.join(job.arguments)}", flush=True)
@@ -82,7 +83,9 @@ shown = table.drop(columns=["values"], errors="ignore").map(
     lambda value: f"{value:.4g}" if isinstance(value, float) and not math.isnan(value) else value)
 header = (f"# Benchmarks ({args.plan} plan)\n\n{platform.node()}: {cpu_model()}, {len(os.sched_getaffinity(0))} usable "
           f"cores{gpu_words}; load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after; "
-          f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, dlbench {dlbench_version()} ({git_commit() or 'commit unknown'}).\n\n"
+          f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
+          f"dlbench {dlbench_version()} ({git_commit() or 'commit unknown'}).\n\n"
+
           f"Median of the rounds [interquartile range q1, q3]; a verdict other than steady means the rounds disagreed "
           f"(interquartile range over {bench.STEADY_SPREAD:.0%} of the median, or one side's runs over "
           f"{bench.STEADY_RATE_SPAN}x apart; implausible: past what the quantity can be) and the median is not a "

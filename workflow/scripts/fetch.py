@@ -14,7 +14,8 @@ with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     directory = Path(snakemake.params.archive_dir)  # noqa: F821
     if family == "imagenet":
         expected, sources = ilsvrc12.ARCHIVES, []
-        remedy = f"Put the archives published by image-net.org into {directory} (config key ilsvrc12.directory); {RETRY}"
+        remedy = (f"Put the archives published by image-net.org into {directory} "
+                  f"(config key ilsvrc12.directory); {RETRY}")
     else:
         expected, sources = datasets.FAMILIES[family].archives, mirrors(config, family)
         remedy = (f"Replace a bad archive with the published file, or delete it to have it downloaded; check the "

@@ -28,7 +28,8 @@ args = parser.parse_args()
 if args.tables_only:
     kept = json.loads((args.output / "gpu-envs.json").read_text())
     fields = {name for name in gpu_envs.EnvironmentCheck.__dataclass_fields__}
-    checks = [gpu_envs.EnvironmentCheck(**{key: value for key, value in check.items() if key in fields}) for check in kept]
+    checks = [gpu_envs.EnvironmentCheck(**{key: value for key, value in check.items() if key in fields})
+              for check in kept]
     (args.output / "gpu-envs.md").write_text(gpu_envs.markdown(checks))
     print(gpu_envs.markdown(checks))
     sys.exit(0)
@@ -57,6 +58,8 @@ if not args.keep and args.work.is_dir() and not any(args.work.iterdir()):
 table = gpu_envs.markdown(checks)
 (args.output / "gpu-envs.md").write_text(table)
 (args.output / "gpu-envs.json").write_text(json.dumps(
-    [{**vars(check), "verdict": check.verdict(), "runs_on": check.runs_on()} for check in checks], indent=1, default=list))
+    [{**vars(check), "verdict": check.verdict(), "runs_on": check.runs_on()} for check in checks],
+    indent=1, default=list))
+
 print(table)
 sys.exit(0 if all(check.passed for check in checks) else 1)

@@ -324,7 +324,8 @@ def appendix(runs: pd.DataFrame) -> pd.DataFrame:
                 row["mean"], row["sd"] = values.mean(), values.std(ddof=1) if len(values) > 1 else float("nan")
                 row["cv"] = row["sd"] / abs(row["mean"]) if row["mean"] else float("nan")
                 unsteady = f"cv > {UNSTEADY:.0%}" if spec.steady and row["cv"] > UNSTEADY else ""
-                row["flags"] = ", ".join(mark for mark in (flag_text(group, metric) if spec.flagged else "", unsteady) if mark)
+                flagged = flag_text(group, metric) if spec.flagged else ""
+                row["flags"] = ", ".join(mark for mark in (flagged, unsteady) if mark)
                 row["cell"] = _format(row["mean"], row["sd"], row["cv"], len(values), group) + (
                     f" [{row['flags']}]" if row["flags"] else "")
             else:

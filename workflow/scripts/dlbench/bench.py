@@ -44,7 +44,8 @@ def framework_python(framework: str) -> str:
         return sys.executable
     python = Path(__file__).resolve().parents[3] / ".venvs" / environment / "bin" / "python"
     if not python.exists():
-        raise SystemExit(f"{python} is missing: build it with the workflow (snakemake .venvs/{environment}/environment.json)")
+        raise SystemExit(f"{python} is missing: build it with the workflow "
+                         f"(snakemake .venvs/{environment}/environment.json)")
     return str(python)
 
 
@@ -78,7 +79,8 @@ def steadiness(measurement: Measurement) -> str:
     reasons, scale = [], 1.0 if measurement.share else abs(median)
     if scale and (third - first) / scale > STEADY_SPREAD:
         reasons.append(f"the rounds' values spread {(third - first) / scale:.0%} of the "
-                       f"{'whole' if measurement.share else 'median'} (interquartile range; at most {STEADY_SPREAD:.0%})")
+                       f"{'whole' if measurement.share else 'median'} "
+                       f"(interquartile range; at most {STEADY_SPREAD:.0%})")
     for side, rates in measurement.sides.items():
         if rates and min(rates) > 0 and max(rates) / min(rates) > STEADY_RATE_SPAN:
             reasons.append(f"{side}'s runs span {min(rates):.4g}–{max(rates):.4g} ({max(rates) / min(rates):.1f}x; "
@@ -192,6 +194,7 @@ def ceiling_measurements(plan: str, rounds: int = 3) -> list[Measurement]:
             found = matmul_peak.tflops(precision, processor, sizes=(256,) if plan == "smoke" else None)
             windows.append(found["tflops"])
         measurements.append(Measurement("ceiling (dlbench.matmul_peak)", f"{precision} matrix-product TFLOP/s",
-                                        found["framework"], f"{processor}, best: {found['kernel']} of {found['size']}, {found['threads']} threads",
-                                        windows))
+                                        found["framework"],
+                                        f"{processor}, best: {found['kernel']} of {found['size']}, "
+                                        f"{found['threads']} threads", windows))
     return measurements

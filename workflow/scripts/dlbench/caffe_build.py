@@ -49,14 +49,18 @@ CUDA_MAJOR = 13  # the runtime of the wheels in envs/caffe.cuda.requirements.txt
 CUDA_ARCHITECTURES = (("compute_75", "sm_75"), ("compute_80", "sm_80"), ("compute_90", "sm_90"),
                       ("compute_90", "compute_90"))
 # DeviceQuery's lines of cudaDeviceProp fields that CUDA 13 removed.
-REMOVED_DEVICE_FIELDS = re.compile(r"\n *LOG\(INFO\)[^;]*prop\.(?:clockRate|deviceOverlap|kernelExecTimeoutEnabled)[^;]*;")
+REMOVED_DEVICE_FIELDS = re.compile(
+    r"\n *LOG\(INFO\)[^;]*prop\.(?:clockRate|deviceOverlap|kernelExecTimeoutEnabled)[^;]*;")
 LAYER_CLASS = re.compile(r"\bclass (\w+)\s*:")
 # A GPU method's body that runs the CPU one (Caffe's Layer's default), in Caffe's layer signatures.
 CPU_FALLBACK = {
-    "Forward_gpu": "\n  virtual void Forward_gpu(const vector<Blob<Dtype>*>& bottom, const vector<Blob<Dtype>*>& top) {\n"
+    "Forward_gpu": "\n  virtual void Forward_gpu(const vector<Blob<Dtype>*>& bottom, "
+                   "const vector<Blob<Dtype>*>& top) {\n"
                    "    Forward_cpu(bottom, top);\n  }",
-    "Backward_gpu": "\n  virtual void Backward_gpu(const vector<Blob<Dtype>*>& top, const vector<bool>& propagate_down,\n"
-                    "      const vector<Blob<Dtype>*>& bottom) {\n    Backward_cpu(top, propagate_down, bottom);\n  }"}
+    "Backward_gpu": "\n  virtual void Backward_gpu(const vector<Blob<Dtype>*>& top, "
+                    "const vector<bool>& propagate_down,\n"
+                    "      const vector<Blob<Dtype>*>& bottom) {\n"
+                    "    Backward_cpu(top, propagate_down, bottom);\n  }"}
 GPU_METHOD = re.compile(r"\n *virtual void ((?:Forward|Backward)_gpu)\([^;{]*\);")
 
 
@@ -64,7 +68,9 @@ def find_nvcc() -> tuple[Path | None, str]:
     """The node's nvcc (on PATH, else where CUDA installs it) and its release (``13.0``); None and why."""
     found = shutil.which("nvcc") or next((place for place in NVCC_PLACES if Path(place).exists()), None)
     if found is None:
-        return None, f"nvcc of CUDA {CUDA_MAJOR} (NVIDIA's CUDA toolkit; neither on PATH nor in {', '.join(NVCC_PLACES)})"
+        return None, (f"nvcc of CUDA {CUDA_MAJOR} (NVIDIA's CUDA toolkit; "
+                      f"neither on PATH nor in {', '.join(NVCC_PLACES)})")
+
     said = subprocess.run([found, "--version"], capture_output=True, text=True, check=False).stdout
     release = re.search(r"release (\d+)\.(\d+)", said)
     if release is None or int(release[1]) != CUDA_MAJOR:

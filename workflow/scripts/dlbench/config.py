@@ -74,10 +74,11 @@ def accuracy_iterations(config: dict, bench: dict, where: str, batch: int) -> in
     family, mode = bench["dataset"], bench.get("data", "real")
     for key in ("iterations", "warmup_iterations"):
         if key in bench and bench["tasks"] == ["accuracy"]:  # beside a speed task they are that one's
-            raise ConfigError(f"{where}.{key}: an accuracy case trains whole epochs (epochs: {bench.get('epochs', EPOCHS)}) "
-                              "and times all of them; set epochs instead")
+            raise ConfigError(f"{where}.{key}: an accuracy case trains whole epochs "
+                              f"(epochs: {bench.get('epochs', EPOCHS)}) and times all of them; set epochs instead")
     if mode == "synthetic":
-        raise ConfigError(f"{where}.data: accuracy needs a test set, which synthetic data has not; allowed: real, generated")
+        raise ConfigError(f"{where}.data: accuracy needs a test set, which synthetic data has not; "
+                          "allowed: real, generated")
     images = training_images(config, family, mode)
     if images is None:
         known = ", ".join(name for name, spec in FAMILIES.items() if spec.train_images)
@@ -100,11 +101,12 @@ def cases(config: dict) -> list[Case]:
         input_size = bench.get("input_size")
         variant = RESIZED_VARIANT if input_size else FAMILIES[family].variant
         if input_size and FAMILIES[family].variant in (RESIZED_VARIANT, "text"):
-            raise ConfigError(f"{where}.input_size: {family} images are not resized (ImageNet's are that size, text has "
-                              "none); allowed for: " + ", ".join(sorted({name for name, f in FAMILIES.items()
-                                                                        if f.variant not in (RESIZED_VARIANT, "text")})))
+            resizable = sorted(name for name, f in FAMILIES.items() if f.variant not in (RESIZED_VARIANT, "text"))
+            raise ConfigError(f"{where}.input_size: {family} images are not resized (ImageNet's are that size, "
+                              f"text has none); allowed for: {', '.join(resizable)}")
         if mode not in FAMILIES[family].modes:
-            raise ConfigError(f"{where}.data: {family} has no {mode} data; allowed: {', '.join(FAMILIES[family].modes)}")
+            raise ConfigError(f"{where}.data: {family} has no {mode} data; "
+                              f"allowed: {', '.join(FAMILIES[family].modes)}")
         if family == "imagenet" and mode == "real" and not config.get("ilsvrc12", {}).get("directory"):
             raise ConfigError(f"{where}.data: real ImageNet needs ilsvrc12.directory (the directory holding "
                               "your ILSVRC2012 archives; it cannot be downloaded); without it allowed: "
@@ -113,8 +115,8 @@ def cases(config: dict) -> list[Case]:
         tasks = bench.get("tasks", ["train"])
         for framework in bench.get("frameworks", []):  # named for this case: it must run the case's tasks
             if set(tasks) - set(FRAMEWORKS[framework].tasks):
-                raise ConfigError(f"{where}.frameworks: {framework} runs {', '.join(FRAMEWORKS[framework].tasks)} only; "
-                                  f"this case's tasks: {', '.join(tasks)}")
+                raise ConfigError(f"{where}.frameworks: {framework} runs {', '.join(FRAMEWORKS[framework].tasks)} "
+                                  f"only; this case's tasks: {', '.join(tasks)}")
         for network in bench["networks"]:
             if variant not in VARIANTS[network]:
                 allowed = ", ".join(n for n, v in VARIANTS.items() if variant in v)

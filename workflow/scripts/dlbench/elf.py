@@ -75,7 +75,8 @@ def dynamic_entries(path: Path) -> tuple[list[str], list[str]]:
                 if tag.entry.d_tag == "DT_NEEDED":
                     needed.append(tag.needed)
                 elif tag.entry.d_tag in search:
-                    search[tag.entry.d_tag] += (tag.runpath if tag.entry.d_tag == "DT_RUNPATH" else tag.rpath).split(":")
+                    places = tag.runpath if tag.entry.d_tag == "DT_RUNPATH" else tag.rpath
+                    search[tag.entry.d_tag] += places.split(":")
     origin = str(Path(path).resolve().parent)
     directories = search["DT_RUNPATH"] or search["DT_RPATH"]
     return needed, [d.replace("$ORIGIN", origin).replace("${ORIGIN}", origin) for d in directories if d]

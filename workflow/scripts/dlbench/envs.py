@@ -92,7 +92,8 @@ NO_CUDA_VARIANT = {"caffe.yaml": "conda-forge's Caffe 1.0 is CPU_ONLY; the pip p
                                  "Caffe with CUDA where the node has nvcc"}
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts, for the framework probe
 # Run in the environment: what its framework says of its own build (dlbench.backends.describe).
-PROBE = "import json, sys; from dlbench import backends; print(json.dumps(backends.describe(backends.load(sys.argv[1]))))"
+PROBE = ("import json, sys; from dlbench import backends; "
+         "print(json.dumps(backends.describe(backends.load(sys.argv[1]))))")
 
 
 def node_gpus() -> list[str]:
@@ -132,7 +133,8 @@ def older_gpu_build(requirements: Path, capabilities: list[int]) -> tuple[Path, 
     oldest = min(capabilities)
     for low, high, name in OLDER_GPU_BUILDS.get(requirements.name.split(".")[0], ()):
         if low <= oldest < high:
-            why = f"CUDA build for its oldest GPU, sm_{oldest}, which the pinned build has no kernels for (it starts at sm_{high})"
+            why = (f"CUDA build for its oldest GPU, sm_{oldest}, which the pinned build has no kernels for "
+                   f"(it starts at sm_{high})")
             return requirements.with_name(name), why
     return None
 
@@ -166,10 +168,11 @@ def framework_of(environment: str) -> str:
 def ask_framework(status: dict, environment: str, code: str):
     """Runs ``code`` in the environment's interpreter, with this package and the environment's framework's name as
     ``sys.argv[1]``: the JSON of the last line it prints; RuntimeError with the last line of its error."""
-    variables = {**os.environ, "PYTHONPATH": str(PACKAGE_ROOT), WORKER_PYTHON_VARIABLE: status.get("worker_python") or ""}
+    variables = {**os.environ, "PYTHONPATH": str(PACKAGE_ROOT),
+                 WORKER_PYTHON_VARIABLE: status.get("worker_python") or ""}
     try:
-        found = subprocess.run([status["python"], "-c", code, framework_of(environment)], capture_output=True, text=True,
-                               env=variables, timeout=600, check=False)
+        found = subprocess.run([status["python"], "-c", code, framework_of(environment)], capture_output=True,
+                               text=True, env=variables, timeout=600, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         found = subprocess.CompletedProcess([], 1, "", str(error))
     if found.returncode:
@@ -188,7 +191,8 @@ def framework_build(status: dict, environment: str) -> dict:
 
 
 def build_environment(requirements: Path, venv_dir: Path, jobs: int, log, gpus: list[str] | None = None,
-                      after_install: Callable[[Path], None] | None = None, capabilities: list[int] | None = None) -> dict:
+                      after_install: Callable[[Path], None] | None = None,
+                      capabilities: list[int] | None = None) -> dict:
     """The virtualenv from ``requirements`` (its CUDA variant on a node with ``gpus`` of ``capabilities``, by
     default what nvidia-smi lists), the framework built into it where it has no package, and the build it is;
     ``after_install(venv_dir)`` called between pip's install and anything that imports the framework."""
@@ -259,8 +263,9 @@ def resolve(requirements: Path, pip_args: Sequence[str] = ()) -> dict:
         for_interpreter = (["--python-version", WORKER_PYTHONS[environment][0], "--only-binary=:all:",
                             "--target", str(Path(scratch) / "target")] if environment in WORKER_PYTHONS else [])
         done = subprocess.run([sys.executable, "-m", "pip", "--isolated", "install", "--dry-run", "--ignore-installed",
-                               "--quiet", "--report", str(report), *for_interpreter, *pip_args, "-r", str(requirements)],
-                              capture_output=True, text=True, check=False)
+                               "--quiet", "--report", str(report), *for_interpreter, *pip_args,
+                               "-r", str(requirements)], capture_output=True, text=True, check=False)
+
         if done.returncode != 0:
             said = [line for line in done.stderr.splitlines()
                     if line.startswith("ERROR") and not line.startswith("ERROR: Ignored")] or done.stderr.splitlines()

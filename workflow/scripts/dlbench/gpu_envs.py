@@ -31,7 +31,8 @@ INTERPRETER = re.compile(r"^libpython\d")  # an extension module's: the interpre
 # CUDA's own, cuDNN, NCCL, nvrtc, nvJitLink: the environment's to bring (not libcurl, libcups: the node's)
 CUDA_LIBRARY = re.compile(r"^lib(cu(da|blas|fft|rand|solver|sparse|dnn|pti|file|tensor)|nv|nccl)")
 # What the backend checks a GPU run against (backends.check_gpu_code), asked in the environment without a GPU.
-GPU_CODE_PROBE = ("import dataclasses, json, sys; from dlbench import backends; code = backends.load(sys.argv[1]).gpu_code(); "
+GPU_CODE_PROBE = ("import dataclasses, json, sys; from dlbench import backends; "
+                  "code = backends.load(sys.argv[1]).gpu_code(); "
                   "print(json.dumps(code if isinstance(code, str) else dataclasses.asdict(code)))")
 # Plug-ins the workflow never loads, and why (their needs are not checked; the table lists them).
 NEVER_LOADED = {
@@ -157,7 +158,8 @@ class EnvironmentCheck:
 
     def missing_cuda(self) -> dict[str, list[str]]:
         """The CUDA libraries the environment's libraries need and nothing has: each fails the check."""
-        found = {library: [name for name in needs if CUDA_LIBRARY.match(name)] for library, needs in self.missing.items()}
+        found = {library: [name for name in needs if CUDA_LIBRARY.match(name)]
+                 for library, needs in self.missing.items()}
         return {library: needs for library, needs in found.items() if needs}
 
     @property
@@ -207,7 +209,8 @@ class EnvironmentCheck:
         if self.status.get("framework_build") == "cpu":
             return "FAIL: its CUDA requirements installed a CPU build (a CPU wheel in pip's find-links?)"
         failures = [f"{name} from the node ({where})" for name, where in self.cuda_from_node.items()]
-        failures += [f"{library} needs {', '.join(needs)}, found nowhere" for library, needs in self.missing_cuda().items()]
+        failures += [f"{library} needs {', '.join(needs)}, found nowhere"
+                     for library, needs in self.missing_cuda().items()]
         return "FAIL: " + "; ".join(failures) if failures else "ok"
 
 
@@ -238,7 +241,8 @@ def markdown(checks: list[EnvironmentCheck]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_environment(build: CudaBuild, venv_dir: Path, jobs: int, log, envs_dir: Path = Path("envs")) -> EnvironmentCheck:
+def check_environment(build: CudaBuild, venv_dir: Path, jobs: int, log,
+                      envs_dir: Path = Path("envs")) -> EnvironmentCheck:
     """Builds ``build`` in ``venv_dir`` (named as the workflow names it: ``<directory>/<environment>``) as the workflow
     does on a node with its GPUs, and checks what it loads; the stand-in driver goes beside it."""
     stand_in = venv_dir.parent / f"{venv_dir.name}.driver"
@@ -314,5 +318,7 @@ def inspect_environment(environment: str, venv_dir: Path, status: dict, label: s
         if (not nvidias(path) or path.resolve() in loaded) and (names := elf.fatbin_architectures(path)):
             check.gpu_code[name], check.fatbin_bytes[name] = names, elf.fatbin_size(path)
     check.objects, check.from_node = len(objects), sorted(from_node)
-    check.size_gb = sum(path.stat().st_size for path in venv_dir.rglob("*") if path.is_file() and not path.is_symlink()) / 1e9
+    files = (path for path in venv_dir.rglob("*") if path.is_file() and not path.is_symlink())
+    check.size_gb = sum(path.stat().st_size for path in files) / 1e9
+
     return check

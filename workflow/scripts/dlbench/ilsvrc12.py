@@ -75,7 +75,8 @@ def build_index(archive_dir: Path, index_dir: Path, log=print) -> dict:
     entries["test"] = [(m.name, m.offset_data, m.size, label_of[wnid_of[ilsvrc_id]])
                        for m, ilsvrc_id in zip(members, truth)]
     index_dir.mkdir(parents=True, exist_ok=True)
-    (index_dir / "classes.tsv").write_text("".join(f"{i}\t{wnid}\t{words}\n" for i, (wnid, words) in enumerate(classes)))
+    (index_dir / "classes.tsv").write_text(
+        "".join(f"{i}\t{wnid}\t{words}\n" for i, (wnid, words) in enumerate(classes)))
     for split, rows in entries.items():
         (index_dir / f"{split}.tsv").write_text("".join("\t".join(map(str, row)) + "\n" for row in rows))
     counts = {split: len(rows) for split, rows in entries.items()}

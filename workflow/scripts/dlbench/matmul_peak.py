@@ -94,7 +94,8 @@ def main(argv: list[str]) -> int:
     try:
         found = tflops(precision, processor)
     except ImportError as error:
-        found = {"tflops": None, "reason": f"the ceiling is measured with PyTorch, which cannot be imported here: {error}"}
+        found = {"tflops": None,
+                 "reason": f"the ceiling is measured with PyTorch, which cannot be imported here: {error}"}
     files.write_json(Path(result), found)
     return 0
 

@@ -192,7 +192,8 @@ class OrphanWatch(threading.Thread):
         while not self.done.wait(self.INTERVAL_S):
             if self.gone():
                 with contextlib.suppress(OSError):
-                    print(f"snakemake (pid {self.workflow.pid}) is gone: stopping this run", file=sys.stderr, flush=True)
+                    print(f"snakemake (pid {self.workflow.pid}) is gone: stopping this run", file=sys.stderr,
+                          flush=True)
                 os.kill(os.getpid(), signal.SIGTERM)
                 return
 
@@ -598,9 +599,9 @@ def layer_profile(spec: RunSpec, result: dict, not_ok: str | None) -> dict | Non
     iteration = ms(found["iteration_seconds"])[0]
     unprofiled = ms(result["iteration_seconds"][spec.warmup_iterations:])[0]
     accounted = ms([sum(forward + backward for forward, backward in step.values()) for step in steps])[0]
-    return {"method": found["method"], "steps": len(steps), "iteration_ms": iteration, "unprofiled_iteration_ms": unprofiled,
-            "overhead": iteration / unprofiled, "accounted_ms": accounted, "unaccounted_share": 1 - accounted / iteration,
-            "layers": layers, "reasons": {}}
+    return {"method": found["method"], "steps": len(steps), "iteration_ms": iteration,
+            "unprofiled_iteration_ms": unprofiled, "overhead": iteration / unprofiled, "accounted_ms": accounted,
+            "unaccounted_share": 1 - accounted / iteration, "layers": layers, "reasons": {}}
 
 
 def write_record(record: dict, path: Path) -> None:

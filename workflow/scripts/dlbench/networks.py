@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 INITIALISATION = "Glorot (Xavier) uniform weights over the average of fan-in and fan-out, zero biases"
-Shape = tuple[int, ...]  # (channels, height, width) for images, (steps, features) for sequences, (features,) after Flatten
+# (channels, height, width) for images, (steps, features) for sequences, (features,) after Flatten
+Shape = tuple[int, ...]
 
 
 @dataclass(frozen=True)

@@ -141,8 +141,8 @@ def heatmap(table: pd.DataFrame, dataset: str, metric: str, outputs: list[Path])
     panels = setting_order(values)
     networks = sorted(values["network"].unique())
     frameworks = framework_order(values["framework"])
-    fig, axes = plt.subplots(1, len(panels), figsize=(1.3 * len(networks) * len(panels) + 2.5, 0.45 * len(frameworks) + 1.8),
-                             squeeze=False, layout="constrained")
+    size = (1.3 * len(networks) * len(panels) + 2.5, 0.45 * len(frameworks) + 1.8)
+    fig, axes = plt.subplots(1, len(panels), figsize=size, squeeze=False, layout="constrained")
     for ax, panel in zip(axes[0], panels):
         cells = values[values["setting"] == panel].set_index(["framework", "network"])
         means = cells["mean"].unstack("network").reindex(index=frameworks, columns=networks)
@@ -171,8 +171,8 @@ def heatmap(table: pd.DataFrame, dataset: str, metric: str, outputs: list[Path])
 
 def thesis_figure(compared: pd.DataFrame, outputs: list[Path]) -> None:
     """Ours against the thesis's, log-log, a panel per metric and thesis hardware: a point per cell both
-    measured, in its framework's colour and its case's marker (network and dataset); on the diagonal we measured what the
-    thesis did. Cells only one side measured are listed below."""
+    measured, in its framework's colour and its case's marker (network and dataset); on the diagonal we measured
+    what the thesis did. Cells only one side measured are listed below."""
     both = compared.dropna(subset=["ours_mean", "thesis"])
     panels = sorted(both[["metric", "hardware"]].drop_duplicates().itertuples(index=False), key=tuple)
     one_side = compared[compared[["ours_mean", "thesis"]].isna().any(axis=1)]
@@ -188,8 +188,9 @@ def thesis_figure(compared: pd.DataFrame, outputs: list[Path]) -> None:
     for ax, (metric, hardware) in zip(axes, panels):
         points = both[(both["metric"] == metric) & (both["hardware"] == hardware)]
         for row in points.itertuples():
-            ax.scatter(row.thesis, row.ours_mean, color=FRAMEWORK_COLOURS[row.framework], marker=markers[f"{row.network} / {row.dataset}"],
-                       s=36, edgecolor="black", linewidth=0.4, gid=f"point {row.framework} {row.dataset} {row.network}")
+            ax.scatter(row.thesis, row.ours_mean, color=FRAMEWORK_COLOURS[row.framework],
+                       marker=markers[f"{row.network} / {row.dataset}"], s=36, edgecolor="black", linewidth=0.4,
+                       gid=f"point {row.framework} {row.dataset} {row.network}")
         low, high = min(points["thesis"].min(), points["ours_mean"].min()), max(points["thesis"].max(),
                                                                                 points["ours_mean"].max())
         ax.plot([low / 2, high * 2], [low / 2, high * 2], linestyle="--", color="gray", linewidth=1)
@@ -338,7 +339,8 @@ def accuracy_curves(records: list[dict], outputs: list[Path]) -> None:
         label, epochs = labels[record["path"]], record["quality"].get("epochs") or []
         if not epochs:
             continue
-        ax.plot([0] + [epoch["elapsed_seconds"] for epoch in epochs], [None] + [epoch["test_accuracy"] for epoch in epochs],
+        ax.plot([0] + [epoch["elapsed_seconds"] for epoch in epochs],
+                [None] + [epoch["test_accuracy"] for epoch in epochs],
                 marker="o", markersize=3, color=FRAMEWORK_COLOURS[frameworks[record["path"]]],
                 linestyle=styles[label.split(" ", 1)[1]], label=None if label in shown else label,
                 gid=f"curve {label} rep {record['run']['repetition']}")
@@ -369,7 +371,8 @@ def layer_times(records: list[dict], outputs: list[Path]) -> None:
     colours = sns.color_palette(n_colors=3)
     for ax, panel in zip(axes[0], panels):
         first = cells[cells["setting"] == panel].iloc[0]
-        layers = means[(means[["framework", "device", "variant"]] == first[["framework", "device", "variant"]]).all(axis=1)]
+        keys = ["framework", "device", "variant"]
+        layers = means[(means[keys] == first[keys]).all(axis=1)]
         if not len(layers):
             ax.text(0.5, 0.5, f"{first['status']}: {first['reason']}", ha="center", va="center", wrap=True,
                     fontsize=8, color="firebrick", transform=ax.transAxes)

@@ -168,7 +168,8 @@ def accuracy(trainer, spec: RunSpec, progress=print) -> dict:
                   "cpu_seconds": window.get("cpu_seconds", 0.0) + trained["cpu_seconds"],
                   "seconds": window.get("seconds", 0.0) + trained["seconds"],
                   "input_wait_seconds": None if waited is None else window.get("input_wait_seconds", 0.0) + waited}
-    return {"iteration_seconds": times, "timed_window": window, "epochs": epochs, "final_loss": epochs[-1]["train_loss"]}
+    return {"iteration_seconds": times, "timed_window": window, "epochs": epochs,
+            "final_loss": epochs[-1]["train_loss"]}
 
 
 def profile(trainer, spec: RunSpec, progress=print) -> dict:

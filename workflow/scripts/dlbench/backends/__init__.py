@@ -183,8 +183,8 @@ KERAS_NOT_YET = {"profile": "profiling through Keras on its three backends is no
 # record's schema and README's table are checked against it (tests/test_registry.py).
 REGISTRY = {framework.name: framework for framework in (
     Framework("caffe", "caffe", "caffe", "lmdb", always_compiled="Caffe's static net",
-              cannot_resize="Caffe's Data layer crops and mirrors but does not resize (convert_imageset --resize_height "
-                            "and --resize_width would store resized copies: not wired)",
+              cannot_resize="Caffe's Data layer crops and mirrors but does not resize (convert_imageset "
+                            "--resize_height and --resize_width would store resized copies: not wired)",
               optimizer_differences={"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}),
     Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (tf.function jit_compile)",
@@ -252,8 +252,8 @@ def require_task(spec: RunSpec) -> None:
         raise Unavailable(f"{spec.task}: {spec.framework} runs {', '.join(framework.runs)} only"
                           + (f" ({why})" if why else ""))
     if spec.task in SINGLE_DEVICE_TASKS and spec.device not in SINGLE_DEVICES:
-        raise Unavailable(f"{spec.task} on {spec.device}: {spec.task} runs on one device ({', '.join(SINGLE_DEVICES)}); "
-                          + SINGLE_DEVICE_TASKS[spec.task])
+        raise Unavailable(f"{spec.task} on {spec.device}: {spec.task} runs on one device "
+                          f"({', '.join(SINGLE_DEVICES)}); " + SINGLE_DEVICE_TASKS[spec.task])
 
 
 def require_input(spec: RunSpec) -> None:

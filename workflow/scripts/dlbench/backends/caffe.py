@@ -23,7 +23,8 @@ import numpy as np
 from .. import cuda_wheels
 
 os.environ.setdefault("GLOG_minloglevel", "1")  # before caffe starts glog: no per-layer set-up chatter
-CUDA_LIBRARIES = cuda_wheels.preload(cuda_wheels.PRELOADED["caffe"])  # before Caffe loads: its CUDA build links CUDA 13's libraries by name
+# before Caffe loads: its CUDA build links CUDA 13's libraries by name
+CUDA_LIBRARIES = cuda_wheels.preload(cuda_wheels.PRELOADED["caffe"])
 import caffe
 from caffe.proto import caffe_pb2
 from google.protobuf import text_format
@@ -279,8 +280,8 @@ def _select_device(spec: RunSpec) -> None:
         raise Unavailable("multi-GPU Caffe (pycaffe's caffe.NCCL, one process per GPU) is not wired into the runner")
     # A CPU_ONLY Caffe aborts the process (glog FATAL) on first GPU use, as does a CUDA one without a usable GPU:
     # ask a child process first.
-    probe = subprocess.run([sys.executable, *cuda_wheels.preloading("import caffe; caffe.set_device(0)", CUDA_LIBRARIES)],
-                           check=False, capture_output=True, text=True)
+    code = cuda_wheels.preloading("import caffe; caffe.set_device(0)", CUDA_LIBRARIES)
+    probe = subprocess.run([sys.executable, *code], check=False, capture_output=True, text=True)
     if probe.returncode != 0:
         if cuda_build() is None:
             raise Unavailable("this Caffe has no CUDA support (a CPU_ONLY build)")

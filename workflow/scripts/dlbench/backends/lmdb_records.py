@@ -36,8 +36,9 @@ class LmdbRecords:
     def _augment(self, image: np.ndarray) -> np.ndarray:
         _, height, width = self.input_shape
         if image.shape[1:] != (height, width):
-            top, left = (self.rng.integers(0, image.shape[1] - height + 1), self.rng.integers(0, image.shape[2] - width + 1)
-                         ) if self.augment else ((image.shape[1] - height) // 2, (image.shape[2] - width) // 2)
+            rows, columns = image.shape[1] - height, image.shape[2] - width
+            top, left = ((self.rng.integers(0, rows + 1), self.rng.integers(0, columns + 1)) if self.augment
+                         else (rows // 2, columns // 2))
             image = image[:, top:top + height, left:left + width]
         if self.augment and image.shape[0] == 3 and self.rng.random() < 0.5:
             image = image[:, :, ::-1]

@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import cuda_wheels, networks
 
-cuda_wheels.preload(cuda_wheels.PRELOADED["mxnet"])  # before MXNet loads: its CUDA build links CUDA 11's libraries by name
+# before MXNet loads: its CUDA build links CUDA 11's libraries by name
+cuda_wheels.preload(cuda_wheels.PRELOADED["mxnet"])
 # Read by libgomp when MXNet loads it. ImageRecordIter's decoding threads are OpenMP threads too: with
 # them, the process's OpenMP threads outnumber the cores, and libgomp then lets an idle operator thread
 # spin 100 times (ACTIVE: 1,000) before it sleeps on a futex, so every operator of a small network paid a

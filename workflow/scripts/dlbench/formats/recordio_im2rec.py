@@ -15,7 +15,8 @@ import numpy as np
 from .. import cuda_wheels
 from . import codec
 
-cuda_wheels.preload(cuda_wheels.PRELOADED["mxnet"])  # before MXNet loads: its CUDA build links CUDA 11's libraries by name
+# before MXNet loads: its CUDA build links CUDA 11's libraries by name
+cuda_wheels.preload(cuda_wheels.PRELOADED["mxnet"])
 
 import mxnet as mx
 
