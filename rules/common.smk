@@ -14,7 +14,7 @@ from dlbench import config as bench_config  # noqa: E402
 from dlbench.aggregate import METRICS, drawn, scale  # noqa: E402
 from dlbench.host import Rapl  # noqa: E402
 from dlbench.peaks import node_knows_cpu_peak  # noqa: E402
-from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
+from dlbench.registry import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
 from dlbench import ceiling, datasets, formats, ilsvrc12, summary  # noqa: E402
 from dlbench.compute import processor  # noqa: E402
 from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from dlbench import backends, datasets, formats, ilsvrc12, networks
+from dlbench import datasets, formats, ilsvrc12, networks, registry
 from dlbench.backends import cntk as cntk_backend
 
 from .conftest import ROOT, run_in
@@ -149,7 +149,7 @@ def test_every_framework_steps_each_optimizer_as_described(tensorflow_python, mx
                               json.dumps({rule.kind: [vars(rule), OPTIMIZER_RATES[rule.kind]] for rule in rules})],
                              capture_output=True, text=True, check=False)
     assert stepped.returncode == 0, stepped.stderr[-3000:]
-    assert "rmsprop" in backends.REGISTRY["cntk"].optimizer_differences
+    assert "rmsprop" in registry.REGISTRY["cntk"].optimizer_differences
     assert json.loads(stepped.stdout.splitlines()[-1]) == {
         "sgd": expected["sgd"],
         "rmsprop": pytest.approx(_two_reference_steps(networks.RMSPROP, 0.01, [1.0, 2.0], cntk_rmsprop=True), rel=1e-5)}

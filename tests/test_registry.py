@@ -5,7 +5,7 @@ import importlib.util
 import re
 
 import yaml
-from dlbench import backends, networks
+from dlbench import networks, registry
 from dlbench.config import FIGURE_4_5
 from dlbench.datasets import FAMILIES
 from dlbench.spec import PRECISIONS, TASKS
@@ -18,37 +18,37 @@ RECORD_RUN = RECORD["run"]["properties"]
 
 
 def test_the_config_schema_allows_exactly_the_registered_frameworks_networks_and_datasets():
-    assert CONFIG_SCHEMA["frameworks"]["items"]["enum"] == list(backends.REGISTRY)
+    assert CONFIG_SCHEMA["frameworks"]["items"]["enum"] == list(registry.REGISTRY)
     case = CONFIG_SCHEMA["benchmarks"]["items"]["properties"]
     assert case["networks"]["items"]["enum"] == list(networks.REGISTRY)
-    assert case["frameworks"]["items"]["enum"] == list(backends.REGISTRY)
+    assert case["frameworks"]["items"]["enum"] == list(registry.REGISTRY)
     assert case["dataset"]["enum"] == list(FAMILIES)
 
 
 def test_the_run_record_schema_names_exactly_the_registered_frameworks_and_networks():
-    assert RECORD_RUN["framework"]["enum"] == list(backends.REGISTRY)
+    assert RECORD_RUN["framework"]["enum"] == list(registry.REGISTRY)
     assert RECORD_RUN["network"]["enum"] == list(networks.REGISTRY)
 
 
 def test_both_schemas_allow_exactly_the_registered_precisions_and_each_framework_names_its_own():
     assert CONFIG_SCHEMA["precisions"]["items"]["enum"] == list(PRECISIONS)
     assert RECORD_RUN["precision"]["enum"] == RECORD["execution"]["properties"]["precision"]["enum"] == list(PRECISIONS)
-    for framework in backends.REGISTRY.values():
+    for framework in registry.REGISTRY.values():
         assert set(framework.cpu_precisions) <= set(PRECISIONS) - {"tf32"}, framework
         assert set(framework.gpu_precisions) <= set(PRECISIONS), framework
         assert not (framework.compiler and framework.always_compiled == framework.compiler), framework
 
 
 def test_every_registered_framework_has_its_backend_and_environments():
-    for framework in backends.REGISTRY.values():
+    for framework in registry.REGISTRY.values():
         assert importlib.util.find_spec(f"dlbench.backends.{framework.module}"), framework
         for suffix in (".requirements.txt", ".yaml"):
             assert (ROOT / "envs" / f"{framework.environment}{suffix}").exists(), (framework, suffix)
 
 
 def test_the_readme_table_is_the_framework_registry():
-    assert backends.registry_table() in (ROOT / "README.md").read_text(), (
-        "README.md's framework table differs from the registry; it should read:\n" + backends.registry_table())
+    assert registry.registry_table() in (ROOT / "README.md").read_text(), (
+        "README.md's framework table differs from the registry; it should read:\n" + registry.registry_table())
 
 
 def test_the_documented_figure_4_5_is_the_network_registry():

@@ -10,7 +10,7 @@ import jsonschema
 import pandas as pd
 import pytest
 import yaml
-from dlbench import aggregate, backends, host, ilsvrc12, peaks, report_check
+from dlbench import aggregate, host, ilsvrc12, peaks, registry, report_check
 
 from .conftest import ROOT, framework_environment
 
@@ -62,7 +62,7 @@ def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
         jsonschema.validate(record, record_schema)
         assert path.with_suffix(".log").exists()
         framework = record["run"]["framework"]
-        if not_wired := backends.REGISTRY[framework].not_yet.get(record["run"]["task"]):
+        if not_wired := registry.REGISTRY[framework].not_yet.get(record["run"]["task"]):
             assert record["status"] == "unavailable" and not_wired in record["reason"], record["reason"]
             continue
         # CNTK reads its map files too: its image reader's Ubuntu 16.04 libraries are in its environment.

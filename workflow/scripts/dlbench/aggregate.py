@@ -16,9 +16,9 @@ import yaml
 from jsonschema.exceptions import best_match
 
 from . import compute, files
-from .backends import REGISTRY as FRAMEWORKS
 from .compute import BEATS_CEILING
 from .peaks import Peak
+from .registry import REGISTRY as FRAMEWORKS
 from .spec import PRECISIONS, SETUP_FIELDS, TASKS, RunSpec, gpu_count, parse_device, parse_variant, variant_label
 
 

@@ -37,7 +37,7 @@ class Measurement:
 def framework_python(framework: str) -> str:
     """The interpreter a benchmark runs ``framework``'s runner with: this one for PyTorch (the project's .venv has
     it), else the framework's environment as the workflow builds it (``.venvs/<environment>``)."""
-    from .backends import REGISTRY
+    from .registry import REGISTRY
 
     environment = REGISTRY[framework].environment
     if environment == "pytorch":

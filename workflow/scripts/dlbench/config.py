@@ -11,9 +11,9 @@ import itertools
 import json
 from dataclasses import dataclass
 
-from .backends import REGISTRY as FRAMEWORKS
 from .datasets import FAMILIES, RESIZED_VARIANT
 from .networks import REGISTRY, VARIANTS
+from .registry import REGISTRY as FRAMEWORKS
 from .spec import EPOCHS, LATENCY_CALLS, dataset_label, default_warmup, parse_device, variant_label
 
 # Figure 4.5 per (dataset family, network): a family takes the values of the variant sized for it

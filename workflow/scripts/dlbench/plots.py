@@ -24,7 +24,7 @@ from .aggregate import (
     setting_order,
     settings,
 )
-from .backends import REGISTRY as FRAMEWORKS
+from .registry import REGISTRY as FRAMEWORKS
 from .spec import gpu_count
 from .thesis import HARDWARE_WORDS
 

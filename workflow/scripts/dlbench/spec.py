@@ -111,7 +111,7 @@ class RunSpec:
     data_dir: str | None = None  # the dataset in the framework's format; None in synthetic mode
     loader_workers: int = 0  # input-pipeline worker processes
     precision: str = "fp32"  # one of PRECISIONS
-    compile: bool = False  # the framework's compiler (backends.REGISTRY[...].compiler)
+    compile: bool = False  # the framework's compiler (registry.REGISTRY[...].compiler)
     task: str = "train"  # one of TASKS
     latency_calls: int = LATENCY_CALLS  # inference: timed single-image calls, after default_warmup(them) untimed
     # accuracy: ``iterations`` are ``epochs`` times the steps of one epoch (the training images // the batch)
