@@ -179,7 +179,7 @@ def test_input_size_trains_the_imagenet_layout_with_the_datasets_classes():
     config = validated({"frameworks": ["pytorch", "caffe"], "benchmarks": [
         {"dataset": "mnist", "networks": ["resnet18"], "tasks": ["accuracy"], "input_size": 224}]})
     case = next(case for case in cases(config) if case.framework == "pytorch")
-    assert case.input_size == 224 and case.batch_size == 10  # ResNet-18's ImageNet defaults (seed 003's batch)
+    assert case.input_size == 224 and case.batch_size_global == 10  # ResNet-18's ImageNet defaults (seed 003's batch)
     resnet = datasets.description("resnet18", "mnist", 224)
     assert (resnet.input_shape, resnet.num_classes) == ((3, 224, 224), 10)
     assert networks.trainable_parameters(resnet) == 11_689_512 - (512 * 1000 + 1000) + (512 * 10 + 10)

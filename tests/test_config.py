@@ -24,7 +24,7 @@ def test_defaults_are_filled_in_and_figure_4_5_applies():
     config = validated(GOOD)
     assert config["repetitions"] == 3 and config["devices"] == ["cpu"] and config["environment"] == "venv"
     (case,) = cases(config)
-    assert (case.batch_size, case.iterations, case.learning_rate) == FIGURE_4_5[("mnist", "lenet")]
+    assert (case.batch_size_global, case.iterations, case.learning_rate) == FIGURE_4_5[("mnist", "lenet")]
     assert case.warmup_iterations == 94  # 10 % of 938, above the floor of 10
     assert case.dataset == "mnist-synthetic"
 
@@ -109,7 +109,7 @@ def test_bad_config_stops_snakemake_before_any_job(tmp_path):
 def test_kmnist_runs_lenet_with_mnist_parameters():
     config = validated({**GOOD, "benchmarks": [{"dataset": "kmnist", "data": "generated", "networks": ["lenet"]}]})
     (case,) = cases(config)
-    assert case.dataset == "kmnist-generated" and (case.batch_size, case.iterations) == (64, 938)
+    assert case.dataset == "kmnist-generated" and (case.batch_size_global, case.iterations) == (64, 938)
     bad = validated({**GOOD, "benchmarks": [{"dataset": "kmnist", "networks": ["vgg16"]}]})
     with pytest.raises(ConfigError, match="vgg16 has no kmnist variant; allowed for kmnist: lenet"):
         cases(bad)
@@ -139,7 +139,8 @@ def test_an_inference_only_framework_has_no_training_cells_and_is_not_named_for_
 
 def test_text_has_synthetic_data_only_and_runs_the_lstm():
     (case,) = cases(validated({**GOOD, "benchmarks": [{"dataset": "text", "data": "synthetic", "networks": ["lstm"]}]}))
-    assert (case.dataset, case.batch_size, case.iterations, case.learning_rate) == ("text-synthetic", 32, 100, 0.01)
+    assert (case.dataset, case.batch_size_global, case.iterations, case.learning_rate) == (
+        "text-synthetic", 32, 100, 0.01)
     bad = validated({**GOOD, "benchmarks": [{"dataset": "text", "networks": ["lstm"]}]})
     with pytest.raises(ConfigError, match=r"benchmarks\[0\].data: text has no real data; allowed: synthetic"):
         cases(bad)
