@@ -6,7 +6,7 @@ import sys
 
 import pytest
 from dlbench import acceptance, aggregate
-from dlbench.monitor import write_record
+from dlbench.record import write_record
 
 from .conftest import ROOT
 from .test_aggregate import record

@@ -5,9 +5,9 @@ import re
 
 import pandas as pd
 import pytest
-from dlbench import aggregate, monitor, retry
-from dlbench.monitor import write_record
+from dlbench import aggregate, retry
 from dlbench.plots import figure
+from dlbench.record import quality, write_record
 from dlbench.spec import SETUP_FIELDS, RunSpec
 
 
@@ -316,7 +316,7 @@ def accuracy_record(framework="pytorch", repetition=1, accuracies=(0.8, 0.95), d
     epochs = [{"epoch": k + 1, "steps": 5000, "train_seconds": 1.0, "images_per_second": 50_000.0, "train_loss": 0.3,
                "test_accuracy": accuracy, "test_loss": 0.2, "test_images": 10_000, "eval_seconds": 0.1,
                "elapsed_seconds": 1.1 * (k + 1)} for k, accuracy in enumerate(accuracies)] if status == "ok" else []
-    item["quality"] = monitor.quality(RunSpec(**{key: value for key, value in item["run"].items()
+    item["quality"] = quality(RunSpec(**{key: value for key, value in item["run"].items()
                                                  if key in RunSpec.__dataclass_fields__}),
                                       {"epochs": epochs, "final_loss": 0.3}, None if epochs else "unavailable")
     return item

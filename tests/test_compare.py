@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 from dlbench import aggregate, compare
-from dlbench.monitor import write_record
+from dlbench.record import write_record
 
 from .conftest import ROOT
 from .test_aggregate import record

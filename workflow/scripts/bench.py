@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 from dlbench import bench, gpu
 from dlbench.aggregate import markdown_table
-from dlbench.monitor import cpu_model, dlbench_version, git_commit
+from dlbench.record import cpu_model, dlbench_version, git_commit
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -166,7 +166,7 @@ def record_validator() -> jsonschema.Draft202012Validator:
 
 
 def record_schema_version() -> int:
-    """The schema today's records have (the monitor writes them: dlbench.monitor.SCHEMA_VERSION)."""
+    """The schema today's records have (the monitor writes them: dlbench.record.SCHEMA_VERSION)."""
     return record_validator().schema["properties"]["schema"]["const"]
 
 

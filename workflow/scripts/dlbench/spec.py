@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 DATA_MODES = ("real", "generated", "synthetic")
-# The record's timing of the set-up before the timed window (schema 3; dlbench.monitor.setup_times)
+# The record's timing of the set-up before the timed window (schema 3; dlbench.record.setup_times)
 SETUP_FIELDS = ("start_seconds", "import_seconds", "build_seconds", "setup_seconds", "first_step_seconds",
                 "warmup_seconds")
 DATASET_FAMILIES = ("mnist", "kmnist", "cifar10", "mnist10k", "imagenet", "text")  # dlbench.datasets.FAMILIES
