@@ -11,7 +11,7 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as bench_config  # noqa: E402
-from dlbench.aggregate import METRICS, drawn, scale  # noqa: E402
+from dlbench.aggregate import METRICS, caption_thresholds, drawn, scale  # noqa: E402
 from dlbench.host import Rapl  # noqa: E402
 from dlbench.peaks import node_knows_cpu_peak  # noqa: E402
 from dlbench.registry import ENVIRONMENTS, FRAMEWORKS  # noqa: E402

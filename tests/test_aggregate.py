@@ -10,6 +10,8 @@ from dlbench.plots import figure
 from dlbench.record import quality, write_record
 from dlbench.spec import SETUP_FIELDS, RunSpec
 
+from .conftest import ROOT
+
 
 def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status="ok", reason="", precision="fp32",
            compile=False, task="train", latency_ms=None):
@@ -438,3 +440,16 @@ def test_mfu_is_drawn_where_dlbench_knows_the_peak():
     assert not aggregate.drawn("mfu", ["train"], ["cpu"], rapl=False)  # a CPU whose peak is not known
     assert aggregate.drawn("mfu", ["train"], ["cpu"], rapl=False, cpu_peak=True)
     assert aggregate.drawn("ceiling_fraction", ["train"], ["cpu"], rapl=False)
+
+
+def test_the_readme_and_the_captions_write_the_thresholds_the_code_flags_at():
+    """README's words are the code's thresholds; the captions take them from the rules, never as literals."""
+    words = aggregate.caption_thresholds()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"input wait exceeds {words['input_bound']} of the timed window" in readme
+    assert f"kept more than {words['contended']} busy" in readme
+    assert f"A run more than {words['beats_ceiling']} above its ceiling" in readme
+    for caption in ("appendix.rst", "figure.rst"):
+        text = (ROOT / "report" / caption).read_text()
+        assert not re.search(r"\d+ ?%", text), caption
+        assert all(f"snakemake.params.thresholds.{name}" in text for name in words), caption

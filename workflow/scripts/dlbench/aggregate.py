@@ -60,6 +60,17 @@ FLAGS = {"input_bound": Flag("input-bound", "input_wait", 0.05),
 # A cell whose repetitions vary more than this (sd over mean) is marked: its mean is a rough one.
 UNSTEADY = 0.05
 
+
+def percent(share: float) -> str:
+    return f"{share:.0%}".replace("%", " %")
+
+
+def caption_thresholds() -> dict[str, str]:
+    """The flags' and the unsteady mark's thresholds as the report's captions and README write them (``5 %``):
+    the rules pass them to the captions as params."""
+    return {"input_bound": percent(FLAGS["input_bound"].above), "contended": percent(FLAGS["contended"].above),
+            "beats_ceiling": percent(FLAGS["beats_ceiling"].above - 1), "unsteady": percent(UNSTEADY)}
+
 # The one place a metric is added; the thesis's three first.
 METRICS = {
     "train_speed": Metric("timing", "images_per_second_mean", "images/s",
