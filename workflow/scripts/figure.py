@@ -2,7 +2,7 @@
 from pathlib import Path
 
 from dlbench.aggregate import load_records
-from dlbench.jobs import logged
+from dlbench.joblog import logged
 from dlbench.plots import figure
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

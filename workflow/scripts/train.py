@@ -5,7 +5,7 @@ from pathlib import Path
 
 from dlbench import envs, monitor, slots
 from dlbench.config import config_sha256
-from dlbench.jobs import logged
+from dlbench.joblog import logged
 from dlbench.record import write_record
 from dlbench.spec import RunSpec
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import backends, compute, files, host, peaks
-from .gpu import GpuProbe, summarise
+from .gpu import GpuProbe, memory_and_power
 from .spec import SETUP_FIELDS, RunSpec
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
     timing.update(input_wait_seconds=waited, input_wait_share=None if waited is None else waited / window["seconds"])
     timing["contention_share"], contention_reason = host.contention_share(host_samples, window_span,
                                                                          len(sampler.cores) if sampler else 0)
-    gpu_memory, power = summarise(sampler.gpu_samples if sampler else [], window_span, images, probe.error)
+    gpu_memory, power = memory_and_power(sampler.gpu_samples if sampler else [], window_span, images, probe.error)
     allocator = result.get("framework_allocator_peak_mib")
     memory = {"host_peak_rss_mib": sampler.rss_peak_mib if sampler and sampler.ticks else None,
               **{k: v for k, v in gpu_memory.items() if k != "reasons"},

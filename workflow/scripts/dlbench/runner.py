@@ -4,11 +4,12 @@ Started by :mod:`dlbench.monitor` with the framework environment's interpreter::
 
     python -m dlbench.runner SPEC.json RESULT.json
 
-It imports only the standard library and its framework. The result file carries what only
-the training process can know: per-iteration times (each read as a step finishes, an asynchronous
-step's successor already dispatched), the timed window in wall-clock time (so the monitor can cut
-its GPU samples to it), the process CPU time over that window, the final loss, the framework's
-own memory peak, and how long the set-up before the first step took (import, build).
+It imports the standard library, numpy (through :mod:`dlbench.datasets`; every framework's environment
+has it) and its framework. The result file carries what only the training process can know:
+per-iteration times (each read as a step finishes, an asynchronous step's successor already
+dispatched), the timed window in wall-clock time (so the monitor can cut its GPU samples to it), the
+process CPU time over that window, the final loss, the framework's own memory peak, and how long the
+set-up before the first step took (import, build).
 """
 from __future__ import annotations
 
