@@ -11,7 +11,8 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as bench_config  # noqa: E402
-from dlbench.aggregate import METRICS, caption_thresholds, drawn, scale  # noqa: E402
+from dlbench.aggregate import scale  # noqa: E402
+from dlbench.metrics import METRICS, caption_thresholds, drawn  # noqa: E402
 from dlbench.host import Rapl  # noqa: E402
 from dlbench.peaks import node_knows_cpu_peak  # noqa: E402
 from dlbench.registry import ENVIRONMENTS, FRAMEWORKS  # noqa: E402

@@ -5,7 +5,7 @@ import re
 
 import pandas as pd
 import pytest
-from dlbench import aggregate, retry
+from dlbench import aggregate, metrics, retry
 from dlbench.plots import figure
 from dlbench.record import quality, write_record
 from dlbench.spec import SETUP_FIELDS, RunSpec
@@ -379,12 +379,12 @@ def test_a_runs_flags_mark_what_its_surroundings_bear_on_and_not_its_memory_peak
 
 
 def test_a_metric_nothing_in_the_config_measures_gets_no_figure():
-    assert aggregate.drawn("train_speed", ["train"], ["cpu"], rapl=False)
-    assert not aggregate.drawn("gpu_power", ["train"], ["cpu", "2xcpu"], rapl=True)
-    assert aggregate.drawn("gpu_power", ["train"], ["cpu", "gpu1"], rapl=False)
-    assert not aggregate.drawn("cpu_energy_per_image", ["train"], ["cpu"], rapl=False)
-    assert aggregate.drawn("cpu_energy_per_image", ["train"], ["cpu"], rapl=True)
-    assert not aggregate.drawn("latency_p50", ["train", "accuracy"], ["gpu1"], rapl=True)
+    assert metrics.drawn("train_speed", ["train"], ["cpu"], rapl=False)
+    assert not metrics.drawn("gpu_power", ["train"], ["cpu", "2xcpu"], rapl=True)
+    assert metrics.drawn("gpu_power", ["train"], ["cpu", "gpu1"], rapl=False)
+    assert not metrics.drawn("cpu_energy_per_image", ["train"], ["cpu"], rapl=False)
+    assert metrics.drawn("cpu_energy_per_image", ["train"], ["cpu"], rapl=True)
+    assert not metrics.drawn("latency_p50", ["train", "accuracy"], ["gpu1"], rapl=True)
 
 
 def damaged_records(tmp_path) -> dict:
@@ -436,15 +436,15 @@ def test_the_summary_counts_damaged_records_and_names_them(tmp_path):
 
 
 def test_mfu_is_drawn_where_dlbench_knows_the_peak():
-    assert aggregate.drawn("mfu", ["train"], ["gpu1"], rapl=False)
-    assert not aggregate.drawn("mfu", ["train"], ["cpu"], rapl=False)  # a CPU whose peak is not known
-    assert aggregate.drawn("mfu", ["train"], ["cpu"], rapl=False, cpu_peak=True)
-    assert aggregate.drawn("ceiling_fraction", ["train"], ["cpu"], rapl=False)
+    assert metrics.drawn("mfu", ["train"], ["gpu1"], rapl=False)
+    assert not metrics.drawn("mfu", ["train"], ["cpu"], rapl=False)  # a CPU whose peak is not known
+    assert metrics.drawn("mfu", ["train"], ["cpu"], rapl=False, cpu_peak=True)
+    assert metrics.drawn("ceiling_fraction", ["train"], ["cpu"], rapl=False)
 
 
 def test_the_readme_and_the_captions_write_the_thresholds_the_code_flags_at():
     """README's words are the code's thresholds; the captions take them from the rules, never as literals."""
-    words = aggregate.caption_thresholds()
+    words = metrics.caption_thresholds()
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"input wait exceeds {words['input_bound']} of the timed window" in readme
     assert f"kept more than {words['contended']} busy" in readme

@@ -13,7 +13,6 @@ import pandas as pd
 
 from .aggregate import (
     CELL_KEYS,
-    METRICS,
     appendix,
     load_records,
     markdown_table,
@@ -22,6 +21,7 @@ from .aggregate import (
     read_runs,
     runs_table,
 )
+from .metrics import METRICS
 from .plots import comparison_figure
 
 SIDES = ("a", "b")
