@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from dlbench import aggregate, metrics, retry
 from dlbench.plots import figure
-from dlbench.record import quality, write_record
+from dlbench.record import load_records, quality, write_record
 from dlbench.spec import SETUP_FIELDS, RunSpec
 
 from .conftest import ROOT
@@ -66,7 +66,7 @@ def records(tmp_path):
         path = tmp_path / "runs" / item["run"]["framework"] / f"rep{item['run']['repetition']}.json"
         write_record(item, path)
         paths.append(path)
-    return aggregate.load_records(paths)
+    return load_records(paths)
 
 
 def test_appendix_reports_mean_sd_and_n_or_the_reason(records, tmp_path):
@@ -175,7 +175,7 @@ def test_records_of_schema_1_read_as_today(tmp_path):
     old = _older(record(framework="cntk", status="unavailable", reason=f"unavailable: {CNTK_REASON}"), schema=1)
     old["memory"]["reasons"]["gpu_process_peak_mib"] = "unavailable: CPU run (no GPU used)"
     write_record(old, tmp_path / "rep1.json")
-    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["schema"] == 6 and upgraded["reason"] == CNTK_REASON
     assert upgraded["memory"]["reasons"]["gpu_process_peak_mib"] == "CPU run (no GPU used)"
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
@@ -184,7 +184,7 @@ def test_records_of_schema_1_read_as_today(tmp_path):
 
 def test_records_of_schema_2_say_their_setup_was_not_timed(tmp_path):
     write_record(_older(record(), schema=2), tmp_path / "rep1.json")
-    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["schema"] == 6
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["setup_time"] == cells["first_step_time"] == "unavailable: not measured before record schema 3"
@@ -192,7 +192,7 @@ def test_records_of_schema_2_say_their_setup_was_not_timed(tmp_path):
 
 def test_records_of_schema_3_get_the_flop_rate_of_their_speed_and_no_mfu(tmp_path):
     write_record(_older(record(speed=1000.0), schema=3), tmp_path / "rep1.json")
-    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["schema"] == 6
     assert upgraded["compute"]["achieved_tflops"] == pytest.approx(1000 * 13_182_000 / 1e12)  # LeNet on MNIST
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
@@ -203,7 +203,7 @@ def test_records_of_schema_3_get_the_flop_rate_of_their_speed_and_no_mfu(tmp_pat
 def test_records_of_schema_5_keep_their_mfu_as_the_ceilings_share_and_have_no_peak(tmp_path):
     item = record(speed=1000.0)
     write_record(_older(item, schema=5), tmp_path / "rep1.json")
-    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["compute"]["ceiling_fraction"] == item["compute"]["ceiling_fraction"] > 0
     assert upgraded["compute"]["mfu"] is None and upgraded["compute"]["ceiling_flag"] is None
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
@@ -214,14 +214,14 @@ def test_a_run_that_beats_its_ceiling_is_marked_on_that_metric_only(tmp_path):
     fast = record(speed=1000.0)
     fast["compute"]["ceiling_fraction"] = 1.3
     write_record(fast, tmp_path / "rep1.json")
-    runs = aggregate.runs_table(aggregate.load_records([tmp_path / "rep1.json"]))
+    runs = aggregate.runs_table(load_records([tmp_path / "rep1.json"]))
     flags = aggregate.appendix(runs).set_index("metric")["flags"]
     assert flags["ceiling_fraction"] == "beats the ceiling 1/1" and flags["train_speed"] == ""
 
 
 def test_records_of_schema_4_are_training_runs(tmp_path):
     write_record(_older(record(), schema=4), tmp_path / "rep1.json")
-    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["schema"] == 6 and upgraded["run"]["task"] == "train" and upgraded["latency"] is None
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["train_speed"] == "100 (n=1)" and "latency_p50" not in cells
@@ -335,7 +335,7 @@ def test_the_accuracy_table_sets_seed_003_beside_its_cases_and_says_what_differs
         run = item["run"]
         write_record(item, tmp_path / run["framework"] / run["dataset"] / f"rep{run['repetition']}.json")
     runs_csv = tmp_path / "runs.csv"
-    aggregate.runs_table(aggregate.load_records(sorted(tmp_path.rglob("rep*.json")))).to_csv(runs_csv, index=False)
+    aggregate.runs_table(load_records(sorted(tmp_path.rglob("rep*.json")))).to_csv(runs_csv, index=False)
     aggregate.write_accuracy(runs_csv, tmp_path / "accuracy.csv", tmp_path / "accuracy.md")
     table = pd.read_csv(tmp_path / "accuracy.csv", keep_default_na=False).set_index(["framework", "dataset"])
     ours = table.loc[("pytorch", "mnist")]
@@ -413,7 +413,7 @@ def test_a_damaged_record_is_left_out_of_the_tables_named_with_why(tmp_path):
     good = tmp_path / "runs" / "good" / "rep1.json"
     write_record(record(), good)
     said = []
-    loaded = aggregate.load_records([good, *(path for path, _ in damaged.values())], log=said.append)
+    loaded = load_records([good, *(path for path, _ in damaged.values())], log=said.append)
     assert [r["path"] for r in loaded] == [str(good)]
     assert len(aggregate.runs_table(loaded)) == 1
     for (path, words), line in zip(damaged.values(), said, strict=True):

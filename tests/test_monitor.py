@@ -9,8 +9,7 @@ import tomllib
 import jsonschema
 import pytest
 from dlbench import host, monitor, networks
-from dlbench.aggregate import load_records
-from dlbench.record import write_record
+from dlbench.record import load_records, write_record
 from dlbench.spec import RunSpec
 
 from .conftest import ROOT

@@ -7,7 +7,7 @@ import pytest
 from dlbench import aggregate, backends, monitor, networks
 from dlbench.config import cases
 from dlbench.plots import layer_times
-from dlbench.record import layer_profile, write_record
+from dlbench.record import layer_profile, load_records, write_record
 from dlbench.spec import RunSpec
 
 from .conftest import run_in
@@ -27,7 +27,7 @@ def profiled(tmp_path_factory):
     path = tmp_path_factory.mktemp("profile") / "rep1.json"
     record = monitor.run(_spec(), sys.executable, path.with_suffix(".log"), 300, 20, "sha")
     write_record(record, path)
-    return aggregate.load_records([path])[0]
+    return load_records([path])[0]
 
 
 def test_a_profile_names_every_layer_of_the_description_and_times_both_passes(profiled, record_schema):

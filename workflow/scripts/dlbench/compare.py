@@ -14,7 +14,6 @@ import pandas as pd
 from .aggregate import (
     CELL_KEYS,
     appendix,
-    load_records,
     markdown_table,
     measured,
     ratio_words,
@@ -23,6 +22,7 @@ from .aggregate import (
 )
 from .metrics import METRICS
 from .plots import comparison_figure
+from .record import load_records
 
 SIDES = ("a", "b")
 COLUMNS = ["metric", "unit", *CELL_KEYS, *[f"{side}_{field}" for side in SIDES for field in
