@@ -14,6 +14,8 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+# Scripts a test runs with a framework's interpreter (and CNTK's stand-in package)
+IN_FRAMEWORK = ROOT / "tests" / "in_framework"
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 
@@ -121,9 +123,9 @@ def jax_python():
 
 
 def run_in(python: str, script: str, *args) -> dict:
-    """Run tests/<script> with a framework's interpreter; its last output line is JSON."""
+    """Run tests/in_framework/<script> with a framework's interpreter; its last output line is JSON."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts"), "OMP_NUM_THREADS": "2"}
-    completed = subprocess.run([python, str(ROOT / "tests" / script), *map(str, args)],
+    completed = subprocess.run([python, str(IN_FRAMEWORK / script), *map(str, args)],
                                check=False, capture_output=True, text=True, env=env)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return json.loads(completed.stdout.splitlines()[-1])
