@@ -22,7 +22,8 @@ from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
                           cuda_variant, current_environment, node_gpus)
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
-from dlbench.spec import COMPILED, PRECISIONS, TASKS, gpu_count, parse_dataset_label  # noqa: E402
+from dlbench.spec import COMPILED, PRECISIONS, gpu_count, parse_dataset_label  # noqa: E402
+from dlbench.tasks import TASKS  # noqa: E402
 
 try:
     bench_config.check_devices(config)

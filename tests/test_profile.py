@@ -7,8 +7,9 @@ import pytest
 from dlbench import aggregate, backends, monitor, networks
 from dlbench.config import cases
 from dlbench.plots import layer_times
-from dlbench.record import layer_profile, load_records, write_record
+from dlbench.record import load_records, write_record
 from dlbench.spec import RunSpec
+from dlbench.tasks.profile import layer_profile
 
 from .conftest import run_in
 from .test_config import validated

@@ -4,11 +4,13 @@ agree with it.
 import importlib.util
 import re
 
+import pytest
 import yaml
 from dlbench import networks, registry
 from dlbench.config import FIGURE_4_5
 from dlbench.datasets import FAMILIES
-from dlbench.spec import PRECISIONS, TASKS
+from dlbench.spec import PRECISIONS
+from dlbench.tasks import TASKS
 
 from .conftest import ROOT
 
@@ -67,3 +69,16 @@ def test_the_documented_figure_4_5_is_the_network_registry():
 def test_both_schemas_allow_exactly_the_registered_tasks():
     assert CONFIG_SCHEMA["benchmarks"]["items"]["properties"]["tasks"]["items"]["enum"] == list(TASKS)
     assert RECORD_RUN["task"]["enum"] == list(TASKS)
+
+
+def test_a_backend_whose_trainer_lacks_a_task_it_claims_is_refused_when_loaded():
+    """The contract per task: a framework's trainer has each method of every task its registry row runs."""
+    from dlbench.backends import check_trainer, pytorch
+
+    check_trainer("pytorch", pytorch.Trainer)  # the real one runs all four
+    without_evaluation = type("WithoutEvaluation", (), {"inference": None, "INFERENCE_IDIOM": "model(x)",
+                                                        "layer_profiler": None})
+    with pytest.raises(TypeError, match=r"pytorch's Trainer cannot run accuracy: no test_logits \(implement them, "
+                                        r"or name accuracy in its registry row's not_yet"):
+        check_trainer("pytorch", without_evaluation)
+    check_trainer("onnxruntime", without_evaluation)  # its row runs inference only

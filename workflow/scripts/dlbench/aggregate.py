@@ -12,7 +12,8 @@ import pandas as pd
 from .metrics import FLAGS, METRICS, UNSTEADY
 from .record import load_records
 from .registry import REGISTRY as FRAMEWORKS
-from .spec import PRECISIONS, TASKS, gpu_count, parse_device, parse_variant, variant_label
+from .spec import PRECISIONS, gpu_count, parse_device, parse_variant, variant_label
+from .tasks import TASKS
 
 RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "variant", "task", "repetition"]
 CELL_KEYS = ["dataset", "network", "framework", "device", "variant", "task"]
@@ -142,7 +143,7 @@ def settings(table: pd.DataFrame) -> pd.Series:
 
 def setting_order(table: pd.DataFrame) -> list[str]:
     """The settings of ``table`` by device, then precision (as spec.PRECISIONS lists them), eager first,
-    then task (as spec.TASKS lists them)."""
+    then task (as tasks.TASKS lists them)."""
     def key(row) -> tuple:
         precision, compiled = parse_variant(row.variant)
         return row.device, list(PRECISIONS).index(precision), compiled, list(TASKS).index(row.task)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .compute import BEATS_CEILING
-from .spec import TASKS, gpu_count
+from .spec import gpu_count
+from .tasks import TASKS
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,9 @@ from . import backends, compute, files, host, peaks
 from .gpu import GpuProbe, memory_and_power
 from .peaks import Peak
 from .spec import SETUP_FIELDS, RunSpec
+from .tasks.accuracy import accuracy_block
+from .tasks.inference import latency
+from .tasks.profile import layer_profile
 
 if TYPE_CHECKING:
     from .monitor import Sampler
@@ -145,25 +148,6 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
     }
 
 
-def latency(spec: RunSpec, result: dict, not_ok: str | None) -> dict | None:
-    """An inference run's single-image calls: percentiles and mean in milliseconds, every call kept."""
-    if spec.task != "inference":
-        return None
-    calls_ms = [seconds * 1e3 for seconds in result.get("latency_seconds") or []]
-    block = {"batch_size": 1, "calls": spec.latency_calls, "warmup_calls": result.get("latency_warmup_calls", 0),
-             "call_ms": calls_ms, "idiom": result.get("inference_idiom")}
-    if calls_ms:
-        percentiles = statistics.quantiles(calls_ms, n=100, method="inclusive") if len(calls_ms) > 1 else calls_ms * 99
-        p50, p90, p99 = (percentiles[k - 1] for k in (50, 90, 99))
-        block.update(p50_ms=p50, p90_ms=p90, p99_ms=p99, mean_ms=statistics.fmean(calls_ms), reasons={})
-    else:
-        fields = ("p50_ms", "p90_ms", "p99_ms", "mean_ms")
-        block.update(dict.fromkeys(fields), reasons=dict.fromkeys(fields, not_ok or "no call was timed"))
-    if block["idiom"] is None:
-        block["reasons"]["idiom"] = not_ok or "the runner did not say"
-    return block
-
-
 def quality(spec: RunSpec, result: dict, not_ok: str | None) -> dict:
     reasons = {"accuracy": "not measured (speed benchmark)"}
     if spec.task == "inference":
@@ -175,55 +159,6 @@ def quality(spec: RunSpec, result: dict, not_ok: str | None) -> dict:
         block.update(accuracy_block(spec, result.get("epochs") or [], not_ok))
         reasons = {key: why for key, why in reasons.items() if block[key] is None} | block.pop("reasons")
     return {**block, "reasons": reasons}
-
-
-def accuracy_block(spec: RunSpec, epochs: list[dict], not_ok: str | None) -> dict:
-    """An accuracy run's epochs, its last test accuracy, and its time to the target accuracy."""
-    block = {"accuracy": epochs[-1]["test_accuracy"] if epochs else None, "epochs": epochs,
-             "epochs_to_accuracy": None, "time_to_accuracy_seconds": None, "reasons": {}}
-    reached = [epoch for epoch in epochs if spec.target_accuracy is not None
-               and epoch["test_accuracy"] >= spec.target_accuracy]
-    if reached:
-        block.update(epochs_to_accuracy=reached[0]["epoch"], time_to_accuracy_seconds=reached[0]["elapsed_seconds"])
-    else:
-        why = (not_ok or "no epoch was evaluated" if not epochs
-               else "the case sets no target_accuracy" if spec.target_accuracy is None
-               else f"no epoch of {len(epochs)} reached {spec.target_accuracy:g} (best "
-                    f"{max(epoch['test_accuracy'] for epoch in epochs):.4f})")
-        block["reasons"] = dict.fromkeys(("epochs_to_accuracy", "time_to_accuracy_seconds"), why)
-    if block["accuracy"] is None:
-        block["reasons"]["accuracy"] = not_ok or "no epoch was evaluated"
-    return block
-
-
-PROFILE_FIELDS = ("iteration_ms", "unprofiled_iteration_ms", "overhead", "accounted_ms", "unaccounted_share")
-
-
-def layer_profile(spec: RunSpec, result: dict, not_ok: str | None) -> dict | None:
-    """A profile run's layers (mean and sd of their forward and backward times over the profiled steps),
-    the profiler's overhead (a profiled step's mean time over an unprofiled one's) and the share of a
-    profiled step that no layer accounts for (seed 004's two findings)."""
-    if spec.task != "profile":
-        return None
-    found = result.get("profile") or {}
-    steps = found.get("layers") or []
-    if not steps:
-        return {"method": found.get("method"), "steps": 0, **dict.fromkeys(PROFILE_FIELDS), "layers": [],
-                "reasons": dict.fromkeys(PROFILE_FIELDS, not_ok or "no step was profiled")}
-
-    def ms(values: list[float]) -> tuple[float, float]:
-        return statistics.fmean(values) * 1e3, (statistics.stdev(values) if len(values) > 1 else 0.0) * 1e3
-    layers = []
-    for name in steps[0]:
-        (forward, forward_sd), (backward, backward_sd) = (ms([step[name][phase] for step in steps]) for phase in (0, 1))
-        layers.append({"name": name, "kind": name.rstrip("0123456789"), "forward_ms": forward,
-                       "forward_sd_ms": forward_sd, "backward_ms": backward, "backward_sd_ms": backward_sd})
-    iteration = ms(found["iteration_seconds"])[0]
-    unprofiled = ms(result["iteration_seconds"][spec.warmup_iterations:])[0]
-    accounted = ms([sum(forward + backward for forward, backward in step.values()) for step in steps])[0]
-    return {"method": found["method"], "steps": len(steps), "iteration_ms": iteration,
-            "unprofiled_iteration_ms": unprofiled, "overhead": iteration / unprofiled, "accounted_ms": accounted,
-            "unaccounted_share": 1 - accounted / iteration, "layers": layers, "reasons": {}}
 
 
 def write_record(record: dict, path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .spec import TASKS
+from .tasks import TASKS
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Framework:
     # Per optimizer kind (networks.Optimizer), how the framework's own differs from the description
     # (tests/test_backends.py steps each): the record's execution.optimizer_difference.
     optimizer_differences: dict[str, str] = field(default_factory=dict)
-    tasks: tuple[str, ...] = tuple(TASKS)  # of spec.TASKS, those it can run (ONNX Runtime cannot train)
+    tasks: tuple[str, ...] = tuple(TASKS)  # of tasks.TASKS, those it can run (ONNX Runtime cannot train)
     # Of those, the ones its backend does not run yet, and why: their cells are made, and recorded unavailable
     not_yet: dict[str, str] = field(default_factory=dict)
     cannot_resize: str | None = None  # why its input pipeline cannot resize a case's images (input_size)

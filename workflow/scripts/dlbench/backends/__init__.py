@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from ..networks import optimizer
 from ..registry import FRAMEWORKS, REGISTRY
-from ..spec import SINGLE_DEVICE_TASKS, SINGLE_DEVICES
+from ..tasks import SINGLE_DEVICE_TASKS, SINGLE_DEVICES, TASKS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 class Trainer(Protocol):
-    """What the runner's timed loop (:func:`dlbench.runner.timed_loop`) drives."""
+    """What the runner's timed loop (:func:`dlbench.tasks.loop.timed_loop`) drives."""
 
     def __init__(self, spec: RunSpec, network: Network) -> None:
         """Build the network and its input pipeline for the run, in its precision and compiled if
@@ -198,7 +198,9 @@ def load(framework: str) -> ModuleType:
         module = importlib.import_module(f"{__name__}.{REGISTRY[framework].module}")
     except ImportError as error:
         raise Unavailable(f"{framework} cannot be imported: {error}") from error
-    return check_contract(module)
+    check_contract(module)
+    check_trainer(framework, module.Trainer)
+    return module
 
 
 def check_contract(module: ModuleType) -> ModuleType:
@@ -208,6 +210,16 @@ def check_contract(module: ModuleType) -> ModuleType:
     if missing:
         raise TypeError(f"{module.__name__} does not implement backends.{contract.__name__}: no {', '.join(missing)}")
     return module
+
+
+def check_trainer(framework: str, trainer: type) -> None:
+    """The trainer class has the methods of every task its framework runs (the registry's ``runs``: a task it
+    does not run yet is named in its row's ``not_yet``, with why)."""
+    for task in REGISTRY[framework].runs:
+        missing = [name for name in TASKS[task].trainer_methods if not hasattr(trainer, name)]
+        if missing:
+            raise TypeError(f"{framework}'s Trainer cannot run {task}: no {', '.join(missing)} (implement "
+                            f"them, or name {task} in its registry row's not_yet with why)")
 
 
 def closing(trainer: Trainer) -> contextlib.AbstractContextManager[Trainer]:
