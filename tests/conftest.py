@@ -20,7 +20,23 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 
 @pytest.fixture(scope="session", autouse=True)
-def private_slot_locks(tmp_path_factory):
+def own_temporary_directory():
+    """This session's temporary files (its runs' scratch directories too: TMPDIR reaches them) in a directory of
+    its own, so that two test sessions on one machine (a user's beside CI's) never take each other's
+    directories for leftovers (:func:`nothing_of_the_run_outlives_the_test` removes those). Not named
+    ``dlbench-*``: an older session's check would take it for one of its runs'. Mode 0755: the slots tests'
+    other user enters a shared directory inside it."""
+    directory = Path(tempfile.mkdtemp(prefix="pytest-dlbench-"))
+    directory.chmod(0o755)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(directory))
+        patch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+        yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_slot_locks(own_temporary_directory, tmp_path_factory):
     """Runs under test (the workflow's too, which inherit the variable) lock their devices in a
     directory of the test session's, so that no lock directory outlives the tests."""
     with pytest.MonkeyPatch.context() as patch:
