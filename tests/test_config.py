@@ -2,6 +2,7 @@
 import copy
 import subprocess
 import sys
+from dataclasses import asdict
 
 import pytest
 import yaml
@@ -27,6 +28,14 @@ def test_defaults_are_filled_in_and_figure_4_5_applies():
     assert (case.batch_size_global, case.iterations, case.learning_rate) == FIGURE_4_5[("mnist", "lenet")]
     assert case.warmup_iterations == 94  # 10 % of 938, above the floor of 10
     assert case.dataset == "mnist-synthetic"
+
+
+def test_a_runs_spec_is_its_cases_and_what_the_run_adds():
+    (case,) = cases(validated(GOOD))
+    spec = case.run_spec(2, threads=4, data_dir=None, loader_workers=1)
+    assert {name: getattr(spec, name) for name in asdict(case)} == asdict(case)
+    assert (spec.repetition, spec.seed, spec.threads, spec.data_dir, spec.loader_workers) == (2, 2, 4, None, 1)
+    assert (spec.family, spec.data_mode, spec.variant) == (case.family, case.data_mode, case.variant)
 
 
 @pytest.mark.parametrize("change,message", [
