@@ -128,7 +128,7 @@ workflow_trainer = backends.load({framework!r}).Trainer(spec, description)
 """
 INTERLEAVED_TAIL = """
 import json, time
-from dlbench.runner import timed_loop
+from dlbench.tasks.loop import timed_loop
 def bare(steps):
     start = time.perf_counter()
     for _ in range(steps):

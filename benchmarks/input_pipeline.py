@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 from dlbench import bench, datasets, monitor
-from dlbench.backends import REGISTRY
 from dlbench.formats import jobs
+from dlbench.registry import REGISTRY
 from dlbench.spec import RunSpec
 
 DEVICES = {"cpu": "cpu", "cuda": "gpu1"}  # --device: the run's device

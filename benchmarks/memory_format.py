@@ -19,8 +19,8 @@ from dlbench import bench
 from dlbench.backends import pytorch
 from dlbench.datasets import FAMILIES
 from dlbench.networks import network
-from dlbench.runner import timed_loop
 from dlbench.spec import RunSpec
+from dlbench.tasks.loop import timed_loop
 
 FORMATS = {"nchw": torch.contiguous_format, "channels_last": torch.channels_last}
 

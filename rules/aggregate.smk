@@ -23,6 +23,8 @@ rule appendix_table:
         md=report("results/tables/appendix.md", caption="../report/appendix.rst", category="Tables",
                   labels={"table": "appendix"}),
         tex="results/tables/appendix.tex",
+    params:
+        thresholds=caption_thresholds(),  # for the caption
     log:
         "logs/aggregate/appendix_table.log",
     conda:
@@ -213,6 +215,7 @@ rule figure:
         metric="|".join(METRICS),
     params:
         meaning=lambda wildcards: METRICS[wildcards.metric].meaning,  # for the caption
+        thresholds=caption_thresholds(),
     log:
         "logs/aggregate/figure-{dataset}-{network}-{metric}.log",
     conda:

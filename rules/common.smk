@@ -11,17 +11,19 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as bench_config  # noqa: E402
-from dlbench.aggregate import METRICS, drawn, scale  # noqa: E402
+from dlbench.aggregate import scale  # noqa: E402
+from dlbench.metrics import METRICS, caption_thresholds, drawn  # noqa: E402
 from dlbench.host import Rapl  # noqa: E402
 from dlbench.peaks import node_knows_cpu_peak  # noqa: E402
-from dlbench.backends import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
+from dlbench.registry import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
 from dlbench import ceiling, datasets, formats, ilsvrc12, summary  # noqa: E402
 from dlbench.compute import processor  # noqa: E402
 from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
                           cuda_variant, current_environment, node_gpus)
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
-from dlbench.spec import COMPILED, PRECISIONS, TASKS, RunSpec, gpu_count, parse_dataset_label  # noqa: E402
+from dlbench.spec import COMPILED, PRECISIONS, gpu_count, parse_dataset_label  # noqa: E402
+from dlbench.tasks import TASKS  # noqa: E402
 
 try:
     bench_config.check_devices(config)
@@ -290,16 +292,7 @@ def run_spec(wildcards):
     output, and values it cannot represent), so that a changed setting reruns the run."""
     run = case(wildcards)
     threads = threads_for(run.device)
-    return asdict(RunSpec(
-        framework=run.framework, dataset=run.dataset, network=run.network, device=run.device,
-        repetition=int(wildcards.repetition), batch_size_global=run.batch_size, iterations=run.iterations,
-        warmup_iterations=run.warmup_iterations, learning_rate=run.learning_rate, threads=threads,
-        data_dir=data_input(run),
-        loader_workers=loader_workers(run.device, threads),
-        precision=run.precision, compile=run.compile, task=run.task, latency_calls=run.latency_calls,
-        epochs=run.epochs, target_accuracy=run.target_accuracy, input_size=run.input_size,
-        seed=int(wildcards.repetition),
-    ))
+    return asdict(run.run_spec(int(wildcards.repetition), threads, data_input(run), loader_workers(run.device, threads)))
 
 
 # What the runs' framework is where Snakemake sees no file of it (environment: current): the interpreter and

@@ -14,11 +14,29 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+# Scripts a test runs with a framework's interpreter (and CNTK's stand-in package)
+IN_FRAMEWORK = ROOT / "tests" / "in_framework"
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 
 @pytest.fixture(scope="session", autouse=True)
-def private_slot_locks(tmp_path_factory):
+def own_temporary_directory():
+    """This session's temporary files (its runs' scratch directories too: TMPDIR reaches them) in a directory of
+    its own, so that two test sessions on one machine (a user's beside CI's) never take each other's
+    directories for leftovers (:func:`nothing_of_the_run_outlives_the_test` removes those). Not named
+    ``dlbench-*``: an older session's check would take it for one of its runs'. Mode 0755: the slots tests'
+    other user enters a shared directory inside it."""
+    directory = Path(tempfile.mkdtemp(prefix="pytest-dlbench-"))
+    directory.chmod(0o755)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(directory))
+        patch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+        yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_slot_locks(own_temporary_directory, tmp_path_factory):
     """Runs under test (the workflow's too, which inherit the variable) lock their devices in a
     directory of the test session's, so that no lock directory outlives the tests."""
     with pytest.MonkeyPatch.context() as patch:
@@ -121,9 +139,9 @@ def jax_python():
 
 
 def run_in(python: str, script: str, *args) -> dict:
-    """Run tests/<script> with a framework's interpreter; its last output line is JSON."""
+    """Run tests/in_framework/<script> with a framework's interpreter; its last output line is JSON."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts"), "OMP_NUM_THREADS": "2"}
-    completed = subprocess.run([python, str(ROOT / "tests" / script), *map(str, args)],
+    completed = subprocess.run([python, str(IN_FRAMEWORK / script), *map(str, args)],
                                check=False, capture_output=True, text=True, env=env)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return json.loads(completed.stdout.splitlines()[-1])

@@ -5,8 +5,8 @@ import subprocess
 import sys
 
 import pytest
-from dlbench import acceptance, aggregate
-from dlbench.monitor import write_record
+from dlbench import acceptance
+from dlbench.record import load_records, write_record
 
 from .conftest import ROOT
 from .test_aggregate import record
@@ -31,7 +31,7 @@ def read_back(tmp_path, records) -> list[dict]:
     for number, item in enumerate(records):
         write_record(item, tmp_path / f"rep{number}.json")
         paths.append(tmp_path / f"rep{number}.json")
-    return aggregate.load_records(paths)
+    return load_records(paths)
 
 
 def test_numbers_that_hold_pass_every_check(tmp_path):

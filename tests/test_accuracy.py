@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from dlbench import backends, datasets, formats, monitor, networks
 from dlbench.config import ConfigError, cases
+from dlbench.record import quality
 from dlbench.spec import RunSpec
 
 from .conftest import ROOT, run_in
@@ -94,15 +95,15 @@ def _epoch(number, accuracy, elapsed):
 
 def test_time_to_accuracy_is_the_first_epoch_at_the_target_or_null_with_why():
     epochs = [_epoch(1, 0.85, 1.1), _epoch(2, 0.95, 2.2), _epoch(3, 0.97, 3.3)]
-    reached = monitor.quality(_spec(), {"epochs": epochs, "final_loss": 0.5}, None)
+    reached = quality(_spec(), {"epochs": epochs, "final_loss": 0.5}, None)
     assert (reached["accuracy"], reached["epochs_to_accuracy"], reached["time_to_accuracy_seconds"]) == (0.97, 2, 2.2)
     assert reached["reasons"] == {}
-    missed = monitor.quality(_spec(target_accuracy=0.99), {"epochs": epochs, "final_loss": 0.5}, None)
+    missed = quality(_spec(target_accuracy=0.99), {"epochs": epochs, "final_loss": 0.5}, None)
     assert missed["time_to_accuracy_seconds"] is None
     assert missed["reasons"]["time_to_accuracy_seconds"] == "no epoch of 3 reached 0.99 (best 0.9700)"
-    unset = monitor.quality(_spec(target_accuracy=None), {"epochs": epochs, "final_loss": 0.5}, None)
+    unset = quality(_spec(target_accuracy=None), {"epochs": epochs, "final_loss": 0.5}, None)
     assert unset["reasons"]["epochs_to_accuracy"] == "the case sets no target_accuracy"
-    failed = monitor.quality(_spec(), {}, "see the run's reason (failed)")
+    failed = quality(_spec(), {}, "see the run's reason (failed)")
     assert failed["accuracy"] is None and failed["reasons"]["accuracy"] == "see the run's reason (failed)"
 
 
@@ -179,7 +180,7 @@ def test_input_size_trains_the_imagenet_layout_with_the_datasets_classes():
     config = validated({"frameworks": ["pytorch", "caffe"], "benchmarks": [
         {"dataset": "mnist", "networks": ["resnet18"], "tasks": ["accuracy"], "input_size": 224}]})
     case = next(case for case in cases(config) if case.framework == "pytorch")
-    assert case.input_size == 224 and case.batch_size == 10  # ResNet-18's ImageNet defaults (seed 003's batch)
+    assert case.input_size == 224 and case.batch_size_global == 10  # ResNet-18's ImageNet defaults (seed 003's batch)
     resnet = datasets.description("resnet18", "mnist", 224)
     assert (resnet.input_shape, resnet.num_classes) == ((3, 224, 224), 10)
     assert networks.trainable_parameters(resnet) == 11_689_512 - (512 * 1000 + 1000) + (512 * 10 + 10)

@@ -5,10 +5,12 @@ import re
 
 import pandas as pd
 import pytest
-from dlbench import aggregate, monitor, retry
-from dlbench.monitor import write_record
+from dlbench import aggregate, metrics, retry
 from dlbench.plots import figure
+from dlbench.record import load_records, quality, write_record
 from dlbench.spec import SETUP_FIELDS, RunSpec
+
+from .conftest import ROOT
 
 
 def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status="ok", reason="", precision="fp32",
@@ -64,7 +66,7 @@ def records(tmp_path):
         path = tmp_path / "runs" / item["run"]["framework"] / f"rep{item['run']['repetition']}.json"
         write_record(item, path)
         paths.append(path)
-    return aggregate.load_records(paths)
+    return load_records(paths)
 
 
 def test_appendix_reports_mean_sd_and_n_or_the_reason(records, tmp_path):
@@ -173,7 +175,7 @@ def test_records_of_schema_1_read_as_today(tmp_path):
     old = _older(record(framework="cntk", status="unavailable", reason=f"unavailable: {CNTK_REASON}"), schema=1)
     old["memory"]["reasons"]["gpu_process_peak_mib"] = "unavailable: CPU run (no GPU used)"
     write_record(old, tmp_path / "rep1.json")
-    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["schema"] == 6 and upgraded["reason"] == CNTK_REASON
     assert upgraded["memory"]["reasons"]["gpu_process_peak_mib"] == "CPU run (no GPU used)"
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
@@ -182,7 +184,7 @@ def test_records_of_schema_1_read_as_today(tmp_path):
 
 def test_records_of_schema_2_say_their_setup_was_not_timed(tmp_path):
     write_record(_older(record(), schema=2), tmp_path / "rep1.json")
-    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["schema"] == 6
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["setup_time"] == cells["first_step_time"] == "unavailable: not measured before record schema 3"
@@ -190,7 +192,7 @@ def test_records_of_schema_2_say_their_setup_was_not_timed(tmp_path):
 
 def test_records_of_schema_3_get_the_flop_rate_of_their_speed_and_no_mfu(tmp_path):
     write_record(_older(record(speed=1000.0), schema=3), tmp_path / "rep1.json")
-    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["schema"] == 6
     assert upgraded["compute"]["achieved_tflops"] == pytest.approx(1000 * 13_182_000 / 1e12)  # LeNet on MNIST
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
@@ -201,7 +203,7 @@ def test_records_of_schema_3_get_the_flop_rate_of_their_speed_and_no_mfu(tmp_pat
 def test_records_of_schema_5_keep_their_mfu_as_the_ceilings_share_and_have_no_peak(tmp_path):
     item = record(speed=1000.0)
     write_record(_older(item, schema=5), tmp_path / "rep1.json")
-    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["compute"]["ceiling_fraction"] == item["compute"]["ceiling_fraction"] > 0
     assert upgraded["compute"]["mfu"] is None and upgraded["compute"]["ceiling_flag"] is None
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
@@ -212,14 +214,14 @@ def test_a_run_that_beats_its_ceiling_is_marked_on_that_metric_only(tmp_path):
     fast = record(speed=1000.0)
     fast["compute"]["ceiling_fraction"] = 1.3
     write_record(fast, tmp_path / "rep1.json")
-    runs = aggregate.runs_table(aggregate.load_records([tmp_path / "rep1.json"]))
+    runs = aggregate.runs_table(load_records([tmp_path / "rep1.json"]))
     flags = aggregate.appendix(runs).set_index("metric")["flags"]
     assert flags["ceiling_fraction"] == "beats the ceiling 1/1" and flags["train_speed"] == ""
 
 
 def test_records_of_schema_4_are_training_runs(tmp_path):
     write_record(_older(record(), schema=4), tmp_path / "rep1.json")
-    (upgraded,) = aggregate.load_records([tmp_path / "rep1.json"])
+    (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["schema"] == 6 and upgraded["run"]["task"] == "train" and upgraded["latency"] is None
     cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["train_speed"] == "100 (n=1)" and "latency_p50" not in cells
@@ -316,7 +318,7 @@ def accuracy_record(framework="pytorch", repetition=1, accuracies=(0.8, 0.95), d
     epochs = [{"epoch": k + 1, "steps": 5000, "train_seconds": 1.0, "images_per_second": 50_000.0, "train_loss": 0.3,
                "test_accuracy": accuracy, "test_loss": 0.2, "test_images": 10_000, "eval_seconds": 0.1,
                "elapsed_seconds": 1.1 * (k + 1)} for k, accuracy in enumerate(accuracies)] if status == "ok" else []
-    item["quality"] = monitor.quality(RunSpec(**{key: value for key, value in item["run"].items()
+    item["quality"] = quality(RunSpec(**{key: value for key, value in item["run"].items()
                                                  if key in RunSpec.__dataclass_fields__}),
                                       {"epochs": epochs, "final_loss": 0.3}, None if epochs else "unavailable")
     return item
@@ -333,7 +335,7 @@ def test_the_accuracy_table_sets_seed_003_beside_its_cases_and_says_what_differs
         run = item["run"]
         write_record(item, tmp_path / run["framework"] / run["dataset"] / f"rep{run['repetition']}.json")
     runs_csv = tmp_path / "runs.csv"
-    aggregate.runs_table(aggregate.load_records(sorted(tmp_path.rglob("rep*.json")))).to_csv(runs_csv, index=False)
+    aggregate.runs_table(load_records(sorted(tmp_path.rglob("rep*.json")))).to_csv(runs_csv, index=False)
     aggregate.write_accuracy(runs_csv, tmp_path / "accuracy.csv", tmp_path / "accuracy.md")
     table = pd.read_csv(tmp_path / "accuracy.csv", keep_default_na=False).set_index(["framework", "dataset"])
     ours = table.loc[("pytorch", "mnist")]
@@ -377,12 +379,12 @@ def test_a_runs_flags_mark_what_its_surroundings_bear_on_and_not_its_memory_peak
 
 
 def test_a_metric_nothing_in_the_config_measures_gets_no_figure():
-    assert aggregate.drawn("train_speed", ["train"], ["cpu"], rapl=False)
-    assert not aggregate.drawn("gpu_power", ["train"], ["cpu", "2xcpu"], rapl=True)
-    assert aggregate.drawn("gpu_power", ["train"], ["cpu", "gpu1"], rapl=False)
-    assert not aggregate.drawn("cpu_energy_per_image", ["train"], ["cpu"], rapl=False)
-    assert aggregate.drawn("cpu_energy_per_image", ["train"], ["cpu"], rapl=True)
-    assert not aggregate.drawn("latency_p50", ["train", "accuracy"], ["gpu1"], rapl=True)
+    assert metrics.drawn("train_speed", ["train"], ["cpu"], rapl=False)
+    assert not metrics.drawn("gpu_power", ["train"], ["cpu", "2xcpu"], rapl=True)
+    assert metrics.drawn("gpu_power", ["train"], ["cpu", "gpu1"], rapl=False)
+    assert not metrics.drawn("cpu_energy_per_image", ["train"], ["cpu"], rapl=False)
+    assert metrics.drawn("cpu_energy_per_image", ["train"], ["cpu"], rapl=True)
+    assert not metrics.drawn("latency_p50", ["train", "accuracy"], ["gpu1"], rapl=True)
 
 
 def damaged_records(tmp_path) -> dict:
@@ -411,7 +413,7 @@ def test_a_damaged_record_is_left_out_of_the_tables_named_with_why(tmp_path):
     good = tmp_path / "runs" / "good" / "rep1.json"
     write_record(record(), good)
     said = []
-    loaded = aggregate.load_records([good, *(path for path, _ in damaged.values())], log=said.append)
+    loaded = load_records([good, *(path for path, _ in damaged.values())], log=said.append)
     assert [r["path"] for r in loaded] == [str(good)]
     assert len(aggregate.runs_table(loaded)) == 1
     for (path, words), line in zip(damaged.values(), said, strict=True):
@@ -434,7 +436,20 @@ def test_the_summary_counts_damaged_records_and_names_them(tmp_path):
 
 
 def test_mfu_is_drawn_where_dlbench_knows_the_peak():
-    assert aggregate.drawn("mfu", ["train"], ["gpu1"], rapl=False)
-    assert not aggregate.drawn("mfu", ["train"], ["cpu"], rapl=False)  # a CPU whose peak is not known
-    assert aggregate.drawn("mfu", ["train"], ["cpu"], rapl=False, cpu_peak=True)
-    assert aggregate.drawn("ceiling_fraction", ["train"], ["cpu"], rapl=False)
+    assert metrics.drawn("mfu", ["train"], ["gpu1"], rapl=False)
+    assert not metrics.drawn("mfu", ["train"], ["cpu"], rapl=False)  # a CPU whose peak is not known
+    assert metrics.drawn("mfu", ["train"], ["cpu"], rapl=False, cpu_peak=True)
+    assert metrics.drawn("ceiling_fraction", ["train"], ["cpu"], rapl=False)
+
+
+def test_the_readme_and_the_captions_write_the_thresholds_the_code_flags_at():
+    """README's words are the code's thresholds; the captions take them from the rules, never as literals."""
+    words = metrics.caption_thresholds()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"input wait exceeds {words['input_bound']} of the timed window" in readme
+    assert f"kept more than {words['contended']} busy" in readme
+    assert f"A run more than {words['beats_ceiling']} above its ceiling" in readme
+    for caption in ("appendix.rst", "figure.rst"):
+        text = (ROOT / "report" / caption).read_text()
+        assert not re.search(r"\d+ ?%", text), caption
+        assert all(f"snakemake.params.thresholds.{name}" in text for name in words), caption

@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 import pytest
-from dlbench import backends, datasets, formats, ilsvrc12, networks
+from dlbench import datasets, formats, ilsvrc12, networks, registry
 from dlbench.backends import cntk as cntk_backend
 
-from .conftest import ROOT, run_in
+from .conftest import IN_FRAMEWORK, ROOT, run_in
 
 
 def _generated(root, family, train=40, test=20):
@@ -129,7 +129,7 @@ def _two_reference_steps(rule: networks.Optimizer, rate: float, gradient: list[f
     return weights
 
 
-OPTIMIZER_RATES = {"sgd": 0.1, "rmsprop": 0.01}  # as tests/optimizer_steps.py takes them
+OPTIMIZER_RATES = {"sgd": 0.1, "rmsprop": 0.01}  # as tests/in_framework/optimizer_steps.py takes them
 
 
 def test_every_framework_steps_each_optimizer_as_described(tensorflow_python, mxnet_python, caffe_python,
@@ -144,12 +144,12 @@ def test_every_framework_steps_each_optimizer_as_described(tensorflow_python, mx
     for framework, python in (("pytorch", sys.executable), ("keras", tensorflow_python), ("mxnet", mxnet_python),
                               ("caffe", caffe_python)):
         assert run_in(python, "optimizer_steps.py", framework) == expected, framework
-    stepped = subprocess.run([cntk_worker_python, str(ROOT / "tests" / "cntk_optimizer_steps.py"),
+    stepped = subprocess.run([cntk_worker_python, str(IN_FRAMEWORK / "cntk_optimizer_steps.py"),
                               str(cntk_backend.WORKER),
                               json.dumps({rule.kind: [vars(rule), OPTIMIZER_RATES[rule.kind]] for rule in rules})],
                              capture_output=True, text=True, check=False)
     assert stepped.returncode == 0, stepped.stderr[-3000:]
-    assert "rmsprop" in backends.REGISTRY["cntk"].optimizer_differences
+    assert "rmsprop" in registry.REGISTRY["cntk"].optimizer_differences
     assert json.loads(stepped.stdout.splitlines()[-1]) == {
         "sgd": expected["sgd"],
         "rmsprop": pytest.approx(_two_reference_steps(networks.RMSPROP, 0.01, [1.0, 2.0], cntk_rmsprop=True), rel=1e-5)}

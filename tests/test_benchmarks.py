@@ -18,15 +18,15 @@ def _ratio(values, **sides) -> bench.Measurement:
 
 def test_rounds_that_agree_give_a_figure_judged_against_its_goal():
     steady = _ratio([0.97, 0.98, 0.99, 0.98], a=[100, 101, 99, 100], b=[103, 102, 100, 102])
-    row = bench.summarise(steady)
+    row = bench.table_row(steady)
     assert (row["verdict"], row["goal_met"], row["median"]) == ("steady", "met", pytest.approx(0.98))
-    assert bench.summarise(_ratio([0.90, 0.91, 0.90, 0.92]))["goal_met"] == "missed"
+    assert bench.table_row(_ratio([0.90, 0.91, 0.90, 0.92]))["goal_met"] == "missed"
 
 
 def test_rounds_that_disagree_are_unsteady_and_never_judged():
     # the issue's input_pipeline run: LMDB 59.5 then 2,085 img/s, synthetic 61 then 1,343 img/s
     wild = _ratio([59.5 / 61, 2085 / 1343], LMDB=[59.5, 2085], synthetic=[61, 1343])
-    row = bench.summarise(wild)
+    row = bench.table_row(wild)
     assert row["verdict"].startswith("unsteady: the rounds' values spread 23% of the median")
     assert "LMDB's runs span 59.5–2085 (35.0x; at most 1.5x)" in row["verdict"]
     assert row["goal_met"] == "cannot tell (unsteady)"
@@ -38,7 +38,7 @@ def test_rounds_that_disagree_are_unsteady_and_never_judged():
 def test_a_harness_faster_than_its_bare_loop_is_a_bug_to_find_not_a_figure():
     overhead = bench.Measurement("framework_overhead", "harness ÷ bare loop", "pytorch", "case", [1.63, 1.62, 1.64],
                                  goal=">= 0.98", bound=1.0)
-    row = bench.summarise(overhead)
+    row = bench.table_row(overhead)
     assert row["verdict"].startswith("implausible: 1.63 is over 1, the most it can be")
     assert row["goal_met"] == "cannot tell (implausible)"
     assert bench.steadiness(bench.Measurement("b", "q", "f", "c", [1.02, 1.03, 1.02], bound=1.0)) == "steady"

@@ -1,6 +1,6 @@
 """CNTK 2.7, whose wheels are cp36 only. Fast tests run without it: the translation into CNTK layer
 calls, the runner driving its worker over pipes, the worker's Python 3.6 syntax and the
-"unavailable" reasons, the worker's CNTK calls against tests/cntk_standin (shapes and parameter
+"unavailable" reasons, the worker's CNTK calls against tests/in_framework/cntk_standin (shapes and parameter
 counts by CNTK's documented rules). Slow tests use the real CNTK, in the virtualenv the workflow
 builds on pyenv's CPython 3.6 (this project's machines have one)."""
 import importlib.util
@@ -15,9 +15,9 @@ from dlbench import datasets, envs, formats, networks, runner
 from dlbench.backends import cntk as cntk_backend
 from dlbench.spec import RunSpec
 
-from .conftest import ROOT
+from .conftest import IN_FRAMEWORK, ROOT
 
-STANDIN = ROOT / "tests" / "cntk_standin"
+STANDIN = IN_FRAMEWORK / "cntk_standin"
 CASES = [(name, variant) for name, variants in networks.VARIANTS.items() for variant in variants]
 
 
@@ -187,7 +187,7 @@ def test_real_cntk_builds_every_network_with_its_parameter_count(cntk_worker_pyt
         plans[f"{name}/{variant}"] = [description.input_shape, cntk_backend.plan(description)]
         expected[f"{name}/{variant}"] = [networks.trainable_parameters(description), [description.num_classes]]
     (tmp_path / "plans.json").write_text(json.dumps(plans))
-    counted = subprocess.run([cntk_worker_python, str(ROOT / "tests" / "cntk_parameter_counts.py"),
+    counted = subprocess.run([cntk_worker_python, str(IN_FRAMEWORK / "cntk_parameter_counts.py"),
                               str(cntk_backend.WORKER), str(tmp_path / "plans.json")],
                              capture_output=True, text=True, check=False)
     assert counted.returncode == 0, counted.stderr[-3000:]

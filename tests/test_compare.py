@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 from dlbench import aggregate, compare
-from dlbench.monitor import write_record
+from dlbench.record import load_records, write_record
 
 from .conftest import ROOT
 from .test_aggregate import record
@@ -27,7 +27,7 @@ def results(directory, speeds: dict, table=False):
             paths.append(path)
     if table:
         (directory / "tables").mkdir(parents=True)
-        aggregate.runs_table(aggregate.load_records(paths)).to_csv(directory / "tables" / "runs.csv", index=False)
+        aggregate.runs_table(load_records(paths)).to_csv(directory / "tables" / "runs.csv", index=False)
         for path in paths:
             path.unlink()
     return directory

@@ -2,6 +2,7 @@
 import copy
 import subprocess
 import sys
+from dataclasses import asdict
 
 import pytest
 import yaml
@@ -24,9 +25,17 @@ def test_defaults_are_filled_in_and_figure_4_5_applies():
     config = validated(GOOD)
     assert config["repetitions"] == 3 and config["devices"] == ["cpu"] and config["environment"] == "venv"
     (case,) = cases(config)
-    assert (case.batch_size, case.iterations, case.learning_rate) == FIGURE_4_5[("mnist", "lenet")]
+    assert (case.batch_size_global, case.iterations, case.learning_rate) == FIGURE_4_5[("mnist", "lenet")]
     assert case.warmup_iterations == 94  # 10 % of 938, above the floor of 10
     assert case.dataset == "mnist-synthetic"
+
+
+def test_a_runs_spec_is_its_cases_and_what_the_run_adds():
+    (case,) = cases(validated(GOOD))
+    spec = case.run_spec(2, threads=4, data_dir=None, loader_workers=1)
+    assert {name: getattr(spec, name) for name in asdict(case)} == asdict(case)
+    assert (spec.repetition, spec.seed, spec.threads, spec.data_dir, spec.loader_workers) == (2, 2, 4, None, 1)
+    assert (spec.family, spec.data_mode, spec.variant) == (case.family, case.data_mode, case.variant)
 
 
 @pytest.mark.parametrize("change,message", [
@@ -109,7 +118,7 @@ def test_bad_config_stops_snakemake_before_any_job(tmp_path):
 def test_kmnist_runs_lenet_with_mnist_parameters():
     config = validated({**GOOD, "benchmarks": [{"dataset": "kmnist", "data": "generated", "networks": ["lenet"]}]})
     (case,) = cases(config)
-    assert case.dataset == "kmnist-generated" and (case.batch_size, case.iterations) == (64, 938)
+    assert case.dataset == "kmnist-generated" and (case.batch_size_global, case.iterations) == (64, 938)
     bad = validated({**GOOD, "benchmarks": [{"dataset": "kmnist", "networks": ["vgg16"]}]})
     with pytest.raises(ConfigError, match="vgg16 has no kmnist variant; allowed for kmnist: lenet"):
         cases(bad)
@@ -139,7 +148,8 @@ def test_an_inference_only_framework_has_no_training_cells_and_is_not_named_for_
 
 def test_text_has_synthetic_data_only_and_runs_the_lstm():
     (case,) = cases(validated({**GOOD, "benchmarks": [{"dataset": "text", "data": "synthetic", "networks": ["lstm"]}]}))
-    assert (case.dataset, case.batch_size, case.iterations, case.learning_rate) == ("text-synthetic", 32, 100, 0.01)
+    assert (case.dataset, case.batch_size_global, case.iterations, case.learning_rate) == (
+        "text-synthetic", 32, 100, 0.01)
     bad = validated({**GOOD, "benchmarks": [{"dataset": "text", "networks": ["lstm"]}]})
     with pytest.raises(ConfigError, match=r"benchmarks\[0\].data: text has no real data; allowed: synthetic"):
         cases(bad)

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 from dlbench import envs
-from dlbench.backends import ENVIRONMENTS
+from dlbench.registry import ENVIRONMENTS
 
 from .conftest import ROOT
 

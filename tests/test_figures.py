@@ -1,6 +1,6 @@
 """The figures a reader looks at before the tables: heatmap, scaling, every step's time, memory side by side."""
 import pytest
-from dlbench import aggregate, plots
+from dlbench import aggregate, metrics, plots
 
 from .test_aggregate import record
 
@@ -72,7 +72,7 @@ def test_gpu_memory_shows_the_allocator_peak_beside_the_process_peak(tmp_path):
     svg = (tmp_path / "m.svg").read_text()
     assert 'id="bar pytorch gpu1"' in svg and 'id="beside pytorch gpu1"' in svg
     assert 'id="bar tensorflow gpu1"' in svg and 'id="beside tensorflow gpu1"' not in svg
-    assert not aggregate.drawn("allocator_memory", ["train"], ["gpu1"], rapl=True)  # it is in gpu_memory's figure
+    assert not metrics.drawn("allocator_memory", ["train"], ["gpu1"], rapl=True)  # it is in gpu_memory's figure
     table = aggregate.appendix(aggregate.runs_table(records)).set_index(["metric", "framework"])
     assert table.loc[("allocator_memory", "pytorch"), "mean"] == 300.0
 

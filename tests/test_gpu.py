@@ -73,7 +73,7 @@ def sample_run(nvml, seconds=10, hz=10):
 @pytest.mark.parametrize("energy_counter,method", [(True, "energy counter"), (False, "integrated power samples")])
 def test_power_and_energy_over_the_timed_window(energy_counter, method):
     probe, ticks = sample_run(FakeNVML(energy_counter=energy_counter))
-    memory, power = gpu.summarise(ticks, window=(2.0, 8.0), images=600, error=probe.error)
+    memory, power = gpu.memory_and_power(ticks, window=(2.0, 8.0), images=600, error=probe.error)
     assert power["method"] == method
     assert power["gpu_mean_w"] == pytest.approx(300.0)  # both GPUs of the job together
     assert power["gpu_peak_w"] == pytest.approx(300.0)
@@ -87,7 +87,7 @@ def test_power_and_energy_over_the_timed_window(energy_counter, method):
 def test_without_nvml_every_gpu_field_is_null_with_a_reason():
     probe = gpu.GpuProbe(["GPU-fake-0"], FakeNVML(fail_init=True))
     assert probe.error == "NVML: Driver Not Loaded"
-    memory, power = gpu.summarise([], window=(0, 1), images=10, error=probe.error)
+    memory, power = gpu.memory_and_power([], window=(0, 1), images=10, error=probe.error)
     assert memory["gpu_process_peak_mib"] is None and power["gpu_mean_w"] is None
     assert memory["reasons"]["gpu_device_peak_mib"] == probe.error
     assert power["reasons"]["energy_per_image_j"] == probe.error
@@ -100,7 +100,7 @@ def test_cpu_runs_do_not_touch_nvml():
 
 def test_a_window_shorter_than_two_samples_says_so():
     _, ticks = sample_run(FakeNVML(), seconds=1, hz=10)
-    memory, power = gpu.summarise(ticks, window=(0.51, 0.55), images=8, error=None)
+    memory, power = gpu.memory_and_power(ticks, window=(0.51, 0.55), images=8, error=None)
     assert memory["gpu_process_peak_mib"] == pytest.approx(1024)
     assert power["gpu_mean_w"] is None and "fewer than 2 GPU samples" in power["reasons"]["gpu_mean_w"]
 

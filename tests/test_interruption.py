@@ -13,7 +13,7 @@ import psutil
 import pytest
 from dlbench import slots
 
-from .conftest import ROOT
+from .conftest import IN_FRAMEWORK, ROOT
 from .test_monitor import spec
 
 # The monitor as train.py runs it, in a process of its own: a PyTorch run that would take hours. Ctrl-C reaches it
@@ -118,7 +118,7 @@ def test_a_killed_monitor_ends_every_mpi_rank_of_a_cntk_run(tmp_path, started):
     monitor, descendants, log = _start_training(
         tmp_path, spec(framework="cntk", device="2xcpu", batch_size_global=32, iterations=10**7, threads=2), 1,
         started, DLBENCH_WORKER_PYTHON=sys.executable, CNTK_STANDIN_STEP_S="60",  # the CNTK stand-in
-        PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "cntk_standin"), str(ROOT / "workflow" / "scripts")]))
+        PYTHONPATH=os.pathsep.join([str(IN_FRAMEWORK / "cntk_standin"), str(ROOT / "workflow" / "scripts")]))
     ranks = [p for p in map(psutil.Process, descendants) if "cntk_worker.py" in " ".join(p.cmdline())
              and "mpiexec" not in p.cmdline()[0]]
     assert len(ranks) == 2 and all(rank.pid == os.getpgid(rank.pid) for rank in ranks)

@@ -9,7 +9,7 @@ import tomllib
 import jsonschema
 import pytest
 from dlbench import host, monitor, networks
-from dlbench.aggregate import load_records
+from dlbench.record import load_records, write_record
 from dlbench.spec import RunSpec
 
 from .conftest import ROOT
@@ -24,7 +24,7 @@ def spec(**changes):
 
 def run(tmp_path, run_spec, python=sys.executable, **kwargs):
     record = monitor.run(run_spec, python, tmp_path / "run.log", kwargs.pop("timeout_s", 300), 20, "sha", **kwargs)
-    monitor.write_record(record, tmp_path / "rep1.json")
+    write_record(record, tmp_path / "rep1.json")
     return load_records([tmp_path / "rep1.json"])[0]
 
 
@@ -243,7 +243,7 @@ def test_a_run_past_its_timeout_is_killed_and_failed(tmp_path):
 
 
 def test_records_are_written_whole(tmp_path):
-    monitor.write_record({"schema": 1}, tmp_path / "a" / "rep1.json")
+    write_record({"schema": 1}, tmp_path / "a" / "rep1.json")
     assert json.loads((tmp_path / "a" / "rep1.json").read_text()) == {"schema": 1}
     assert not list((tmp_path / "a").glob("*.part"))
 

@@ -6,9 +6,10 @@ import jsonschema
 import pytest
 from dlbench import aggregate, backends, monitor, networks
 from dlbench.config import cases
-from dlbench.monitor import write_record
 from dlbench.plots import layer_times
+from dlbench.record import load_records, write_record
 from dlbench.spec import RunSpec
+from dlbench.tasks.profile import layer_profile
 
 from .conftest import run_in
 from .test_config import validated
@@ -27,7 +28,7 @@ def profiled(tmp_path_factory):
     path = tmp_path_factory.mktemp("profile") / "rep1.json"
     record = monitor.run(_spec(), sys.executable, path.with_suffix(".log"), 300, 20, "sha")
     write_record(record, path)
-    return aggregate.load_records([path])[0]
+    return load_records([path])[0]
 
 
 def test_a_profile_names_every_layer_of_the_description_and_times_both_passes(profiled, record_schema):
@@ -59,7 +60,7 @@ def test_a_profile_names_every_layer_of_the_description_and_times_both_passes(pr
 def test_each_frameworks_profiler_times_the_same_layers(framework, request):
     python = request.getfixturevalue(f"{framework}_python")
     result = run_in(python, "profile_in_framework.py", framework)
-    profile = monitor.layer_profile(_spec(framework=framework), result, None)
+    profile = layer_profile(_spec(framework=framework), result, None)
     layers = {layer["name"]: layer for layer in profile["layers"]}
     assert list(layers) == networks.layer_names(networks.network("alexnet", "cifar10")) and profile["steps"] == 4
     assert all(layers[name]["backward_ms"] > 0 for name in layers if layers[name]["kind"] in ("conv", "dense"))
@@ -80,9 +81,9 @@ def test_frameworks_whose_profiler_is_not_wired_and_runs_on_several_devices_say_
         backends.require_task(_spec(framework="keras-jax"))
     with pytest.raises(backends.Unavailable, match=r"profile on 2xcpu: profile runs on one device \(cpu, gpu1\)"):
         backends.require_task(_spec(device="2xcpu"))
-    assert monitor.layer_profile(_spec(), {}, "see the run's reason (unavailable)")["reasons"]["overhead"] == (
+    assert layer_profile(_spec(), {}, "see the run's reason (unavailable)")["reasons"]["overhead"] == (
         "see the run's reason (unavailable)")
-    assert monitor.layer_profile(_spec(task="train"), {}, None) is None
+    assert layer_profile(_spec(task="train"), {}, None) is None
 
 
 def test_the_layers_table_and_figure_read_the_same_layer_across_frameworks(profiled, tmp_path):

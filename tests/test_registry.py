@@ -4,11 +4,13 @@ agree with it.
 import importlib.util
 import re
 
+import pytest
 import yaml
-from dlbench import backends, networks
+from dlbench import networks, registry
 from dlbench.config import FIGURE_4_5
 from dlbench.datasets import FAMILIES
-from dlbench.spec import PRECISIONS, TASKS
+from dlbench.spec import PRECISIONS
+from dlbench.tasks import TASKS
 
 from .conftest import ROOT
 
@@ -18,37 +20,37 @@ RECORD_RUN = RECORD["run"]["properties"]
 
 
 def test_the_config_schema_allows_exactly_the_registered_frameworks_networks_and_datasets():
-    assert CONFIG_SCHEMA["frameworks"]["items"]["enum"] == list(backends.REGISTRY)
+    assert CONFIG_SCHEMA["frameworks"]["items"]["enum"] == list(registry.REGISTRY)
     case = CONFIG_SCHEMA["benchmarks"]["items"]["properties"]
     assert case["networks"]["items"]["enum"] == list(networks.REGISTRY)
-    assert case["frameworks"]["items"]["enum"] == list(backends.REGISTRY)
+    assert case["frameworks"]["items"]["enum"] == list(registry.REGISTRY)
     assert case["dataset"]["enum"] == list(FAMILIES)
 
 
 def test_the_run_record_schema_names_exactly_the_registered_frameworks_and_networks():
-    assert RECORD_RUN["framework"]["enum"] == list(backends.REGISTRY)
+    assert RECORD_RUN["framework"]["enum"] == list(registry.REGISTRY)
     assert RECORD_RUN["network"]["enum"] == list(networks.REGISTRY)
 
 
 def test_both_schemas_allow_exactly_the_registered_precisions_and_each_framework_names_its_own():
     assert CONFIG_SCHEMA["precisions"]["items"]["enum"] == list(PRECISIONS)
     assert RECORD_RUN["precision"]["enum"] == RECORD["execution"]["properties"]["precision"]["enum"] == list(PRECISIONS)
-    for framework in backends.REGISTRY.values():
+    for framework in registry.REGISTRY.values():
         assert set(framework.cpu_precisions) <= set(PRECISIONS) - {"tf32"}, framework
         assert set(framework.gpu_precisions) <= set(PRECISIONS), framework
         assert not (framework.compiler and framework.always_compiled == framework.compiler), framework
 
 
 def test_every_registered_framework_has_its_backend_and_environments():
-    for framework in backends.REGISTRY.values():
+    for framework in registry.REGISTRY.values():
         assert importlib.util.find_spec(f"dlbench.backends.{framework.module}"), framework
         for suffix in (".requirements.txt", ".yaml"):
             assert (ROOT / "envs" / f"{framework.environment}{suffix}").exists(), (framework, suffix)
 
 
 def test_the_readme_table_is_the_framework_registry():
-    assert backends.registry_table() in (ROOT / "README.md").read_text(), (
-        "README.md's framework table differs from the registry; it should read:\n" + backends.registry_table())
+    assert registry.registry_table() in (ROOT / "README.md").read_text(), (
+        "README.md's framework table differs from the registry; it should read:\n" + registry.registry_table())
 
 
 def test_the_documented_figure_4_5_is_the_network_registry():
@@ -67,3 +69,16 @@ def test_the_documented_figure_4_5_is_the_network_registry():
 def test_both_schemas_allow_exactly_the_registered_tasks():
     assert CONFIG_SCHEMA["benchmarks"]["items"]["properties"]["tasks"]["items"]["enum"] == list(TASKS)
     assert RECORD_RUN["task"]["enum"] == list(TASKS)
+
+
+def test_a_backend_whose_trainer_lacks_a_task_it_claims_is_refused_when_loaded():
+    """The contract per task: a framework's trainer has each method of every task its registry row runs."""
+    from dlbench.backends import check_trainer, pytorch
+
+    check_trainer("pytorch", pytorch.Trainer)  # the real one runs all four
+    without_evaluation = type("WithoutEvaluation", (), {"inference": None, "INFERENCE_IDIOM": "model(x)",
+                                                        "layer_profiler": None})
+    with pytest.raises(TypeError, match=r"pytorch's Trainer cannot run accuracy: no test_logits \(implement them, "
+                                        r"or name accuracy in its registry row's not_yet"):
+        check_trainer("pytorch", without_evaluation)
+    check_trainer("onnxruntime", without_evaluation)  # its row runs inference only

@@ -4,7 +4,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from dlbench.backends import InputClock, already_finished
-from dlbench.runner import timed_loop
+from dlbench.tasks.loop import timed_loop
 
 DEVICE_SECONDS, DISPATCH_SECONDS = 0.02, 0.01
 

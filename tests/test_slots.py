@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from dlbench import monitor, slots
-from dlbench.aggregate import load_records
+from dlbench.record import load_records, write_record
 
 from .conftest import ROOT
 from .test_gpu import FakeNVML
@@ -85,7 +85,7 @@ def test_the_record_names_the_gpus_and_cores_the_run_held(tmp_path, monkeypatch)
     with slots.hold("gpu", NODE[:1], 1, tmp_path / "locks"):
         record = monitor.run(spec(device="gpu1", iterations=3, warmup_iterations=1), sys.executable,
                              tmp_path / "run.log", 120, 20, "sha", nvml=FakeNVML(), lock_dir=tmp_path / "locks")
-    monitor.write_record(record, tmp_path / "rep1.json")
+    write_record(record, tmp_path / "rep1.json")
     record = load_records([tmp_path / "rep1.json"])[0]
     assert record["status"] == "unavailable"
     assert record["reason"].startswith("pytorch 2.") and f" in {sys.prefix} is a CPU build; " in record["reason"]
@@ -196,8 +196,8 @@ as_root = pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user n
 
 @pytest.fixture
 def shared_dir():
-    """A shared lock directory as README describes it: root's, group-writable (mode 0775), outside the tests'
-    private temporary directories so that another user can enter it."""
+    """A shared lock directory as README describes it: root's, group-writable (mode 0775), in the session's
+    temporary directory (mode 0755), not a test's private one (0700), so that another user can enter it."""
     import shutil
     import tempfile
 

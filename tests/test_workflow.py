@@ -10,7 +10,7 @@ import jsonschema
 import pandas as pd
 import pytest
 import yaml
-from dlbench import aggregate, backends, host, ilsvrc12, peaks, report_check
+from dlbench import host, ilsvrc12, metrics, peaks, registry, report_check
 
 from .conftest import ROOT, framework_environment
 
@@ -62,7 +62,7 @@ def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
         jsonschema.validate(record, record_schema)
         assert path.with_suffix(".log").exists()
         framework = record["run"]["framework"]
-        if not_wired := backends.REGISTRY[framework].not_yet.get(record["run"]["task"]):
+        if not_wired := registry.REGISTRY[framework].not_yet.get(record["run"]["task"]):
             assert record["status"] == "unavailable" and not_wired in record["reason"], record["reason"]
             continue
         # CNTK reads its map files too: its image reader's Ubuntu 16.04 libraries are in its environment.
@@ -82,7 +82,7 @@ def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
             # more than one core's worth, in every framework (not 2.0: CI shares this machine's 2 cores), or
             # the run says what took the cores from it
             timing = record["timing"]
-            contended = (timing["contention_share"] or 0) > aggregate.FLAGS["contended"].above
+            contended = (timing["contention_share"] or 0) > metrics.FLAGS["contended"].above
             assert timing["cpu_per_wall"] > 1.2 or contended, (framework, timing)
         if record["run"]["task"] == "inference":  # LeNet on the generated MNIST files, each framework's reader
             latency = record["latency"]
@@ -159,12 +159,12 @@ def test_tables_figures_and_report(finished):
     # LeNet's accuracy over time, AlexNet's time per layer; per dataset with training runs a heatmap of speed
     # (and of CPU energy per image where RAPL counts it); ours beside the thesis
     node = {"rapl": host.Rapl().error is None, "cpu_peak": peaks.node_knows_cpu_peak()}
-    bars = sum(aggregate.drawn(metric, cell_tasks.get(cell, {"train"}), ["cpu"], **node)
-               for cell in cells for metric in aggregate.METRICS)
+    bars = sum(metrics.drawn(metric, cell_tasks.get(cell, {"train"}), ["cpu"], **node)
+               for cell in cells for metric in metrics.METRICS)
     trained = [cell for cell in cells if "train" in cell_tasks.get(cell, {"train"})]
     heatmaps = sorted((finished / "results" / "figures").glob("*/*_heatmap.png"))
     assert len(heatmaps) == len({dataset for dataset, _ in trained}) * sum(
-        aggregate.drawn(metric, ["train"], ["cpu"], **node) for metric, spec in aggregate.METRICS.items() if spec.best)
+        metrics.drawn(metric, ["train"], ["cpu"], **node) for metric, spec in metrics.METRICS.items() if spec.best)
     assert len(figures) == bars + len(trained) + 2 + len(heatmaps) + 1
     assert not list((finished / "results" / "figures").rglob("gpu_*"))  # a CPU-only config: no GPU figures
     steps = (finished / "results" / "figures" / "mnist-generated" / "lenet" / "iteration_times.svg").read_text()

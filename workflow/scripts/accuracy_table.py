@@ -2,7 +2,7 @@
 from pathlib import Path
 
 from dlbench.aggregate import write_accuracy
-from dlbench.jobs import logged
+from dlbench.joblog import logged
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     out = snakemake.output  # noqa: F821

@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 from dlbench import bench, gpu
 from dlbench.aggregate import markdown_table
-from dlbench.monitor import cpu_model, dlbench_version, git_commit
+from dlbench.record import cpu_model, dlbench_version, git_commit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,11 +62,11 @@ for number, job in enumerate(bench.PLANS[args.plan], 1):
         print(f"  failed: {error}", flush=True)
         continue
     for measurement in measurements:
-        rows.append(bench.summarise(measurement))
+        rows.append(bench.table_row(measurement))
         print(f"  {bench.line(measurement)}", flush=True)
     print(f"  ({time.monotonic() - started:.0f} s)", flush=True)
 for measurement in bench.ceiling_measurements(args.plan):
-    rows.append(bench.summarise(measurement))
+    rows.append(bench.table_row(measurement))
     print(bench.line(measurement), flush=True)
 
 gpus, _ = gpu.inventory()

@@ -2,7 +2,7 @@
 from pathlib import Path
 
 from dlbench import ceiling, envs, slots
-from dlbench.jobs import logged
+from dlbench.joblog import logged
 
 with logged(snakemake.log[0]) as log:  # noqa: F821 - injected by Snakemake
     wildcards, config = snakemake.wildcards, snakemake.config  # noqa: F821

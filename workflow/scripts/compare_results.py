@@ -10,8 +10,8 @@ repetitions do not overlap, cells only in one set) and comparison_<metric>.{png,
 import argparse
 from pathlib import Path
 
-from dlbench.aggregate import METRICS
 from dlbench.compare import write
+from dlbench.metrics import METRICS
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("a", type=Path, help="results directory A (the baseline)")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from dlbench import datasets, ilsvrc12
 from dlbench.config import mirrors
-from dlbench.jobs import logged
+from dlbench.joblog import logged
 
 RETRY = "then: make retry-failed (or remove the failed run records and this fetch.json)"
 

@@ -2,7 +2,7 @@
 from pathlib import Path
 
 from dlbench import datasets, ilsvrc12
-from dlbench.jobs import logged
+from dlbench.joblog import logged
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     family, sizes = snakemake.params.family, snakemake.params.sizes  # noqa: F821

@@ -15,8 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dlbench import acceptance, gpu
-from dlbench.aggregate import load_records
-from dlbench.monitor import dlbench_version, git_commit
+from dlbench.record import dlbench_version, git_commit, load_records
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / ".test" / "config-gpu-check" / "config.yaml"

@@ -1,9 +1,9 @@
 """Snakemake entry point: every training step's time in a (dataset, network) cell."""
 from pathlib import Path
 
-from dlbench.aggregate import load_records
-from dlbench.jobs import logged
+from dlbench.joblog import logged
 from dlbench.plots import iteration_times
+from dlbench.record import load_records
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     out = snakemake.output  # noqa: F821

@@ -2,7 +2,7 @@
 from pathlib import Path
 
 import pandas as pd
-from dlbench.jobs import logged
+from dlbench.joblog import logged
 from dlbench.plots import thesis_figure
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

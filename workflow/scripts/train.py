@@ -5,7 +5,8 @@ from pathlib import Path
 
 from dlbench import envs, monitor, slots
 from dlbench.config import config_sha256
-from dlbench.jobs import logged
+from dlbench.joblog import logged
+from dlbench.record import write_record
 from dlbench.spec import RunSpec
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
@@ -29,5 +30,5 @@ with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
                          lock_dir=slots.lock_dir(config["slots"]["directory"]),
                          slot_wait_s=None if wait is None else wait * 60,
                          ceiling=json.loads(Path(snakemake.input.ceiling).read_text()))  # noqa: F821
-    monitor.write_record(record, Path(snakemake.output[0]))  # noqa: F821
+    write_record(record, Path(snakemake.output[0]))  # noqa: F821
     print(f"{record['status']}: {record['timing']['images_per_second_mean'] or record['reason']}")

@@ -2,7 +2,7 @@
 
 Every script in ``benchmarks/`` ends its output with one line, ``{"measurements": [...]}`` (:func:`emit`),
 each a :class:`Measurement`: the values of its rounds (a ratio per A-B pair, a rate per round), the rates
-a ratio was taken from, per side, and the contention share of each monitored run. :func:`summarise` turns
+a ratio was taken from, per side, and the contention share of each monitored run. :func:`table_row` turns
 one into a table row: median and interquartile range, and a verdict on whether the rounds agreed. Rounds
 that disagree are "unsteady", never a clean figure: on a shared machine one side's rate can change 20x
 between rounds, and a ratio of such rates measures the neighbours.
@@ -37,7 +37,7 @@ class Measurement:
 def framework_python(framework: str) -> str:
     """The interpreter a benchmark runs ``framework``'s runner with: this one for PyTorch (the project's .venv has
     it), else the framework's environment as the workflow builds it (``.venvs/<environment>``)."""
-    from .backends import REGISTRY
+    from .registry import REGISTRY
 
     environment = REGISTRY[framework].environment
     if environment == "pytorch":
@@ -105,7 +105,7 @@ def goal_met(measurement: Measurement, verdict: str) -> str:
     return "met" if met else "missed"
 
 
-def summarise(measurement: Measurement) -> dict:
+def table_row(measurement: Measurement) -> dict:
     """One row of the benchmarks' table."""
     first, third = _quartiles(measurement.values)
     shares = [share for share in measurement.contention_shares if share is not None]
@@ -121,7 +121,7 @@ def summarise(measurement: Measurement) -> dict:
 
 def line(measurement: Measurement) -> str:
     """A benchmark's closing words for one measurement, as a person reads them."""
-    row = summarise(measurement)
+    row = table_row(measurement)
     contention = "" if row["contention_max"] is None else \
         f"; contention share {row['contention_median']:.2f} (max {row['contention_max']:.2f})"
     goal = f"; goal {row['goal']}: {row['goal_met']}" if row["goal"] else ""

@@ -20,13 +20,12 @@ from .gpu import GpuProbe, inventory
 from .monitor import (
     DevicesMissing,
     StartFailed,
-    cpu_model,
-    dlbench_version,
     exit_words,
     held_devices,
     runner_environment,
     started,
 )
+from .record import cpu_model, dlbench_version
 from .slots import SlotError
 
 

@@ -13,16 +13,16 @@ import pandas as pd
 
 from .aggregate import (
     CELL_KEYS,
-    METRICS,
     appendix,
-    load_records,
     markdown_table,
     measured,
     ratio_words,
     read_runs,
     runs_table,
 )
+from .metrics import METRICS
 from .plots import comparison_figure
+from .record import load_records
 
 SIDES = ("a", "b")
 COLUMNS = ["metric", "unit", *CELL_KEYS, *[f"{side}_{field}" for side in SIDES for field in

@@ -9,12 +9,21 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
-from .backends import REGISTRY as FRAMEWORKS
 from .datasets import FAMILIES, RESIZED_VARIANT
 from .networks import REGISTRY, VARIANTS
-from .spec import EPOCHS, LATENCY_CALLS, dataset_label, default_warmup, parse_device, variant_label
+from .registry import REGISTRY as FRAMEWORKS
+from .spec import (
+    EPOCHS,
+    LATENCY_CALLS,
+    RunSpec,
+    dataset_label,
+    default_warmup,
+    parse_dataset_label,
+    parse_device,
+    variant_label,
+)
 
 # Figure 4.5 per (dataset family, network): a family takes the values of the variant sized for it
 # (KMNIST, not in the thesis, MNIST's: same size and shape).
@@ -28,15 +37,15 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Case:
-    """One (framework, dataset, network, device, variant, task) cell; it runs ``repetitions`` times."""
+    """One (framework, dataset, network, device, variant, task) cell; it runs ``repetitions`` times. Its
+    fields are :class:`RunSpec`'s, named alike: a run's spec is its case's and what the run adds
+    (:meth:`run_spec`)."""
 
     framework: str
     dataset: str  # label: mnist, mnist-generated, imagenet-synthetic, ...
-    family: str
-    data_mode: str
     network: str
     device: str
-    batch_size: int
+    batch_size_global: int
     iterations: int
     warmup_iterations: int
     learning_rate: float
@@ -49,8 +58,22 @@ class Case:
     input_size: int | None = None
 
     @property
+    def family(self) -> str:
+        return parse_dataset_label(self.dataset)[0]
+
+    @property
+    def data_mode(self) -> str:
+        return parse_dataset_label(self.dataset)[1]
+
+    @property
     def variant(self) -> str:
         return variant_label(self.precision, self.compile)
+
+    def run_spec(self, repetition: int, threads: int, data_dir: str | None, loader_workers: int) -> RunSpec:
+        """Repetition ``repetition`` of the case (which also seeds it) with what the node gives it: its
+        threads, the dataset in its framework's format (None in synthetic mode) and its loader workers."""
+        return RunSpec(**asdict(self), repetition=repetition, threads=threads, data_dir=data_dir,
+                       loader_workers=loader_workers, seed=repetition)
 
 
 def check_devices(config: dict) -> None:
@@ -152,8 +175,8 @@ def cases(config: dict) -> list[Case]:
                     own = ({"latency_calls": bench.get("latency_calls", LATENCY_CALLS)} if task == "inference" else
                            {"epochs": bench.get("epochs", EPOCHS), "target_accuracy": bench.get("target_accuracy")}
                            if task == "accuracy" else {})
-                    found[key] = Case(framework, label, family, mode, network, device, batch, *steps, rate, precision,
-                                      compile, task, input_size=input_size, **own)
+                    found[key] = Case(framework, label, network, device, batch, *steps, rate, precision, compile, task,
+                                      input_size=input_size, **own)
     return list(found.values())
 
 

@@ -20,7 +20,7 @@ from importlib.metadata import distributions
 from pathlib import Path
 
 from . import caffe_build, cntk_setup
-from .backends import REGISTRY
+from .registry import REGISTRY
 
 # Frameworks whose last release needs an older CPython than the workflow's: the runner stays on the
 # workflow's Python and drives the framework in a worker process under that interpreter.

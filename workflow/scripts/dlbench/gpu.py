@@ -121,7 +121,7 @@ class GpuProbe:
             self.nvml.nvmlShutdown()
 
 
-def summarise(samples: list[list[dict]], window: tuple[float, float] | None, images: int | None,
+def memory_and_power(samples: list[list[dict]], window: tuple[float, float] | None, images: int | None,
               error: str | None) -> tuple[dict, dict]:
     """Memory and power blocks of the record from per-tick readings (one list per tick)."""
     memory = {"gpu_process_peak_mib": None, "gpu_device_peak_mib": None}

@@ -320,5 +320,4 @@ def inspect_environment(environment: str, venv_dir: Path, status: dict, label: s
     check.objects, check.from_node = len(objects), sorted(from_node)
     files = (path for path in venv_dir.rglob("*") if path.is_file() and not path.is_symlink())
     check.size_gb = sum(path.stat().st_size for path in files) / 1e9
-
     return check

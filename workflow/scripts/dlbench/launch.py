@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from .backends import REGISTRY
+from .registry import REGISTRY
 
 RENDEZVOUS_PORT = 29500
 

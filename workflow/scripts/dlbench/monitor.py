@@ -10,27 +10,23 @@ from __future__ import annotations
 
 import contextlib
 import os
-import platform
 import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
 import psutil
 
-from . import backends, compute, files, formats, host, launch, lifeline, peaks, slots
+from . import files, formats, host, launch, lifeline, slots
 from .envs import WORKER_PYTHON_VARIABLE
-from .gpu import GpuProbe, inventory, summarise
-from .spec import SETUP_FIELDS, RunSpec
+from .gpu import GpuProbe, inventory
+from .record import build_record
+from .spec import RunSpec
 
-SCHEMA_VERSION = 6
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts, put on the runner's path
 LOG_TAIL_LINES = 15
 
@@ -90,31 +86,6 @@ class Sampler(threading.Thread):
     def achieved_hz(self) -> float | None:
         span = (self.last or 0) - (self.first or 0)
         return (self.ticks - 1) / span if span > 0 else None
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def dlbench_version() -> str:
-    """The workflow's version, from its pyproject.toml (CHANGELOG.md says what each changed)."""
-    with open(PACKAGE_ROOT.parent.parent / "pyproject.toml", "rb") as stream:
-        return tomllib.load(stream)["project"]["version"]
-
-
-def git_commit() -> str | None:
-    """The code's commit, with "-dirty" when the working tree has uncommitted changes."""
-    try:
-        return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=40"], cwd=PACKAGE_ROOT,
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 def _now(timespec: str = "seconds") -> str:
@@ -431,181 +402,3 @@ def started(command: list[str], log, cores: list[int], locks: list[int], environ
         if process.poll() is None:
             stop_tree(process.pid)
             process.wait()
-
-
-def setup_times(result: dict, times: list[float], warmup: int) -> dict:
-    """Where an ok run's time before its timed window went: the runner's start (interpreter, dlbench),
-    the framework's import, the build of model and input pipeline (their sum: ``setup_seconds``),
-    then the first step (compilation, autotuning) and the whole warm-up."""
-    if not times:
-        return dict.fromkeys(SETUP_FIELDS)
-    start = result["entered_epoch"] - result["launched_epoch"]
-    return {"start_seconds": start, "import_seconds": result["import_seconds"],
-            "build_seconds": result["build_seconds"],
-            "setup_seconds": start + result["import_seconds"] + result["build_seconds"],
-            "first_step_seconds": times[0], "warmup_seconds": sum(times[:warmup])}
-
-
-def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: GpuProbe,
-                 config_sha256: str, ceiling: dict | None = None) -> dict:
-    ok = result["status"] == "ok"
-    not_ok = None if ok else f"see the run's reason ({result['status']})"  # not repeated in every metric
-    times = result.get("iteration_seconds") or []
-    window = result.get("timed_window") or {}
-    timed = times[spec.warmup_iterations:]
-    images = spec.batch_size_global * len(timed)
-    timing = {
-        "iteration_seconds": times,
-        "images_per_second_mean": images / window["seconds"] if ok else None,
-        "images_per_second_median": spec.batch_size_global / statistics.median(timed) if ok else None,
-        "timed_seconds": window.get("seconds"),
-        "wall_seconds": None,
-        "cpu_per_wall": window["cpu_seconds"] / window["seconds"] if ok else None,
-        **setup_times(result, times if ok else [], spec.warmup_iterations),
-    }
-    window_span = (window["start_epoch"], window["end_epoch"]) if ok else None
-    host_samples = sampler.host_samples if sampler else []
-    waited = window.get("input_wait_seconds") if ok and spec.task != "inference" else None  # inference: none
-    timing.update(input_wait_seconds=waited, input_wait_share=None if waited is None else waited / window["seconds"])
-    timing["contention_share"], contention_reason = host.contention_share(host_samples, window_span,
-                                                                         len(sampler.cores) if sampler else 0)
-    gpu_memory, power = summarise(sampler.gpu_samples if sampler else [], window_span, images, probe.error)
-    allocator = result.get("framework_allocator_peak_mib")
-    memory = {"host_peak_rss_mib": sampler.rss_peak_mib if sampler and sampler.ticks else None,
-              **{k: v for k, v in gpu_memory.items() if k != "reasons"},
-              "framework_allocator_peak_mib": allocator}
-    memory["reasons"] = dict(gpu_memory.get("reasons", {}))
-    if memory["host_peak_rss_mib"] is None:
-        memory["reasons"]["host_peak_rss_mib"] = not_ok or "no host samples"
-    if allocator is None:
-        memory["reasons"]["framework_allocator_peak_mib"] = not_ok or (
-            probe.error if spec.gpus == 0 else "the framework reports no allocator peak")
-    cpu_joules, cpu_reason = host.cpu_energy(host_samples, window_span, sampler.rapl if sampler else host.Rapl())
-    power.update(samples=sampler.ticks if sampler else 0, sample_hz=sampler.achieved_hz if sampler else None,
-                 cpu_energy_j=cpu_joules, cpu_energy_per_image_j=None if cpu_joules is None else cpu_joules / images)
-    if cpu_joules is None:
-        power.setdefault("reasons", {}).update(dict.fromkeys(("cpu_energy_j", "cpu_energy_per_image_j"),
-                                                             not_ok or cpu_reason))
-    if not ok:
-        timing["reasons"] = {k: not_ok for k, v in timing.items() if v is None and k != "wall_seconds"}
-    else:
-        unseen = (f"{spec.framework}'s training step takes its batch itself, out of the loop's sight"
-                  if spec.task != "inference" else "inference runs on a resident batch: it never waits for input")
-        timing["reasons"] = {k: why for k, why in (
-            ("input_wait_seconds", unseen), ("contention_share", contention_reason)) if timing[k] is None}
-        if waited is None:
-            timing["reasons"]["input_wait_share"] = timing["reasons"]["input_wait_seconds"]
-    gpus = probe.describe() if probe.handles else []
-    return {
-        "schema": SCHEMA_VERSION,
-        "run": spec.record_block(result.get("framework_version")),
-        "status": result["status"],
-        "reason": result["reason"],
-        "execution": backends.execution(spec),
-        "timing": timing,
-        "memory": memory,
-        "power": power,
-        "compute": compute.block(spec, timing["images_per_second_mean"], ceiling, socket.gethostname(), gpus, not_ok,
-                                 peaks.device_peak(bool(spec.gpus), gpus, spec.precision, spec.threads)),
-        "latency": latency(spec, result, not_ok),
-        "quality": quality(spec, result, not_ok),
-        "profile": layer_profile(spec, result, not_ok),
-        "provenance": {
-            "hostname": socket.gethostname(), "cpu_model": cpu_model(), "cores": os.cpu_count(),
-            "gpus": gpus,
-            "python": result.get("python"), "packages": result.get("packages", {}),
-            "framework_build": result.get("framework_build"),  # cpu or cuda <version>
-            "gpu_code": result.get("gpu_code"),  # how the GPUs ran the build's code (backends.check_gpu_code)
-            "monitor_python": platform.python_version(),
-            "config_sha256": config_sha256, "dlbench_version": dlbench_version(), "git_commit": git_commit(),
-            "slurm_job_id": os.environ.get("SLURM_JOB_ID"),  # where the run was a Slurm job
-        },
-    }
-
-
-def latency(spec: RunSpec, result: dict, not_ok: str | None) -> dict | None:
-    """An inference run's single-image calls: percentiles and mean in milliseconds, every call kept."""
-    if spec.task != "inference":
-        return None
-    calls_ms = [seconds * 1e3 for seconds in result.get("latency_seconds") or []]
-    block = {"batch_size": 1, "calls": spec.latency_calls, "warmup_calls": result.get("latency_warmup_calls", 0),
-             "call_ms": calls_ms, "idiom": result.get("inference_idiom")}
-    if calls_ms:
-        percentiles = statistics.quantiles(calls_ms, n=100, method="inclusive") if len(calls_ms) > 1 else calls_ms * 99
-        p50, p90, p99 = (percentiles[k - 1] for k in (50, 90, 99))
-        block.update(p50_ms=p50, p90_ms=p90, p99_ms=p99, mean_ms=statistics.fmean(calls_ms), reasons={})
-    else:
-        fields = ("p50_ms", "p90_ms", "p99_ms", "mean_ms")
-        block.update(dict.fromkeys(fields), reasons=dict.fromkeys(fields, not_ok or "no call was timed"))
-    if block["idiom"] is None:
-        block["reasons"]["idiom"] = not_ok or "the runner did not say"
-    return block
-
-
-def quality(spec: RunSpec, result: dict, not_ok: str | None) -> dict:
-    reasons = {"accuracy": "not measured (speed benchmark)"}
-    if spec.task == "inference":
-        reasons["final_loss"] = "an inference run computes no loss"
-    elif result.get("final_loss") is None:
-        reasons["final_loss"] = not_ok or "the framework reported no loss"
-    block = {"final_loss": result.get("final_loss"), "accuracy": None}
-    if spec.task == "accuracy":
-        block.update(accuracy_block(spec, result.get("epochs") or [], not_ok))
-        reasons = {key: why for key, why in reasons.items() if block[key] is None} | block.pop("reasons")
-    return {**block, "reasons": reasons}
-
-
-def accuracy_block(spec: RunSpec, epochs: list[dict], not_ok: str | None) -> dict:
-    """An accuracy run's epochs, its last test accuracy, and its time to the target accuracy."""
-    block = {"accuracy": epochs[-1]["test_accuracy"] if epochs else None, "epochs": epochs,
-             "epochs_to_accuracy": None, "time_to_accuracy_seconds": None, "reasons": {}}
-    reached = [epoch for epoch in epochs if spec.target_accuracy is not None
-               and epoch["test_accuracy"] >= spec.target_accuracy]
-    if reached:
-        block.update(epochs_to_accuracy=reached[0]["epoch"], time_to_accuracy_seconds=reached[0]["elapsed_seconds"])
-    else:
-        why = (not_ok or "no epoch was evaluated" if not epochs
-               else "the case sets no target_accuracy" if spec.target_accuracy is None
-               else f"no epoch of {len(epochs)} reached {spec.target_accuracy:g} (best "
-                    f"{max(epoch['test_accuracy'] for epoch in epochs):.4f})")
-        block["reasons"] = dict.fromkeys(("epochs_to_accuracy", "time_to_accuracy_seconds"), why)
-    if block["accuracy"] is None:
-        block["reasons"]["accuracy"] = not_ok or "no epoch was evaluated"
-    return block
-
-
-PROFILE_FIELDS = ("iteration_ms", "unprofiled_iteration_ms", "overhead", "accounted_ms", "unaccounted_share")
-
-
-def layer_profile(spec: RunSpec, result: dict, not_ok: str | None) -> dict | None:
-    """A profile run's layers (mean and sd of their forward and backward times over the profiled steps),
-    the profiler's overhead (a profiled step's mean time over an unprofiled one's) and the share of a
-    profiled step that no layer accounts for (seed 004's two findings)."""
-    if spec.task != "profile":
-        return None
-    found = result.get("profile") or {}
-    steps = found.get("layers") or []
-    if not steps:
-        return {"method": found.get("method"), "steps": 0, **dict.fromkeys(PROFILE_FIELDS), "layers": [],
-                "reasons": dict.fromkeys(PROFILE_FIELDS, not_ok or "no step was profiled")}
-
-    def ms(values: list[float]) -> tuple[float, float]:
-        return statistics.fmean(values) * 1e3, (statistics.stdev(values) if len(values) > 1 else 0.0) * 1e3
-    layers = []
-    for name in steps[0]:
-        (forward, forward_sd), (backward, backward_sd) = (ms([step[name][phase] for step in steps]) for phase in (0, 1))
-        layers.append({"name": name, "kind": name.rstrip("0123456789"), "forward_ms": forward,
-                       "forward_sd_ms": forward_sd, "backward_ms": backward, "backward_sd_ms": backward_sd})
-    iteration = ms(found["iteration_seconds"])[0]
-    unprofiled = ms(result["iteration_seconds"][spec.warmup_iterations:])[0]
-    accounted = ms([sum(forward + backward for forward, backward in step.values()) for step in steps])[0]
-    return {"method": found["method"], "steps": len(steps), "iteration_ms": iteration,
-            "unprofiled_iteration_ms": unprofiled, "overhead": iteration / unprofiled, "accounted_ms": accounted,
-            "unaccounted_share": 1 - accounted / iteration, "layers": layers, "reasons": {}}
-
-
-def write_record(record: dict, path: Path) -> None:
-    """Write atomically, so a killed job never leaves half a record behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    files.write_json(path, record, indent=1)
-

@@ -14,7 +14,6 @@ import pandas as pd
 import seaborn as sns
 
 from .aggregate import (
-    METRICS,
     appendix,
     decimals,
     first_line,
@@ -24,7 +23,8 @@ from .aggregate import (
     setting_order,
     settings,
 )
-from .backends import REGISTRY as FRAMEWORKS
+from .metrics import METRICS
+from .registry import REGISTRY as FRAMEWORKS
 from .spec import gpu_count
 from .thesis import HARDWARE_WORDS
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 DATA_MODES = ("real", "generated", "synthetic")
-# The record's timing of the set-up before the timed window (schema 3; dlbench.monitor.setup_times)
+# The record's timing of the set-up before the timed window (schema 3; dlbench.record.setup_times)
 SETUP_FIELDS = ("start_seconds", "import_seconds", "build_seconds", "setup_seconds", "first_step_seconds",
                 "warmup_seconds")
 DATASET_FAMILIES = ("mnist", "kmnist", "cifar10", "mnist10k", "imagenet", "text")  # dlbench.datasets.FAMILIES
@@ -55,20 +55,6 @@ PRECISIONS = {
 }
 COMPILED = "compiled"  # a variant's suffix when the framework's compiler is switched on
 
-# The one place a task is added; config/schema.yaml and the record schema are tested against it.
-TASKS = {
-    "train": "training steps (forward, backward, optimizer update) on the run's input pipeline",
-    "inference": "forward passes in evaluation mode without gradients on a resident batch of the run's data: "
-                 "throughput at the case's batch size, latency of single images",
-    "accuracy": "training over whole epochs of the training set in the framework's input pipeline, then top-1 "
-                "accuracy and loss on the test set after every epoch; time to a target accuracy",
-    "profile": "training steps timed as for train, then as many again under the framework's own profiler: each "
-               "layer's forward and backward time, the profiler's overhead, the share no layer accounts for",
-}
-# The devices of the tasks that run on one, and why: any other is recorded unavailable with the reason.
-SINGLE_DEVICES = ("cpu", "gpu1")
-SINGLE_DEVICE_TASKS = {"inference": "splitting a batch over several is a training technique",
-                       "profile": "a layer's time on several devices is not wired (seed 004's two-GPU profile)"}
 LATENCY_CALLS = 1000  # an inference run's timed single-image calls unless its case says otherwise
 EPOCHS = 10  # an accuracy run's epochs unless its case says otherwise (seed 003's)
 
@@ -111,8 +97,8 @@ class RunSpec:
     data_dir: str | None = None  # the dataset in the framework's format; None in synthetic mode
     loader_workers: int = 0  # input-pipeline worker processes
     precision: str = "fp32"  # one of PRECISIONS
-    compile: bool = False  # the framework's compiler (backends.REGISTRY[...].compiler)
-    task: str = "train"  # one of TASKS
+    compile: bool = False  # the framework's compiler (registry.REGISTRY[...].compiler)
+    task: str = "train"  # one of tasks.TASKS
     latency_calls: int = LATENCY_CALLS  # inference: timed single-image calls, after default_warmup(them) untimed
     # accuracy: ``iterations`` are ``epochs`` times the steps of one epoch (the training images // the batch)
     epochs: int = EPOCHS

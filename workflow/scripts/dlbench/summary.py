@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from .aggregate import read_record
 from .files import Unreadable
+from .record import read_record
 
 STATUSES = ("ok", "failed", "unavailable", "unreadable", "not run")
 SHOWN = 8  # reasons listed per status

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .aggregate import METRICS, markdown_table, ratio_words, read_runs
+from .aggregate import markdown_table, ratio_words, read_runs
 from .config import FIGURE_4_5
+from .metrics import METRICS
 from .spec import gpu_count, parse_dataset_label
 
 APPENDIX_A = Path(__file__).parents[2] / "resources" / "piccione2018_appendix_a.csv"

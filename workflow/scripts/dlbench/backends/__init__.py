@@ -17,13 +17,14 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, distributions, version
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from ..networks import optimizer
-from ..spec import SINGLE_DEVICE_TASKS, SINGLE_DEVICES, TASKS
+from ..registry import FRAMEWORKS, REGISTRY
+from ..tasks import SINGLE_DEVICE_TASKS, SINGLE_DEVICES, TASKS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 
 class Trainer(Protocol):
-    """What the runner's timed loop (:func:`dlbench.runner.timed_loop`) drives."""
+    """What the runner's timed loop (:func:`dlbench.tasks.loop.timed_loop`) drives."""
 
     def __init__(self, spec: RunSpec, network: Network) -> None:
         """Build the network and its input pipeline for the run, in its precision and compiled if
@@ -141,92 +142,6 @@ class Unavailable(RuntimeError):
     """The run cannot take place on this machine (framework missing, too few GPUs, ...)."""
 
 
-@dataclass(frozen=True)
-class Framework:
-    """One row of the framework registry: everything the workflow needs to know to run it."""
-
-    name: str  # as in configs, paths and records
-    module: str  # its backend, dlbench.backends.<module>
-    environment: str  # envs/<environment>.*, .venvs/<environment>: Keras shares its backend's
-    data_format: str  # the format its input pipeline reads (dlbench.formats)
-    # Who starts the processes of a run over several (<n>x<device>; dlbench.launch): "torchrun" starts n
-    # runners; "mpiexec" is started by the one runner's backend, one MPI rank per device (gpu<g> too).
-    launcher: str | None = None
-    # Of spec.PRECISIONS, those the backend sets up (tf32: a switch for both its cuDNN and its
-    # cuBLAS calls; NVIDIA_TF32_OVERRIDE=0 can only switch TF32 off). TF32 is a GPU math mode.
-    cpu_precisions: tuple[str, ...] = ("fp32",)
-    gpu_precisions: tuple[str, ...] = ("fp32",)
-    compiler: str | None = None  # what compile: true switches on
-    always_compiled: str | None = None  # what compiles every run, compile: false too
-    # Per optimizer kind (networks.Optimizer), how the framework's own differs from the description
-    # (tests/test_backends.py steps each): the record's execution.optimizer_difference.
-    optimizer_differences: dict[str, str] = field(default_factory=dict)
-    tasks: tuple[str, ...] = tuple(TASKS)  # of spec.TASKS, those it can run (ONNX Runtime cannot train)
-    # Of those, the ones its backend does not run yet, and why: their cells are made, and recorded unavailable
-    not_yet: dict[str, str] = field(default_factory=dict)
-    cannot_resize: str | None = None  # why its input pipeline cannot resize a case's images (input_size)
-    # The native framework it runs on (Keras's backend; the exporter ONNX Runtime runs the network of):
-    # the API-cost table gives its numbers relative to that one's (seed 002's question).
-    runs_on: str | None = None
-
-    @property
-    def runs(self) -> tuple[str, ...]:
-        """The tasks its backend runs."""
-        return tuple(task for task in self.tasks if task not in self.not_yet)
-
-
-MIXED = ("bf16", "fp16")
-KERAS_NOT_YET = {"profile": "profiling through Keras on its three backends is not wired yet"}
-# The one place a framework is added: the thesis's five, then Keras 3's high-level API on three
-# backends (seed 001's keras-mxnet comparison in its modern form), then ONNX Runtime on the network
-# PyTorch exports (seed 002's low-level reference, inference only). config/schema.yaml, the run
-# record's schema and README's table are checked against it (tests/test_registry.py).
-REGISTRY = {framework.name: framework for framework in (
-    Framework("caffe", "caffe", "caffe", "lmdb", always_compiled="Caffe's static net",
-              cannot_resize="Caffe's Data layer crops and mirrors but does not resize (convert_imageset "
-                            "--resize_height and --resize_width would store resized copies: not wired)",
-              optimizer_differences={"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}),
-    Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord", cpu_precisions=("fp32", "bf16"),
-              gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (tf.function jit_compile)",
-              always_compiled="tf.function graph"),
-    Framework("pytorch", "pytorch", "pytorch", "lmdb", launcher="torchrun", cpu_precisions=("fp32", "bf16"),
-              gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile",
-              optimizer_differences={"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}),
-    Framework("mxnet", "mxnet", "mxnet", "recordio", cpu_precisions=("fp32", "bf16"), gpu_precisions=("fp32", "fp16"),
-              always_compiled="Gluon hybridize (static graph)"),
-    Framework("cntk", "cntk", "cntk", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
-              not_yet={"accuracy": "its worker's evaluation over the test map file is not wired yet",
-                       "profile": "CNTK's profiler in its worker is not wired yet"},
-              cannot_resize="the scale transform of CNTK's ImageDeserializer is not wired yet",
-              optimizer_differences={"rmsprop": "the mean square starts at the first squared gradient, not at 0, "
-                                                "and has no epsilon: the first steps are rate x sign(g), "
-                                                "about a third of the others' (with rho 0.9)"}),
-    Framework("keras-tensorflow", "keras_api", "tensorflow", "lmdb", cpu_precisions=("fp32", "bf16"),
-              gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (Keras jit_compile)",
-              always_compiled="tf.function graph", runs_on="tensorflow", not_yet=KERAS_NOT_YET),
-    Framework("keras-jax", "keras_api", "jax", "lmdb", cpu_precisions=("fp32", "bf16"),
-              gpu_precisions=("fp32", "tf32", *MIXED), always_compiled="jax.jit (XLA)", not_yet=KERAS_NOT_YET),
-    Framework("keras-torch", "keras_api", "pytorch", "lmdb", cpu_precisions=("fp32", "bf16"),
-              gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile (Keras jit_compile)",
-              runs_on="pytorch", not_yet=KERAS_NOT_YET),
-    Framework("onnxruntime", "onnx_runtime", "pytorch", "lmdb", always_compiled="ONNX Runtime's graph optimisations",
-              tasks=("inference",), runs_on="pytorch"),
-)}
-FRAMEWORKS = tuple(REGISTRY)
-ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}
-
-
-def registry_table() -> str:
-    """The registry as README's Markdown table."""
-    header = ("framework", "backend module", "environment", "data format", "tasks", "over processes",
-              "precisions on CPUs", "on GPUs", "compile: true", "compiled always")
-    rows = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
-    rows += [f"| `{f.name}` | `backends/{f.module}.py` | `{f.environment}` | `{f.data_format}` | {', '.join(f.runs)} | "
-             f"{f.launcher or 'no'} | {', '.join(f.cpu_precisions)} | {', '.join(f.gpu_precisions)} | "
-             f"{f.compiler or '—'} | {f.always_compiled or '—'} |" for f in REGISTRY.values()]
-    return "\n".join(rows)
-
-
 def require_numerics(spec: RunSpec) -> None:
     """The run's precision and compile setting are ones its framework has on its device."""
     framework = REGISTRY[spec.framework]
@@ -283,7 +198,9 @@ def load(framework: str) -> ModuleType:
         module = importlib.import_module(f"{__name__}.{REGISTRY[framework].module}")
     except ImportError as error:
         raise Unavailable(f"{framework} cannot be imported: {error}") from error
-    return check_contract(module)
+    check_contract(module)
+    check_trainer(framework, module.Trainer)
+    return module
 
 
 def check_contract(module: ModuleType) -> ModuleType:
@@ -293,6 +210,16 @@ def check_contract(module: ModuleType) -> ModuleType:
     if missing:
         raise TypeError(f"{module.__name__} does not implement backends.{contract.__name__}: no {', '.join(missing)}")
     return module
+
+
+def check_trainer(framework: str, trainer: type) -> None:
+    """The trainer class has the methods of every task its framework runs (the registry's ``runs``: a task it
+    does not run yet is named in its row's ``not_yet``, with why)."""
+    for task in REGISTRY[framework].runs:
+        missing = [name for name in TASKS[task].trainer_methods if not hasattr(trainer, name)]
+        if missing:
+            raise TypeError(f"{framework}'s Trainer cannot run {task}: no {', '.join(missing)} (implement "
+                            f"them, or name {task} in its registry row's not_yet with why)")
 
 
 def closing(trainer: Trainer) -> contextlib.AbstractContextManager[Trainer]:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..backends import REGISTRY
+from ..registry import REGISTRY
 
 # The formats each framework reads (thesis, section 4.5).
 FRAMEWORK_FORMATS = {name: framework.data_format for name, framework in REGISTRY.items()}

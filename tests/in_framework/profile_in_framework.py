@@ -4,8 +4,9 @@ runner's result as JSON, or the reason the framework cannot profile it."""
 import json
 import sys
 
-from dlbench import backends, datasets, runner
+from dlbench import backends, datasets
 from dlbench.spec import RunSpec
+from dlbench.tasks import profile
 
 framework, network = (*sys.argv[1:], "alexnet")[:2]
 spec = RunSpec(framework, "cifar10-synthetic", network, "cpu", 1, 8, 6, 2, 0.01, 2, task="profile")
@@ -14,4 +15,4 @@ try:
 except backends.Unavailable as error:
     print(json.dumps({"unavailable": str(error)}))
 else:
-    print(json.dumps(runner.profile(trainer, spec, progress=lambda *args, **kwargs: None)))
+    print(json.dumps(profile.run(trainer, spec, progress=lambda *args, **kwargs: None)))

@@ -1,0 +1,152 @@
+"""The metrics the tables and figures report (each a field of the run record, its unit and meaning, the
+runs that measure it) and the flags that mark runs whose numbers say more about the machine than about the
+framework, with their thresholds: the one place a metric or a threshold is set."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .compute import BEATS_CEILING
+from .spec import gpu_count
+from .tasks import TASKS
+
+
+@dataclass(frozen=True)
+class Metric:
+    section: str  # of the run record
+    field: str
+    unit: str
+    meaning: str  # for figure captions: what the number is and where it comes from
+    tasks: tuple[str, ...] = tuple(TASKS)  # the runs that measure it
+    # Whether repetitions should agree to a few percent, so that a larger coefficient of variation says the
+    # runs were unsteady (not so for shares near zero, such as a synthetic run's input wait)
+    steady: bool = True
+    # "gpu": only runs on GPUs measure it; "rapl": only on nodes with RAPL counters; "peak": only where dlbench
+    # knows the hardware's peak (GPUs, CPUs of dlbench.peaks)
+    needs: str = ""
+    beside: str = ""  # a metric whose bars its figure draws beside its own (and that gets no figure of its own)
+    # "max" or "min": the better end, for a heatmap per dataset of each framework against the best one per network
+    best: str = ""
+    flagged: bool = True  # whether the runs' flags (input-bound, contended) bear on it: not on a peak or an accuracy
+    signed: bool = False  # whether a value below 0 can be true (a runs.csv from elsewhere is checked: read_runs)
+
+
+@dataclass(frozen=True)
+class Flag:
+    words: str  # in the appendix's cells and on the figures' bars
+    column: str  # of runs.csv
+    above: float  # the share above which a run carries the flag
+    metrics: tuple[str, ...] = ()  # the metrics it bears on; none: every flagged one
+
+
+# The marks of runs whose speed says less about the framework than about its surroundings: they waited
+# for their input, or other work shared their cores (dlbench.host).
+FLAGS = {"input_bound": Flag("input-bound", "input_wait", 0.05),
+         "contended": Flag("contended", "contention_share", 0.10),
+         "beats_ceiling": Flag("beats the ceiling", "ceiling_fraction", BEATS_CEILING, ("ceiling_fraction",))}
+
+
+# A cell whose repetitions vary more than this (sd over mean) is marked: its mean is a rough one.
+UNSTEADY = 0.05
+
+
+def percent(share: float) -> str:
+    return f"{share:.0%}".replace("%", " %")
+
+
+def caption_thresholds() -> dict[str, str]:
+    """The flags' and the unsteady mark's thresholds as the report's captions and README write them (``5 %``):
+    the rules pass them to the captions as params."""
+    return {"input_bound": percent(FLAGS["input_bound"].above), "contended": percent(FLAGS["contended"].above),
+            "beats_ceiling": percent(FLAGS["beats_ceiling"].above - 1), "unsteady": percent(UNSTEADY)}
+
+# The one place a metric is added; the thesis's three first.
+METRICS = {
+    "train_speed": Metric("timing", "images_per_second_mean", "images/s",
+                          "images per second over the timed iterations (warm-up excluded), with the global batch, "
+                          "from the training loop's own clock: each interval runs from one step's completion to "
+                          "the next (accuracy runs: over all their epochs, the first steps included; profile runs: "
+                          "their steps without the profiler)", tasks=("train", "accuracy", "profile"), best="max"),
+    "inference_speed": Metric("timing", "images_per_second_mean", "images/s",
+                              "images per second of forward passes without gradients at the case's batch size, "
+                              "timed as training steps are (one batch in flight, warm-up excluded)",
+                              tasks=("inference",)),
+    **{f"latency_{percentile}": Metric(
+        "latency", f"{percentile}_ms", "ms",
+        f"{words} latency of a single image's forward pass over the timed calls (warm-up excluded), each call "
+        "waited for until its result was there (a device event or a read-back)", tasks=("inference",))
+       for percentile, words in (("p50", "median"), ("p90", "90th-percentile"), ("p99", "99th-percentile"))},
+    "gpu_memory": Metric("memory", "gpu_process_peak_mib", "MiB",
+                         "peak GPU memory of the run's processes, as NVML reports it, sampled through the run "
+                         "(hatched beside it: the framework allocator's own peak, what its tensors took)",
+                         needs="gpu", beside="allocator_memory", flagged=False),
+    "allocator_memory": Metric("memory", "framework_allocator_peak_mib", "MiB",
+                               "peak memory the framework's allocator held for tensors on the GPU, by the "
+                               "framework's own count (torch.cuda.max_memory_allocated, TensorFlow's and JAX's "
+                               "memory stats); the process peak adds the CUDA context, workspaces and caches",
+                               needs="gpu", flagged=False),
+    "gpu_power": Metric("power", "gpu_mean_w", "W",
+                        "mean power of the run's GPUs over the timed iterations, from NVML (its energy counter "
+                        "where the GPU has one, else integrated power samples)", needs="gpu"),
+    "gpu_energy_per_image": Metric("power", "energy_per_image_j", "J/image",
+                                   "GPU energy over the timed iterations divided by the images trained in them",
+                                   needs="gpu", best="min"),
+    "host_memory": Metric("memory", "host_peak_rss_mib", "MiB",
+                          "peak resident memory of the run's process tree (the runner, its input-pipeline workers), "
+                          "sampled through the run", flagged=False),
+    "cpu_per_wall": Metric("timing", "cpu_per_wall", "CPU s / wall s",
+                           "CPU time of the training process over the timed iterations divided by their wall time: "
+                           "how many cores it kept busy"),
+    "setup_time": Metric("timing", "setup_seconds", "s",
+                         "seconds from the runner's launch to its first step: the interpreter's start, the "
+                         "framework's import, the model and input pipeline built (each in the record)"),
+    "first_step_time": Metric("timing", "first_step_seconds", "s",
+                              "seconds of the first step (training step or forward pass), where compilers compile "
+                              "(torch.compile, XLA) and cuDNN autotunes; the timed iterations exclude it"),
+    "achieved_tflops": Metric("compute", "achieved_tflops", "TFLOP/s",
+                              "FLOPs per image (a training step's forward and backward, an inference run's forward, "
+                              "counted from the network's description as torch.utils.flop_counter counts them) "
+                              "times images per second"),
+    "input_wait": Metric("timing", "input_wait_share", "share of timed time",
+                         "the share of the timed iterations' time the training loop waited for its next batch "
+                         f"(runs above {FLAGS['input_bound'].above:.0%} are marked input-bound)",
+                         tasks=("train", "accuracy"), steady=False),
+    "cpu_energy_per_image": Metric("power", "cpu_energy_per_image_j", "J/image",
+                                   "CPU package and DRAM energy (RAPL) over the timed iterations divided by the "
+                                   "images trained in them; the whole package's, other processes' work included",
+                                   needs="rapl", best="min"),
+    "test_accuracy": Metric("quality", "accuracy", "top-1",
+                            "top-1 accuracy on the test split after the last epoch, scored from the framework's "
+                            "logits the same way in every framework", tasks=("accuracy",), flagged=False),
+    "time_to_accuracy": Metric("quality", "time_to_accuracy_seconds", "s",
+                               "seconds from the first training step to the end of the evaluation of the first epoch "
+                               "whose test accuracy reached the case's target (training and evaluations)",
+                               tasks=("accuracy",)),
+    "profiling_overhead": Metric("profile", "overhead", "× unprofiled step",
+                                 "a step's mean wall time under the framework's profiler over a step's without it "
+                                 "(seed 004 found 2.35-2.45x)", tasks=("profile",)),
+    "unaccounted_share": Metric("profile", "unaccounted_share", "share of a profiled step",
+                                "the share of a profiled step's wall time that no layer's forward or backward time "
+                                "accounts for (seed 004 found 38-54 %; below 0 where the framework's ops overlap)",
+                                tasks=("profile",), steady=False, signed=True),
+    "mfu": Metric("compute", "mfu", "fraction of peak",
+                  "model FLOPs utilisation: achieved TFLOP/s over the peak of the run's devices from the hardware's "
+                  "own numbers (GPU datasheets' dense rates; CPU cores × highest clock × FLOP per cycle), where "
+                  "dlbench knows them", needs="peak"),
+    "ceiling_fraction": Metric("compute", "ceiling_fraction", "fraction of measured ceiling",
+                               "achieved TFLOP/s over the ceiling of the run's devices, the best rate of dense "
+                               "products through the BLAS and the convolution library over a sweep of sizes, "
+                               "measured once per node in the run's precision (runs above "
+                               f"{BEATS_CEILING:.2f} are marked: the ceiling's kernels were not the fastest)"),
+}
+
+
+def drawn(metric: str, tasks, devices, rapl: bool, cpu_peak: bool = False) -> bool:
+    """Whether a cell whose runs have these tasks and devices gets ``metric``'s figure: whether any of them
+    can measure it (``rapl``: whether the node has RAPL counters; ``cpu_peak``: whether dlbench knows its CPU's
+    peak, dlbench.peaks). A figure of nothing but "unavailable" notes tells a reader nothing."""
+    spec = METRICS[metric]
+    if any(other.beside == metric for other in METRICS.values()):
+        return False  # drawn in the other's figure
+    on_gpus = any(gpu_count(device) for device in devices)
+    return bool(set(tasks) & set(spec.tasks)) and {"gpu": on_gpus, "rapl": rapl,
+                                                   "peak": on_gpus or cpu_peak}.get(spec.needs, True)

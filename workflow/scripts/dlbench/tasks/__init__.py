@@ -1,0 +1,47 @@
+"""The tasks a run can do, one module each (``dlbench.tasks.<name>``): its ``run(trainer, spec, progress)``,
+which the runner calls with the framework's trainer and whose dict goes into the runner's result, and the
+record block the monitor builds from that result (where the task has one of its own). :data:`TASKS` is the
+one place a task is added: its words, the trainer methods it calls beyond a training step (the contract
+check holds every backend that runs it to them: :func:`dlbench.backends.check_trainer`), and, for a task
+that runs on one device only, why.
+
+Standard library only: the runner imports it inside framework environments, and the registry and the
+config import it everywhere.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+
+@dataclass(frozen=True)
+class Task:
+    words: str  # what the task measures (the config schema's and README's words)
+    trainer_methods: tuple[str, ...] = ()  # of backends.Trainer, beyond step() and the bookkeeping every run calls
+    single_device: str | None = None  # why it runs on one device only (SINGLE_DEVICES), if it does
+
+
+TASKS = {
+    "train": Task("training steps (forward, backward, optimizer update) on the run's input pipeline"),
+    "inference": Task("forward passes in evaluation mode without gradients on a resident batch of the run's data: "
+                      "throughput at the case's batch size, latency of single images",
+                      ("inference", "INFERENCE_IDIOM"), "splitting a batch over several is a training technique"),
+    "accuracy": Task("training over whole epochs of the training set in the framework's input pipeline, then "
+                     "top-1 accuracy and loss on the test set after every epoch; time to a target accuracy",
+                     ("test_logits",)),
+    "profile": Task("training steps timed as for train, then as many again under the framework's own profiler: "
+                    "each layer's forward and backward time, the profiler's overhead, the share no layer accounts "
+                    "for", ("layer_profiler",),
+                    "a layer's time on several devices is not wired (seed 004's two-GPU profile)"),
+}
+# The devices of the tasks that run on one: on any other such a run is recorded unavailable with the reason.
+SINGLE_DEVICES = ("cpu", "gpu1")
+SINGLE_DEVICE_TASKS = {name: task.single_device for name, task in TASKS.items() if task.single_device}
+
+
+def load(name: str) -> ModuleType:
+    """The task's module (imported here, not above: the inference and accuracy modules are the runner's)."""
+    if name not in TASKS:
+        raise KeyError(f"unknown task {name!r}; known: {', '.join(TASKS)}")
+    return importlib.import_module(f"{__name__}.{name}")

@@ -1,0 +1,52 @@
+"""The profile task: training steps timed as a training run's, then as many again under the framework's own
+profiler; its record block is ``profile``."""
+from __future__ import annotations
+
+import functools
+import statistics
+
+from ..spec import RunSpec
+from .loop import prefixed, timed_loop
+
+
+def run(trainer, spec: RunSpec, progress=print) -> dict:
+    """A profile run: the training steps timed as a training run's, with no profiler (the speed); then as
+    many timed steps again, and one before them that is left out (the profiler starting), under the
+    framework's own profiler, which records each layer's forward and backward time per step."""
+    result = timed_loop(trainer, spec.iterations, spec.warmup_iterations, progress)
+    with trainer.layer_profiler() as profiler:
+        profiled = timed_loop(trainer, spec.iterations - spec.warmup_iterations + 1, 1,
+                              functools.partial(prefixed, progress, "profiled, "))
+    return {**result, "final_loss": trainer.final_loss(),
+            "profile": {"method": profiler.METHOD, "iteration_seconds": profiled["iteration_seconds"][1:],
+                        "layers": profiler.steps[1:]}}
+
+
+PROFILE_FIELDS = ("iteration_ms", "unprofiled_iteration_ms", "overhead", "accounted_ms", "unaccounted_share")
+
+
+def layer_profile(spec: RunSpec, result: dict, not_ok: str | None) -> dict | None:
+    """A profile run's layers (mean and sd of their forward and backward times over the profiled steps),
+    the profiler's overhead (a profiled step's mean time over an unprofiled one's) and the share of a
+    profiled step that no layer accounts for (seed 004's two findings)."""
+    if spec.task != "profile":
+        return None
+    found = result.get("profile") or {}
+    steps = found.get("layers") or []
+    if not steps:
+        return {"method": found.get("method"), "steps": 0, **dict.fromkeys(PROFILE_FIELDS), "layers": [],
+                "reasons": dict.fromkeys(PROFILE_FIELDS, not_ok or "no step was profiled")}
+
+    def ms(values: list[float]) -> tuple[float, float]:
+        return statistics.fmean(values) * 1e3, (statistics.stdev(values) if len(values) > 1 else 0.0) * 1e3
+    layers = []
+    for name in steps[0]:
+        (forward, forward_sd), (backward, backward_sd) = (ms([step[name][phase] for step in steps]) for phase in (0, 1))
+        layers.append({"name": name, "kind": name.rstrip("0123456789"), "forward_ms": forward,
+                       "forward_sd_ms": forward_sd, "backward_ms": backward, "backward_sd_ms": backward_sd})
+    iteration = ms(found["iteration_seconds"])[0]
+    unprofiled = ms(result["iteration_seconds"][spec.warmup_iterations:])[0]
+    accounted = ms([sum(forward + backward for forward, backward in step.values()) for step in steps])[0]
+    return {"method": found["method"], "steps": len(steps), "iteration_ms": iteration,
+            "unprofiled_iteration_ms": unprofiled, "overhead": iteration / unprofiled, "accounted_ms": accounted,
+            "unaccounted_share": 1 - accounted / iteration, "layers": layers, "reasons": {}}

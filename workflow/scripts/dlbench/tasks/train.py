@@ -1,0 +1,15 @@
+"""The train task: training steps on the run's input pipeline, timed (its record: the timing, memory, power
+and compute blocks every run has)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .loop import timed_loop
+
+if TYPE_CHECKING:
+    from ..spec import RunSpec
+
+
+def run(trainer, spec: RunSpec, progress=print) -> dict:
+    return {**timed_loop(trainer, spec.iterations, spec.warmup_iterations, progress),
+            "final_loss": trainer.final_loss()}
