@@ -12,10 +12,10 @@ Same network (the same builder), batch, threads and synthetic data. Two measurem
 The bare loop synchronises once, at its end; the workflow waits for every step (with the next one
 already dispatched) to time it. Goal: ratio >= 0.98.
 
-    .venv/bin/python benchmarks/framework_overhead.py --network resnet50 --variant cifar10 --batch 16
-    .venv/bin/python benchmarks/framework_overhead.py --framework mxnet --network lenet --variant mnist --batch 64 \
+    .venv/bin/python benchmarks/framework_overhead.py --network resnet50 --dataset cifar10 --batch 16
+    .venv/bin/python benchmarks/framework_overhead.py --framework mxnet --network lenet --dataset mnist --batch 64 \
         --interleaved
-    python3 benchmarks/framework_overhead.py --device cuda --network resnet50 --variant cifar10 --batch 128
+    python3 benchmarks/framework_overhead.py --device cuda --network resnet50 --dataset cifar10 --batch 128
 
 On a GPU (``--device cuda``, PyTorch) the bare loop runs on the first visible GPU and waits for it once, at
 its end; the workflow's run holds a GPU as any run does.
@@ -44,7 +44,7 @@ from dlbench.spec import RunSpec
 torch.set_num_threads({threads})
 device = torch.device({device!r})
 # the layout the backend picks (channels_last on CPUs): the same math, not NCHW's slower kernels
-layout = memory_format(RunSpec("pytorch", "{variant}-synthetic", {network!r}, {run_device!r}, 1, {batch}, 0, 0, 0.01,
+layout = memory_format(RunSpec("pytorch", "{dataset}-synthetic", {network!r}, {run_device!r}, 1, {batch}, 0, 0, 0.01,
                                {threads}), description)
 model = build(description).train().to(device, memory_format=layout)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -100,7 +100,7 @@ def finish():
     "caffe": """
 from dlbench.backends.caffe import Trainer
 from dlbench.spec import RunSpec
-solver = Trainer(RunSpec("caffe", "{variant}-synthetic", {network!r}, "cpu", 1, {batch}, 0, 0, 0.01, {threads}),
+solver = Trainer(RunSpec("caffe", "{dataset}-synthetic", {network!r}, "cpu", 1, {batch}, 0, 0, 0.01, {threads}),
                  description).solver
 def step():
     solver.step(1)
@@ -123,7 +123,7 @@ print({batch} * {timed} / (time.perf_counter() - start))
 INTERLEAVED_HEAD = """
 from dlbench import backends
 from dlbench.spec import RunSpec
-spec = RunSpec({framework!r}, "{variant}-synthetic", {network!r}, {run_device!r}, 1, {batch}, 0, 0, 0.01, {threads})
+spec = RunSpec({framework!r}, "{dataset}-synthetic", {network!r}, {run_device!r}, 1, {batch}, 0, 0, 0.01, {threads})
 workflow_trainer = backends.load({framework!r}).Trainer(spec, description)
 """
 INTERLEAVED_TAIL = """
@@ -146,7 +146,7 @@ print(json.dumps(ratios))
 """
 HEAD = """
 from dlbench.networks import network
-description = network({network!r}, {variant!r})
+description = network({network!r}, {dataset!r})
 """
 
 
@@ -155,7 +155,7 @@ RUN_DEVICES = {"cpu": "cpu", "cuda": "gpu1"}  # --device: the workflow run's dev
 
 def workflow_rate(args, scratch: Path) -> tuple[float, float, float | None]:
     """The workflow run's images/s, CPU/wall and contention share."""
-    spec = RunSpec(args.framework, f"{args.variant}-synthetic", args.network, args.run_device, 1, args.batch,
+    spec = RunSpec(args.framework, f"{args.dataset}-synthetic", args.network, args.run_device, 1, args.batch,
                    args.warmup + args.timed, args.warmup, 0.01, args.threads)
     record = monitor.run(spec, bench.framework_python(args.framework), scratch / "run.log", 3600, 20, "benchmark")
     if record["status"] != "ok":
@@ -188,7 +188,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--framework", default="pytorch", choices=FRAMEWORKS)
     parser.add_argument("--network", default="resnet50")
-    parser.add_argument("--variant", default="cifar10")
+    parser.add_argument("--dataset", default="cifar10", help="the dataset family the network is sized for")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu", choices=RUN_DEVICES, help="cuda: PyTorch on the first GPU")
@@ -200,7 +200,7 @@ def main() -> None:
     if args.device == "cuda" and args.framework != "pytorch":
         parser.error("--device cuda: the bare loop on a GPU is PyTorch's only")
     args.run_device = RUN_DEVICES[args.device]
-    case = f"{args.network}/{args.variant}, batch {args.batch}, {args.device}, {args.threads} threads"
+    case = f"{args.network}/{args.dataset}, batch {args.batch}, {args.device}, {args.threads} threads"
     if args.interleaved:
         ratios = interleaved_ratios(args)
         measurement = bench.Measurement("framework_overhead", "harness ÷ bare loop (one process, interleaved)",

@@ -27,7 +27,7 @@ FORMATS = {"nchw": torch.contiguous_format, "channels_last": torch.channels_last
 
 def rate(spec: RunSpec, layout: str) -> float:
     pytorch.memory_format = lambda spec, description: FORMATS[layout]  # what the trainer and its batches ask
-    trainer = pytorch.Trainer(spec, network(spec.network, FAMILIES[spec.family].variant))
+    trainer = pytorch.Trainer(spec, network(spec.network, FAMILIES[spec.family].sized_for))
     times = timed_loop(trainer, spec.iterations, spec.warmup_iterations, progress=lambda *a, **k: None)
     return spec.batch_size_global * (spec.iterations - spec.warmup_iterations) / times["timed_window"]["seconds"]
 

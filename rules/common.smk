@@ -11,7 +11,7 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as bench_config  # noqa: E402
-from dlbench.aggregate import scale  # noqa: E402
+from dlbench.tables.appendix import scale  # noqa: E402
 from dlbench.metrics import METRICS, caption_thresholds, drawn  # noqa: E402
 from dlbench.host import Rapl  # noqa: E402
 from dlbench.peaks import node_knows_cpu_peak  # noqa: E402
@@ -301,21 +301,17 @@ def run_spec(wildcards):
 CURRENT_ENVIRONMENT = None if BUILD_VENVS or USE_CONDA else current_environment()
 
 
-def records_of(dataset, network, tasks=tuple(TASKS)):
-    return run_records(key for key in CASES if key[1:3] == (dataset, network) and key[5] in tasks)
-
-
-def cell_records(wildcards):
-    return records_of(wildcards.dataset, wildcards.network)
+def records_of(dataset, network, task):
+    return run_records(key for key in CASES if key[1:3] == (dataset, network) and key[5] == task)
 
 
 def train_records(wildcards):
-    return records_of(wildcards.dataset, wildcards.network, ("train",))
+    return records_of(wildcards.dataset, wildcards.network, "train")
 
 
 def accuracy_records(wildcards):
-    return records_of(wildcards.dataset, wildcards.network, ("accuracy",))
+    return records_of(wildcards.dataset, wildcards.network, "accuracy")
 
 
 def profile_records(wildcards):
-    return records_of(wildcards.dataset, wildcards.network, ("profile",))
+    return records_of(wildcards.dataset, wildcards.network, "profile")

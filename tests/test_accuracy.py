@@ -190,8 +190,9 @@ def test_input_size_trains_the_imagenet_layout_with_the_datasets_classes():
         backends.require_input(_spec(framework="caffe", input_size=224))
     backends.require_input(_spec(framework="caffe", dataset="mnist-synthetic", task="train", input_size=224))
     for bench, message in (
-            ({"dataset": "mnist", "networks": ["lenet"]}, (r"benchmarks\[0\].networks: lenet has no 224x224 input; "
-                                                          "allowed for mnist at that size: alexnet, resnet50")),
+            ({"dataset": "mnist", "networks": ["lenet"]},
+             (r"benchmarks\[0\].networks: lenet is not sized for a 224x224 input; "
+              "allowed for mnist at that size: alexnet, resnet50")),
             ({"dataset": "imagenet", "data": "generated", "networks": ["alexnet"]},
              r"benchmarks\[0\].input_size: imagenet images are not resized")):
         with pytest.raises(ConfigError, match=message):

@@ -5,12 +5,25 @@ import re
 
 import pandas as pd
 import pytest
-from dlbench import aggregate, metrics, retry
-from dlbench.plots import figure
+from dlbench import metrics, retry
+from dlbench.figures.bars import bars
 from dlbench.record import load_records, quality, write_record
 from dlbench.spec import SETUP_FIELDS, RunSpec
+from dlbench.tables import RUN_KEYS, read_appendix
+from dlbench.tables.accuracy import write_accuracy
+from dlbench.tables.api_cost import write_api_cost
+from dlbench.tables.appendix import appendix, appendix_wide, write_appendix
+from dlbench.tables.runs import runs_table
 
 from .conftest import ROOT
+
+
+def figure(records: list[dict], metric: str, outputs: list) -> None:
+    """The bar figure of the records' dataset and network as the workflow draws it: from appendix.csv."""
+    appendix_csv = outputs[0].with_suffix(".appendix.csv")
+    appendix(runs_table(records)).to_csv(appendix_csv, index=False)
+    run = records[0]["run"]
+    bars(read_appendix(appendix_csv), run["dataset"], run["network"], metric, outputs)
 
 
 def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status="ok", reason="", precision="fp32",
@@ -70,10 +83,10 @@ def records(tmp_path):
 
 
 def test_appendix_reports_mean_sd_and_n_or_the_reason(records, tmp_path):
-    runs = aggregate.runs_table(records)
-    assert len(runs) == 6 and list(runs.columns[:len(aggregate.RUN_KEYS)]) == aggregate.RUN_KEYS
+    runs = runs_table(records)
+    assert len(runs) == 6 and list(runs.columns[:len(RUN_KEYS)]) == RUN_KEYS
     runs.to_csv(tmp_path / "runs.csv", index=False)
-    aggregate.write_appendix(tmp_path / "runs.csv", tmp_path / "a.csv", tmp_path / "a.md", tmp_path / "a.tex")
+    write_appendix(tmp_path / "runs.csv", tmp_path / "a.csv", tmp_path / "a.md", tmp_path / "a.tex")
     table = pd.read_csv(tmp_path / "a.csv")
     speed = table.query("metric == 'train_speed' and framework == 'pytorch'").iloc[0]
     assert (speed["mean"], speed["sd"], speed["n"]) == (110.0, 10.0, 3)
@@ -91,7 +104,7 @@ def test_a_partly_failed_cell_says_how_many_runs_counted(records):
     failed = copy.deepcopy(records[0])
     failed.update(status="failed", reason="RuntimeError: out of memory")
     failed["timing"]["images_per_second_mean"] = None
-    table = aggregate.appendix(aggregate.runs_table([failed, *records[1:3]]))
+    table = appendix(runs_table([failed, *records[1:3]]))
     assert table.query("metric == 'train_speed'").iloc[0]["cell"] == "115 ± 7 (n=2 of 3, 1 failed, cv 6.1%) [cv > 5%]"
     memory = table.query("metric == 'host_memory' and framework == 'pytorch'").iloc[0]
     assert memory["n"] == 2  # the failed run's memory reading does not count either
@@ -101,7 +114,7 @@ def test_a_cell_whose_runs_failed_differently_lists_every_reason(records):
     reasons = ["runner was killed by SIGKILL (signal 9): likely the kernel's OOM killer",
                "timeout: no result after 60 s", "timeout: no result after 60 s"]
     failed = [record(framework="mxnet", repetition=r, status="failed", reason=why) for r, why in enumerate(reasons, 1)]
-    cells = aggregate.appendix(aggregate.runs_table([{**item, "path": "rep.json"} for item in failed]))
+    cells = appendix(runs_table([{**item, "path": "rep.json"} for item in failed]))
     cell = cells.query("metric == 'train_speed'").iloc[0]["cell"]
     assert cell == (f"failed: {reasons[0]} (1 of 3); failed: timeout: no result after 60 s (2 of 3)")
 
@@ -113,7 +126,7 @@ def test_failed_runs_never_count_in_a_mean_a_spread_or_a_bar(records, tmp_path):
               for r in (1, 2, 3)]
     for item in failed:
         item["path"] = "x"
-    table = aggregate.appendix(aggregate.runs_table([*records, *failed]))
+    table = appendix(runs_table([*records, *failed]))
     memory = table.query("metric == 'host_memory' and framework == 'mxnet'").iloc[0]
     assert memory["n"] == 0 and pd.isna(memory["mean"]) and pd.isna(memory["sd"]) and memory["runs"] == 3
     assert memory["cell"] == "failed: RuntimeError: out of memory"
@@ -136,8 +149,8 @@ def test_the_variants_of_a_cell_stand_side_by_side(tmp_path):
     variants = [("fp32", False, 100.0), ("bf16", False, 150.0), ("fp32", True, 120.0), ("bf16", True, 180.0)]
     records = [{**record(precision=p, compile=c, speed=s, repetition=r), "path": f"{p}{c}{r}.json"}
                for p, c, s in variants for r in (1, 2)]
-    runs = aggregate.runs_table(records)
-    wide = aggregate.appendix_wide(aggregate.appendix(runs))
+    runs = runs_table(records)
+    wide = appendix_wide(appendix(runs))
     settings = ["cpu fp32", "cpu fp32-compiled", "cpu bf16", "cpu bf16-compiled"]
     assert list(wide.columns) == ["metric", "unit", "dataset", "network", "framework", *settings]
     speed = wide[wide["metric"] == "train_speed"].iloc[0]
@@ -145,7 +158,7 @@ def test_the_variants_of_a_cell_stand_side_by_side(tmp_path):
     figure(records, "train_speed", [tmp_path / "speed.svg"])
     svg = (tmp_path / "speed.svg").read_text()
     assert all(f'id="bar pytorch cpu {v}"' in svg for v in ("fp32", "bf16", "fp32-compiled", "bf16-compiled"))
-    plain = aggregate.appendix_wide(aggregate.appendix(runs[runs["variant"] == "fp32"]))
+    plain = appendix_wide(appendix(runs[runs["variant"] == "fp32"]))
     assert "cpu" in plain.columns  # the thesis's layout where every run is plain fp32
 
 
@@ -178,7 +191,7 @@ def test_records_of_schema_1_read_as_today(tmp_path):
     (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["schema"] == 6 and upgraded["reason"] == CNTK_REASON
     assert upgraded["memory"]["reasons"]["gpu_process_peak_mib"] == "CPU run (no GPU used)"
-    cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
+    cells = appendix(runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["train_speed"] == f"unavailable: {CNTK_REASON}"
 
 
@@ -186,7 +199,7 @@ def test_records_of_schema_2_say_their_setup_was_not_timed(tmp_path):
     write_record(_older(record(), schema=2), tmp_path / "rep1.json")
     (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["schema"] == 6
-    cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
+    cells = appendix(runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["setup_time"] == cells["first_step_time"] == "unavailable: not measured before record schema 3"
 
 
@@ -195,7 +208,7 @@ def test_records_of_schema_3_get_the_flop_rate_of_their_speed_and_no_mfu(tmp_pat
     (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["schema"] == 6
     assert upgraded["compute"]["achieved_tflops"] == pytest.approx(1000 * 13_182_000 / 1e12)  # LeNet on MNIST
-    cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
+    cells = appendix(runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["ceiling_fraction"] == "unavailable: no ceiling was measured before record schema 4"
     assert cells["mfu"] == "unavailable: no peak was looked up before record schema 6"
 
@@ -206,7 +219,7 @@ def test_records_of_schema_5_keep_their_mfu_as_the_ceilings_share_and_have_no_pe
     (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["compute"]["ceiling_fraction"] == item["compute"]["ceiling_fraction"] > 0
     assert upgraded["compute"]["mfu"] is None and upgraded["compute"]["ceiling_flag"] is None
-    cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
+    cells = appendix(runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["mfu"] == "unavailable: no peak was looked up before record schema 6"
 
 
@@ -214,8 +227,8 @@ def test_a_run_that_beats_its_ceiling_is_marked_on_that_metric_only(tmp_path):
     fast = record(speed=1000.0)
     fast["compute"]["ceiling_fraction"] = 1.3
     write_record(fast, tmp_path / "rep1.json")
-    runs = aggregate.runs_table(load_records([tmp_path / "rep1.json"]))
-    flags = aggregate.appendix(runs).set_index("metric")["flags"]
+    runs = runs_table(load_records([tmp_path / "rep1.json"]))
+    flags = appendix(runs).set_index("metric")["flags"]
     assert flags["ceiling_fraction"] == "beats the ceiling 1/1" and flags["train_speed"] == ""
 
 
@@ -223,7 +236,7 @@ def test_records_of_schema_4_are_training_runs(tmp_path):
     write_record(_older(record(), schema=4), tmp_path / "rep1.json")
     (upgraded,) = load_records([tmp_path / "rep1.json"])
     assert upgraded["schema"] == 6 and upgraded["run"]["task"] == "train" and upgraded["latency"] is None
-    cells = aggregate.appendix(aggregate.runs_table([upgraded])).set_index("metric")["cell"]
+    cells = appendix(runs_table([upgraded])).set_index("metric")["cell"]
     assert cells["train_speed"] == "100 (n=1)" and "latency_p50" not in cells
 
 
@@ -233,10 +246,10 @@ def test_inference_stands_beside_training_and_has_its_own_metrics(tmp_path):
     records = [{**record(repetition=r), "path": f"t{r}"} for r in (1, 2)]
     records += [{**record(repetition=r, task="inference", speed=1000.0 * r, latency_ms=[0.4, 0.5, 0.9]),
                  "path": f"i{r}"} for r in (1, 2)]
-    runs = aggregate.runs_table(records)
+    runs = runs_table(records)
     assert runs.loc[runs["task"] == "inference", "train_speed"].isna().all()
     assert runs.loc[runs["task"] == "train", "inference_speed"].isna().all()
-    wide = aggregate.appendix_wide(aggregate.appendix(runs)).set_index("metric")
+    wide = appendix_wide(appendix(runs)).set_index("metric")
     assert list(wide.columns[-2:]) == ["cpu", "cpu inference"]
     assert wide.loc["train_speed", "cpu"] == "100 ± 0 (n=2, cv 0.0%)"
     assert pd.isna(wide.loc["train_speed", "cpu inference"])
@@ -265,8 +278,8 @@ def test_the_api_cost_table_sets_each_framework_beside_the_one_it_runs_on(tmp_pa
                              "unavailable", reason="" if speed else "train: onnxruntime runs inference only")
             records.append({**trained, "path": f"{framework}t{repetition}"})
     appendix_csv = tmp_path / "appendix.csv"
-    aggregate.appendix(aggregate.runs_table(records)).to_csv(appendix_csv, index=False)
-    aggregate.write_api_cost(appendix_csv, tmp_path / "api_cost.csv", tmp_path / "api_cost.md")
+    appendix(runs_table(records)).to_csv(appendix_csv, index=False)
+    write_api_cost(appendix_csv, tmp_path / "api_cost.csv", tmp_path / "api_cost.md")
     cost = pd.read_csv(tmp_path / "api_cost.csv").set_index("framework")
     assert list(cost.index) == ["pytorch", "keras-torch", "onnxruntime", "keras-jax"]  # each beside its peer
     assert cost.loc["keras-torch", "latency_p50 inference ratio"] == pytest.approx(8.0)
@@ -279,8 +292,8 @@ def test_the_api_cost_table_sets_each_framework_beside_the_one_it_runs_on(tmp_pa
     assert "| keras-jax | — | 0.200 |" in markdown
     # frameworks that run on none: their numbers alone, no ratios
     alone = tmp_path / "alone.csv"
-    aggregate.appendix(aggregate.runs_table([record(repetition=1) | {"path": "p"}])).to_csv(alone, index=False)
-    aggregate.write_api_cost(alone, tmp_path / "alone_cost.csv", tmp_path / "alone_cost.md")
+    appendix(runs_table([record(repetition=1) | {"path": "p"}])).to_csv(alone, index=False)
+    write_api_cost(alone, tmp_path / "alone_cost.csv", tmp_path / "alone_cost.md")
     cost = pd.read_csv(tmp_path / "alone_cost.csv")
     assert list(cost["framework"]) == ["pytorch"] and cost["runs_on"].isna().all()
     assert cost.loc[0, "train_speed train"] == 100 and "train_speed train ratio" not in cost
@@ -335,8 +348,9 @@ def test_the_accuracy_table_sets_seed_003_beside_its_cases_and_says_what_differs
         run = item["run"]
         write_record(item, tmp_path / run["framework"] / run["dataset"] / f"rep{run['repetition']}.json")
     runs_csv = tmp_path / "runs.csv"
-    aggregate.runs_table(load_records(sorted(tmp_path.rglob("rep*.json")))).to_csv(runs_csv, index=False)
-    aggregate.write_accuracy(runs_csv, tmp_path / "accuracy.csv", tmp_path / "accuracy.md")
+    runs_table(load_records(sorted(tmp_path.rglob("rep*.json")))).to_csv(runs_csv, index=False)
+    write_appendix(runs_csv, tmp_path / "appendix.csv", tmp_path / "appendix.md", tmp_path / "appendix.tex")
+    write_accuracy(runs_csv, tmp_path / "appendix.csv", tmp_path / "accuracy.csv", tmp_path / "accuracy.md")
     table = pd.read_csv(tmp_path / "accuracy.csv", keep_default_na=False).set_index(["framework", "dataset"])
     ours = table.loc[("pytorch", "mnist")]
     assert ours["test_accuracy"] == "0.960 ± 0.014 (n=2, cv 1.5%)"
@@ -359,7 +373,7 @@ def test_unsteady_cells_are_marked_and_shares_near_zero_are_not(tmp_path):
     unsteady = [{**record("tensorflow", repetition=r, speed=s), "path": f"u{r}"} for r, s in ((1, 100.0), (2, 130.0))]
     for item, share in zip(unsteady, (0.01, 0.02)):
         item["timing"]["input_wait_share"] = share
-    table = aggregate.appendix(aggregate.runs_table([*steady, *unsteady])).set_index(["metric", "framework"])
+    table = appendix(runs_table([*steady, *unsteady])).set_index(["metric", "framework"])
     assert table.loc[("train_speed", "pytorch"), "cell"] == "101 ± 1 (n=2, cv 1.4%)"
     assert table.loc[("train_speed", "tensorflow"), "cell"] == "115 ± 21 (n=2, cv 18.4%) [cv > 5%]"
     assert table.loc[("input_wait", "tensorflow"), "cv"] > 0.4 and not table.loc[("input_wait", "tensorflow"), "flags"]
@@ -373,7 +387,7 @@ def test_a_runs_flags_mark_what_its_surroundings_bear_on_and_not_its_memory_peak
     waited = [{**record(repetition=r), "path": f"w{r}"} for r in (1, 2)]
     for item in waited:
         item["timing"]["input_wait_share"] = 0.3
-    table = aggregate.appendix(aggregate.runs_table(waited)).set_index("metric")
+    table = appendix(runs_table(waited)).set_index("metric")
     assert table.loc["train_speed", "flags"] == "input-bound 2/2"
     assert table.loc["host_memory", "flags"] == "" and not table.loc["host_memory", "cell"].endswith("]")
 
@@ -415,7 +429,7 @@ def test_a_damaged_record_is_left_out_of_the_tables_named_with_why(tmp_path):
     said = []
     loaded = load_records([good, *(path for path, _ in damaged.values())], log=said.append)
     assert [r["path"] for r in loaded] == [str(good)]
-    assert len(aggregate.runs_table(loaded)) == 1
+    assert len(runs_table(loaded)) == 1
     for (path, words), line in zip(damaged.values(), said, strict=True):
         assert line.startswith(f"left out: {path}: ") and words in line, line
 

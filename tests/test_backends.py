@@ -32,10 +32,10 @@ def _convert_in(python, format_name, family, data_dir, output):
 def test_every_network_has_the_same_trainable_parameters_in_every_framework(tensorflow_python, mxnet_python,
                                                                            jax_python, caffe_python):
     expected = {}
-    for name, variants in networks.VARIANTS.items():
-        for variant in variants:
-            description = networks.network(name, variant)
-            expected[f"{name}/{variant}"] = [networks.trainable_parameters(description), [1, description.num_classes]]
+    for name, sizings in networks.SIZINGS.items():
+        for sized_for in sizings:
+            description = networks.network(name, sized_for)
+            expected[f"{name}/{sized_for}"] = [networks.trainable_parameters(description), [1, description.num_classes]]
     assert len(expected) == 13  # Figure 5.1's cases, seed 001's MLP and LSTM, seed 003's ResNet-18
     for framework, python in (("pytorch", sys.executable), ("tensorflow", tensorflow_python),
                               ("mxnet", mxnet_python), ("keras-jax", jax_python), ("keras-torch", sys.executable),

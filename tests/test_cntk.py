@@ -18,7 +18,7 @@ from dlbench.spec import RunSpec
 from .conftest import IN_FRAMEWORK, ROOT
 
 STANDIN = IN_FRAMEWORK / "cntk_standin"
-CASES = [(name, variant) for name, variants in networks.VARIANTS.items() for variant in variants]
+CASES = [(name, sized_for) for name, sizings in networks.SIZINGS.items() for sized_for in sizings]
 
 
 @pytest.fixture
@@ -31,9 +31,9 @@ def worker(monkeypatch):
     return module
 
 
-@pytest.mark.parametrize("name,variant", CASES)
-def test_the_plan_builds_every_network_with_its_parameter_count(worker, name, variant):
-    description = networks.network(name, variant)
+@pytest.mark.parametrize("name,sized_for", CASES)
+def test_the_plan_builds_every_network_with_its_parameter_count(worker, name, sized_for):
+    description = networks.network(name, sized_for)
     model = worker.build(cntk_backend.plan(description), worker.input_of(description.input_shape))
     assert model.shape == (description.num_classes,)
     assert worker.trainable_parameters(model) == networks.trainable_parameters(description)
@@ -182,10 +182,10 @@ def test_without_python_3_6_the_cntk_environment_is_unavailable(tmp_path, monkey
 @pytest.mark.slow
 def test_real_cntk_builds_every_network_with_its_parameter_count(cntk_worker_python, tmp_path):
     plans, expected = {}, {}
-    for name, variant in CASES:
-        description = networks.network(name, variant)
-        plans[f"{name}/{variant}"] = [description.input_shape, cntk_backend.plan(description)]
-        expected[f"{name}/{variant}"] = [networks.trainable_parameters(description), [description.num_classes]]
+    for name, sized_for in CASES:
+        description = networks.network(name, sized_for)
+        plans[f"{name}/{sized_for}"] = [description.input_shape, cntk_backend.plan(description)]
+        expected[f"{name}/{sized_for}"] = [networks.trainable_parameters(description), [description.num_classes]]
     (tmp_path / "plans.json").write_text(json.dumps(plans))
     counted = subprocess.run([cntk_worker_python, str(IN_FRAMEWORK / "cntk_parameter_counts.py"),
                               str(cntk_backend.WORKER), str(tmp_path / "plans.json")],

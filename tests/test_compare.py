@@ -5,8 +5,9 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from dlbench import aggregate, compare
+from dlbench import compare
 from dlbench.record import load_records, write_record
+from dlbench.tables.runs import runs_table
 
 from .conftest import ROOT
 from .test_aggregate import record
@@ -27,7 +28,7 @@ def results(directory, speeds: dict, table=False):
             paths.append(path)
     if table:
         (directory / "tables").mkdir(parents=True)
-        aggregate.runs_table(load_records(paths)).to_csv(directory / "tables" / "runs.csv", index=False)
+        runs_table(load_records(paths)).to_csv(directory / "tables" / "runs.csv", index=False)
         for path in paths:
             path.unlink()
     return directory

@@ -90,7 +90,7 @@ def test_negative_iterations_are_rejected():
 
 def test_semantic_errors_name_the_key():
     bad = validated({**GOOD, "benchmarks": [{"dataset": "cifar10", "networks": ["lenet"]}]})
-    with pytest.raises(ConfigError, match=r"benchmarks\[0\].networks: lenet has no cifar10 variant; allowed for "
+    with pytest.raises(ConfigError, match=r"benchmarks\[0\].networks: lenet is not sized for cifar10; allowed for "
                                           r"cifar10: alexnet, resnet50, googlenet, vgg16"):
         cases(bad)
     bad = validated({**GOOD, "benchmarks": [{"dataset": "mnist", "networks": ["lenet"], "iterations": 10}]})
@@ -120,7 +120,7 @@ def test_kmnist_runs_lenet_with_mnist_parameters():
     (case,) = cases(config)
     assert case.dataset == "kmnist-generated" and (case.batch_size_global, case.iterations) == (64, 938)
     bad = validated({**GOOD, "benchmarks": [{"dataset": "kmnist", "networks": ["vgg16"]}]})
-    with pytest.raises(ConfigError, match="vgg16 has no kmnist variant; allowed for kmnist: lenet"):
+    with pytest.raises(ConfigError, match="vgg16 is not sized for kmnist; allowed for kmnist: lenet"):
         cases(bad)
 
 
@@ -154,5 +154,5 @@ def test_text_has_synthetic_data_only_and_runs_the_lstm():
     with pytest.raises(ConfigError, match=r"benchmarks\[0\].data: text has no real data; allowed: synthetic"):
         cases(bad)
     bad = validated({**GOOD, "benchmarks": [{"dataset": "text", "data": "synthetic", "networks": ["lenet"]}]})
-    with pytest.raises(ConfigError, match="lenet has no text variant; allowed for text: lstm"):
+    with pytest.raises(ConfigError, match="lenet is not sized for text; allowed for text: lstm"):
         cases(bad)

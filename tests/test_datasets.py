@@ -183,7 +183,7 @@ def test_a_connection_reset_leaves_no_partial_file_and_the_next_mirror_is_tried(
 def test_kmnist_is_an_mnist_format_dataset_with_its_own_checksums(tmp_path):
     kmnist = datasets.FAMILIES["kmnist"]
     assert kmnist.archives.keys() == datasets.MNIST_IDX.keys() and kmnist.archives != datasets.MNIST_IDX
-    assert kmnist.variant == "mnist" and kmnist.mirrors[0].startswith("http://codh.rois.ac.jp/")
+    assert kmnist.sized_for == "mnist" and kmnist.mirrors[0].startswith("http://codh.rois.ac.jp/")
     datasets.generate("kmnist", tmp_path / "raw", train_images=64, test_images=8, seed=0)
     datasets.unpack("kmnist", tmp_path / "raw", tmp_path / "kmnist")
     images, _ = datasets.load_split("kmnist", tmp_path / "kmnist", "test")

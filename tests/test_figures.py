@@ -1,8 +1,13 @@
 """The figures a reader looks at before the tables: heatmap, scaling, every step's time, memory side by side."""
 import pytest
-from dlbench import aggregate, metrics, plots
+from dlbench import metrics
+from dlbench.figures.heatmap import heatmap
+from dlbench.figures.iterations import iteration_times
+from dlbench.figures.scaling import scaling_figure
+from dlbench.tables.appendix import appendix, scale, scaling
+from dlbench.tables.runs import runs_table
 
-from .test_aggregate import record
+from .test_aggregate import figure, record
 
 
 def speed_runs():
@@ -10,11 +15,11 @@ def speed_runs():
     records = [{**record(framework, repetition=r, speed=speed), "path": f"{framework}{r}"}
                for framework, speed in (("pytorch", 2000.0), ("tensorflow", 3000.0), ("caffe", 1000.0)) for r in (1, 2)]
     records.append({**record("mxnet", status="unavailable", reason="no MXNet here"), "path": "m"})
-    return aggregate.runs_table(records)
+    return runs_table(records)
 
 
 def test_the_heatmap_shows_speed_over_the_fastest_and_marks_missing_cells(tmp_path):
-    plots.heatmap(aggregate.appendix(speed_runs()), "mnist-generated", "train_speed", [tmp_path / "h.svg"])
+    heatmap(appendix(speed_runs()), "mnist-generated", "train_speed", [tmp_path / "h.svg"])
     svg = (tmp_path / "h.svg").read_text()
     assert 'id="heat tensorflow lenet cpu"' in svg and 'id="heat mxnet lenet cpu"' in svg
     # the fastest 1.00, Caffe a third of it, the status where nothing was measured
@@ -34,7 +39,7 @@ def test_the_energy_heatmap_sets_each_framework_against_the_one_that_took_least(
     records = [gpu_record("pytorch", "gpu1", 1000.0, r, joules_per_image=0.02) for r in (1, 2)]
     records += [gpu_record("tensorflow", "gpu1", 800.0, r, joules_per_image=0.08) for r in (1, 2)]
     records += [gpu_record("mxnet", "gpu1", 900.0), gpu_record("pytorch", "cpu", 100.0)]
-    plots.heatmap(aggregate.appendix(aggregate.runs_table(records)), "mnist-generated", "gpu_energy_per_image",
+    heatmap(appendix(runs_table(records)), "mnist-generated", "gpu_energy_per_image",
                   [tmp_path / "e.svg"])
     svg = (tmp_path / "e.svg").read_text()
     # PyTorch took the least (1.00), TensorFlow four times as much (0.25); MXNet measured none
@@ -46,20 +51,20 @@ def test_scaling_sets_several_devices_against_one():
     records = [gpu_record("pytorch", "gpu1", 1000.0), gpu_record("pytorch", "gpu2", 1800.0),
                gpu_record("mxnet", "gpu1", 1000.0), gpu_record("mxnet", "2xgpu1", 1500.0),
                gpu_record("caffe", "gpu2", 900.0)]  # no one-GPU run to set it against
-    scaled = aggregate.scaling(aggregate.appendix(aggregate.runs_table(records))).set_index(["framework", "device"])
+    scaled = scaling(appendix(runs_table(records))).set_index(["framework", "device"])
     assert list(scaled.index) == [("mxnet", "2xgpu1"), ("pytorch", "gpu2")]
     assert scaled.loc[("pytorch", "gpu2"), "speedup"] == pytest.approx(1.8)
     assert scaled.loc[("mxnet", "2xgpu1"), "efficiency"] == pytest.approx(0.75)
-    assert aggregate.scale("2xcpu") == ("cpu", 2) and aggregate.scale("gpu4") == ("gpu1", 4)
+    assert scale("2xcpu") == ("cpu", 2) and scale("gpu4") == ("gpu1", 4)
 
 
 def test_the_scaling_figure_draws_each_speedup_and_says_when_there_is_none(tmp_path):
     records = [gpu_record("pytorch", "gpu1", 1000.0), gpu_record("pytorch", "gpu2", 1800.0)]
-    table = aggregate.appendix(aggregate.runs_table(records))
-    plots.scaling_figure(table, "mnist-generated", [tmp_path / "s.svg"])
+    table = appendix(runs_table(records))
+    scaling_figure(table, "mnist-generated", [tmp_path / "s.svg"])
     svg = (tmp_path / "s.svg").read_text()
     assert 'id="speedup pytorch lenet gpu2"' in svg and "90%" in svg
-    plots.scaling_figure(table[table["device"] == "gpu1"], "mnist-generated", [tmp_path / "none.svg"])
+    scaling_figure(table[table["device"] == "gpu1"], "mnist-generated", [tmp_path / "none.svg"])
     assert "No framework ran" in (tmp_path / "none.svg").read_text()
 
 
@@ -68,12 +73,12 @@ def test_gpu_memory_shows_the_allocator_peak_beside_the_process_peak(tmp_path):
     records += [gpu_record("tensorflow", "gpu1", 1000.0, r, process_mib=2000.0) for r in (1, 2)]
     records[-1]["memory"]["reasons"] = records[-2]["memory"]["reasons"] = {
         "framework_allocator_peak_mib": "not reported"}
-    plots.figure(records, "gpu_memory", [tmp_path / "m.svg"])
+    figure(records, "gpu_memory", [tmp_path / "m.svg"])
     svg = (tmp_path / "m.svg").read_text()
     assert 'id="bar pytorch gpu1"' in svg and 'id="beside pytorch gpu1"' in svg
     assert 'id="bar tensorflow gpu1"' in svg and 'id="beside tensorflow gpu1"' not in svg
     assert not metrics.drawn("allocator_memory", ["train"], ["gpu1"], rapl=True)  # it is in gpu_memory's figure
-    table = aggregate.appendix(aggregate.runs_table(records)).set_index(["metric", "framework"])
+    table = appendix(runs_table(records)).set_index(["metric", "framework"])
     assert table.loc[("allocator_memory", "pytorch"), "mean"] == 300.0
 
 
@@ -83,7 +88,7 @@ def test_every_step_is_drawn_with_the_warmup_shaded(tmp_path):
     records[0]["timing"]["iteration_seconds"] = [2.0] + [0.1] * 19  # a first step that compiled
     records.append({**record("cntk", status="unavailable", reason="no CNTK here"), "path": "c"})
     records[-1]["timing"]["iteration_seconds"] = []
-    plots.iteration_times(records, [tmp_path / "t.svg", tmp_path / "t.png"])
+    iteration_times(records, [tmp_path / "t.svg", tmp_path / "t.png"])
     svg = (tmp_path / "t.svg").read_text()
     assert all(f'id="steps {f} cpu rep {r}"' in svg for f in ("pytorch", "caffe") for r in (1, 2))
     assert "no CNTK here" in svg

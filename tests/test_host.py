@@ -6,7 +6,9 @@ import sys
 
 import psutil
 import pytest
-from dlbench import aggregate, datasets, formats, host, metrics
+from dlbench import datasets, formats, host, metrics
+from dlbench.tables.appendix import appendix
+from dlbench.tables.runs import runs_table
 
 from .test_monitor import run, spec
 
@@ -63,11 +65,11 @@ def test_a_slow_input_pipeline_marks_the_run_input_bound_and_synthetic_data_neve
     (tmp_path / "synthetic").mkdir()
     slowed = run(tmp_path / "slowed", spec(dataset="mnist-generated", data_dir=str(mnist_lmdb), threads=1))
     synthetic = run(tmp_path / "synthetic", spec(threads=1))
-    runs = aggregate.runs_table([slowed, synthetic]).set_index("data_mode")
+    runs = runs_table([slowed, synthetic]).set_index("data_mode")
     assert slowed["timing"]["input_wait_seconds"] >= 20 * 0.02  # 20 timed steps
     assert runs.loc["generated", "input_wait"] > 0.3 and runs.loc["generated", "input_bound"]
     assert runs.loc["synthetic", "input_wait"] < 0.01 and not runs.loc["synthetic", "input_bound"]
-    cell = aggregate.appendix(runs.reset_index()).query("metric == 'train_speed' and dataset == 'mnist-generated'")
+    cell = appendix(runs.reset_index()).query("metric == 'train_speed' and dataset == 'mnist-generated'")
     assert "(n=1) [input-bound 1/1" in cell["cell"].iloc[0]  # ", contended 1/1" too where other work shares the cores
 
 
@@ -85,7 +87,7 @@ def test_a_busy_process_on_the_runs_core_marks_it_contended(tmp_path):
     # The busy loop had about half the core on an idle machine; less beside other work, but never too little
     # for the mark (make test passes beside stress-ng --cpu 2)
     assert record["timing"]["contention_share"] > metrics.FLAGS["contended"].above
-    assert aggregate.runs_table([record])["contended"].iloc[0]
+    assert runs_table([record])["contended"].iloc[0]
 
 
 def test_a_run_alone_on_its_core_is_not_marked_contended(tmp_path):

@@ -7,7 +7,7 @@ from dlbench import backends, networks
 from dlbench.backends.pytorch import build
 from torch.utils.flop_counter import FlopCounterMode
 
-CASES = [(name, variant) for name, variants in networks.VARIANTS.items() for variant in variants]
+CASES = [(name, sized_for) for name, sizings in networks.SIZINGS.items() for sized_for in sizings]
 
 # Published trainable-parameter counts of the ImageNet models (torchvision; GoogLeNet without aux heads).
 PUBLISHED = {"alexnet": 61_100_840, "vgg16": 138_357_544, "resnet50": 25_557_032, "googlenet": 6_624_904,
@@ -15,7 +15,7 @@ PUBLISHED = {"alexnet": 61_100_840, "vgg16": 138_357_544, "resnet50": 25_557_032
 
 
 @pytest.mark.parametrize("name", PUBLISHED)
-def test_imagenet_variants_have_the_published_parameter_counts(name):
+def test_imagenet_sizings_have_the_published_parameter_counts(name):
     assert networks.trainable_parameters(networks.network(name, "imagenet")) == PUBLISHED[name]
 
 
@@ -38,10 +38,10 @@ def test_resnet50_trains_at_24_30_gflop_per_imagenet_image():
     assert networks.training_flops(networks.network("resnet50", "imagenet")) / 1e9 == pytest.approx(24.30, abs=0.005)
 
 
-@pytest.mark.parametrize("name,variant", CASES)
-def test_training_flops_are_what_pytorchs_flop_counter_counts(name, variant):
+@pytest.mark.parametrize("name,sized_for", CASES)
+def test_training_flops_are_what_pytorchs_flop_counter_counts(name, sized_for):
     """One training step of the workflow's own PyTorch model, on the meta device (no arithmetic)."""
-    description = networks.network(name, variant)
+    description = networks.network(name, sized_for)
     batch = 3
     with torch.device("meta"):
         model = build(description)
@@ -55,9 +55,9 @@ def test_training_flops_are_what_pytorchs_flop_counter_counts(name, variant):
     assert networks.inference_flops(description) == pytest.approx(counter.get_total_flops() / batch, rel=0.01)
 
 
-@pytest.mark.parametrize("name,variant", CASES)
-def test_pytorch_build_has_the_described_parameters_and_trains_one_step(name, variant):
-    description = networks.network(name, variant)
+@pytest.mark.parametrize("name,sized_for", CASES)
+def test_pytorch_build_has_the_described_parameters_and_trains_one_step(name, sized_for):
+    description = networks.network(name, sized_for)
     model = build(description)
     counted = sum(p.numel() for p in model.parameters() if p.requires_grad)
     assert counted == networks.trainable_parameters(description)
@@ -73,10 +73,10 @@ def test_pytorch_build_has_the_described_parameters_and_trains_one_step(name, va
     assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters()))
 
 
-def test_unknown_network_and_variant_are_named():
+def test_unknown_network_and_sizing_are_named():
     with pytest.raises(KeyError, match="unknown network 'lenet5'.*known: lenet"):
         networks.network("lenet5", "mnist")
-    with pytest.raises(KeyError, match="lenet has no 'cifar10' variant"):
+    with pytest.raises(KeyError, match="lenet is not sized for 'cifar10'"):
         networks.network("lenet", "cifar10")
 
 
@@ -99,7 +99,7 @@ def _leaves(node):
 
 def test_the_builder_contract_is_every_layer_kind_the_networks_use_and_the_builders_implement_it():
     used = {type(leaf).__name__.lower()
-            for name, variant in CASES for leaf in _leaves(networks.network(name, variant).body)}
+            for name, sized_for in CASES for leaf in _leaves(networks.network(name, sized_for).body)}
     contract = {name for name in vars(networks.Builder) if not name.startswith("_")}
     assert contract == used | {"sequential", "concat", "residual"}
     from dlbench.backends.cntk import CntkPlanner

@@ -4,11 +4,14 @@ import sys
 
 import jsonschema
 import pytest
-from dlbench import aggregate, backends, monitor, networks
+from dlbench import backends, monitor, networks
 from dlbench.config import cases
-from dlbench.plots import layer_times
+from dlbench.figures.layers import layer_times
 from dlbench.record import load_records, write_record
 from dlbench.spec import RunSpec
+from dlbench.tables.appendix import appendix
+from dlbench.tables.layers import layer_means, layers_table
+from dlbench.tables.runs import runs_table
 from dlbench.tasks.profile import layer_profile
 
 from .conftest import run_in
@@ -91,9 +94,8 @@ def test_the_layers_table_and_figure_read_the_same_layer_across_frameworks(profi
              "reason": "profile: cntk runs train, inference only", "profile": None,
              "run": {**profiled["run"], "framework": "cntk"}}
     records = [profiled, other]
-    runs = aggregate.runs_table(records)
-    table = aggregate.layers_table(records, runs).set_index("framework")
-    means = aggregate.layer_means([profiled]).assign(total=lambda t: t["forward_ms"] + t["backward_ms"])
+    table = layers_table(records, appendix(runs_table(records))).set_index("framework")
+    means = layer_means([profiled]).assign(total=lambda t: t["forward_ms"] + t["backward_ms"])
     top = means.nlargest(1, "total").iloc[0]
     assert table.loc["pytorch", "layer 1"].startswith(f"{top['layer']} ")
     assert "(n=1)" in table.loc["pytorch", "unaccounted_share"]  # (marked contended where CI shares the cores)

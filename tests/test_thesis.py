@@ -1,7 +1,10 @@
 """Our cells beside the thesis's Appendix A: the table, the rank agreement and the figure, read back."""
 import pandas as pd
 import pytest
-from dlbench import aggregate, plots, thesis
+from dlbench.figures.thesis import thesis_figure
+from dlbench.tables import thesis
+from dlbench.tables.appendix import appendix
+from dlbench.tables.runs import runs_table
 
 from .test_aggregate import record
 
@@ -19,11 +22,11 @@ def runs():
     unavailable = record("mxnet", status="unavailable", reason="no MXNet here")
     unavailable["provenance"]["cpu_model"] = "Test CPU 9000"
     keras = record("keras-torch", speed=500.0)  # not one of the thesis's frameworks
-    return aggregate.runs_table([*records, {**unavailable, "path": "m"}, {**keras, "path": "k"}])
+    return runs_table([*records, {**unavailable, "path": "m"}, {**keras, "path": "k"}])
 
 
 def test_each_cell_stands_beside_the_thesis_with_what_differs(runs, tmp_path):
-    compared = thesis.comparison(aggregate.appendix(runs), runs)
+    compared = thesis.comparison(appendix(runs), runs)
     speed = compared[compared["metric"] == "train_speed"].set_index("framework")
     assert set(speed.index) == {"pytorch", "tensorflow", "caffe", "mxnet"}  # keras-torch: not in the thesis
     assert set(speed["hardware"]) == {"cpu_e5-2630_12or20cores"}
@@ -38,20 +41,20 @@ def test_each_cell_stands_beside_the_thesis_with_what_differs(runs, tmp_path):
     assert ranks.loc["train_speed", "frameworks"] == 3 and ranks.loc["train_speed", "spearman"] == pytest.approx(0.5)
     assert ranks.loc["train_speed", "swapped"] == "pytorch < tensorflow" and not ranks.loc["train_speed", "same_order"]
     runs.to_csv(tmp_path / "runs.csv", index=False)
-    aggregate.appendix(runs).to_csv(tmp_path / "appendix.csv", index=False)
+    appendix(runs).to_csv(tmp_path / "appendix.csv", index=False)
     thesis.write(*(tmp_path / name for name in ("appendix.csv", "runs.csv", "t.csv", "r.csv", "t.md")))
     text = (tmp_path / "t.md").read_text()
     assert "1x Tesla P100" not in text and "2x Xeon E5-2630" in text and "pytorch < tensorflow" in text
-    plots.thesis_figure(pd.read_csv(tmp_path / "t.csv"), [tmp_path / "t.svg", tmp_path / "t.png"])
+    thesis_figure(pd.read_csv(tmp_path / "t.csv"), [tmp_path / "t.svg", tmp_path / "t.png"])
     svg = (tmp_path / "t.svg").read_text()
     assert all(f'id="point {f} mnist-generated lenet"' in svg for f in OURS) and 'id="point mxnet' not in svg
     assert "not measured here (unavailable:" in svg and "no MXNet here" in svg  # the notes (wrapped)
 
 
 def test_a_config_the_thesis_never_ran_still_gets_its_table_and_figure(tmp_path):
-    runs = aggregate.runs_table([{**record("keras-jax"), "path": "k"}])
-    compared = thesis.comparison(aggregate.appendix(runs), runs)
+    runs = runs_table([{**record("keras-jax"), "path": "k"}])
+    compared = thesis.comparison(appendix(runs), runs)
     assert compared.empty and "No cell of this config" in thesis.markdown(compared, thesis.rank_agreement(compared))
-    plots.thesis_figure(compared, [tmp_path / "t.png"])
+    thesis_figure(compared, [tmp_path / "t.png"])
     assert (tmp_path / "t.png").stat().st_size > 1000
 

@@ -1,6 +1,6 @@
 """Run by tests/test_backends.py inside a framework's environment: build every network of
 Figure 5.1 with that framework's builder, count its trainable parameters and push one image
-through it; print {"<network>/<variant>": [parameters, output shape]} as JSON."""
+through it; print {"<network>/<sized for>": [parameters, output shape]} as JSON."""
 import json
 import sys
 
@@ -9,10 +9,10 @@ from dlbench import backends, networks
 
 backend = backends.load(sys.argv[1])
 result = {}
-for name, variants in networks.VARIANTS.items():
-    for variant in variants:
-        description = networks.network(name, variant)
+for name, sizings in networks.SIZINGS.items():
+    for sized_for in sizings:
+        description = networks.network(name, sized_for)
         model = backend.build(description)
         image = np.zeros((1, *description.input_shape), dtype=np.float32)
-        result[f"{name}/{variant}"] = [backend.trainable_parameters(model), list(backend.forward_shape(model, image))]
+        result[f"{name}/{sized_for}"] = [backend.trainable_parameters(model), list(backend.forward_shape(model, image))]
 print(json.dumps(result))

@@ -38,7 +38,7 @@ for family, network in (("mnist", "lenet"), ("cifar10", "resnet50"), ("imagenet"
                                                  for (image, label), i in zip(stored, order))}
     else:
         result["imagenet/train"] = {"shapes": sorted({image.shape for image, _ in read(directory, "train")})}
-    description = networks.network(network, datasets.FAMILIES[family].variant)
+    description = networks.network(network, datasets.FAMILIES[family].sized_for)
     spec = RunSpec("tensorflow", f"{family}-generated", network, "cpu", 1, 4, 1, 0, 0.01, 2, data_dir=str(directory))
     batch_images, batch_labels = next(iter(backend.dataset(spec, description)))
     mean, std = datasets.FAMILIES[family].mean, datasets.FAMILIES[family].std

@@ -1,8 +1,8 @@
 """Snakemake entry point: test accuracy over time for a (dataset, network)'s accuracy runs."""
 from pathlib import Path
 
+from dlbench.figures.accuracy import accuracy_curves
 from dlbench.joblog import logged
-from dlbench.plots import accuracy_curves
 from dlbench.record import load_records
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

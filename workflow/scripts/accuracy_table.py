@@ -1,9 +1,9 @@
 """Snakemake entry point: the accuracy table (accuracy, time to accuracy, seed 003's figures) as CSV and Markdown."""
 from pathlib import Path
 
-from dlbench.aggregate import write_accuracy
 from dlbench.joblog import logged
+from dlbench.tables.accuracy import write_accuracy
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
-    out = snakemake.output  # noqa: F821
-    write_accuracy(Path(snakemake.input[0]), Path(out.csv), Path(out.md))  # noqa: F821
+    given, out = snakemake.input, snakemake.output  # noqa: F821
+    write_accuracy(Path(given.runs), Path(given.appendix), Path(out.csv), Path(out.md))

@@ -1,8 +1,8 @@
 """Snakemake entry point: the API-cost table (each framework beside the one it runs on) as CSV and Markdown."""
 from pathlib import Path
 
-from dlbench.aggregate import write_api_cost
 from dlbench.joblog import logged
+from dlbench.tables.api_cost import write_api_cost
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     out = snakemake.output  # noqa: F821

@@ -1,8 +1,8 @@
 """Snakemake entry point: the Appendix-A-style table as CSV, Markdown and LaTeX."""
 from pathlib import Path
 
-from dlbench.aggregate import write_appendix
 from dlbench.joblog import logged
+from dlbench.tables.appendix import write_appendix
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     out = snakemake.output  # noqa: F821

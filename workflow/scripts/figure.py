@@ -1,10 +1,11 @@
-"""Snakemake entry point: one bar chart for a (dataset, network, metric)."""
+"""Snakemake entry point: one bar chart for a (dataset, network, metric), from the appendix's cells."""
 from pathlib import Path
 
+from dlbench.figures.bars import bars
 from dlbench.joblog import logged
-from dlbench.plots import figure
-from dlbench.record import load_records
+from dlbench.tables import read_appendix
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
-    out = snakemake.output  # noqa: F821
-    figure(load_records(snakemake.input), snakemake.wildcards.metric, [Path(out.png), Path(out.svg)])  # noqa: F821
+    out, wildcards = snakemake.output, snakemake.wildcards  # noqa: F821
+    appendix = read_appendix(snakemake.input[0])  # noqa: F821
+    bars(appendix, wildcards.dataset, wildcards.network, wildcards.metric, [Path(out.png), Path(out.svg)])

@@ -1,8 +1,8 @@
 """Snakemake entry point: every training step's time in a (dataset, network) cell."""
 from pathlib import Path
 
+from dlbench.figures.iterations import iteration_times
 from dlbench.joblog import logged
-from dlbench.plots import iteration_times
 from dlbench.record import load_records
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

@@ -1,8 +1,8 @@
 """Snakemake entry point: time per layer in a profiled training step, for a (dataset, network)'s profile runs."""
 from pathlib import Path
 
+from dlbench.figures.layers import layer_times
 from dlbench.joblog import logged
-from dlbench.plots import layer_times
 from dlbench.record import load_records
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

@@ -1,7 +1,7 @@
 """Snakemake entry point: every run record as one row of results/tables/runs.csv."""
-from dlbench.aggregate import runs_table
 from dlbench.joblog import logged
 from dlbench.record import load_records
+from dlbench.tables.runs import runs_table
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     table = runs_table(load_records(snakemake.input))  # noqa: F821

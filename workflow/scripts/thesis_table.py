@@ -2,7 +2,7 @@
 from pathlib import Path
 
 from dlbench.joblog import logged
-from dlbench.thesis import write
+from dlbench.tables.thesis import write
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     out, given = snakemake.output, snakemake.input  # noqa: F821

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .aggregate import markdown_table
 from .spec import gpu_count
+from .tables import markdown_table
 
 REAL_OVER_SYNTHETIC = 0.95  # the input pipeline keeps up: real data at least 95 % of synthetic's speed
 ENERGY_AGREEMENT = 0.10  # NVML's energy counter within 10 % of mean power x the timed window

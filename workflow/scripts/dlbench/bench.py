@@ -141,10 +141,10 @@ _LENET = ("--network", "lenet")
 # in all), and at tiny ones that only show it runs (`--smoke`, the tests').
 PLANS = {
     "cpu": [
-        *(Job("framework_overhead.py", ("--framework", name, *_LENET, "--variant", "mnist", "--batch", "64",
+        *(Job("framework_overhead.py", ("--framework", name, *_LENET, "--dataset", "mnist", "--batch", "64",
                                         "--timed", "100", "--rounds", "3"), name)
           for name in ("pytorch", "tensorflow", "mxnet", "caffe")),
-        Job("framework_overhead.py", ("--network", "resnet50", "--variant", "cifar10", "--batch", "16",
+        Job("framework_overhead.py", ("--network", "resnet50", "--dataset", "cifar10", "--batch", "16",
                                       "--warmup", "5", "--timed", "20", "--rounds", "2")),
         *(Job("input_pipeline.py", ("--framework", name, "--family", "mnist", *_LENET, "--batch", "64", "--timed",
                                     "100", "--rounds", "3"), name) for name in ("pytorch", "mxnet")),
@@ -155,9 +155,9 @@ PLANS = {
                                  "fp32", "--warmup", "3", "--timed", "10", "--rounds", "2")),
     ],
     "cuda": [
-        Job("framework_overhead.py", ("--device", "cuda", *_LENET, "--variant", "mnist", "--batch", "64",
+        Job("framework_overhead.py", ("--device", "cuda", *_LENET, "--dataset", "mnist", "--batch", "64",
                                       "--timed", "300", "--rounds", "3")),
-        Job("framework_overhead.py", ("--device", "cuda", "--network", "resnet50", "--variant", "cifar10",
+        Job("framework_overhead.py", ("--device", "cuda", "--network", "resnet50", "--dataset", "cifar10",
                                       "--batch", "128", "--timed", "100", "--rounds", "3")),
         Job("input_pipeline.py", ("--device", "cuda", "--family", "mnist", *_LENET, "--batch", "64",
                                   "--timed", "300", "--rounds", "3")),
@@ -168,7 +168,7 @@ PLANS = {
                                  "64", "--precisions", "fp32,bf16", "--rounds", "2")),
     ],
     "smoke": [
-        Job("framework_overhead.py", (*_LENET, "--variant", "mnist", "--batch", "8", "--warmup", "1", "--timed", "2",
+        Job("framework_overhead.py", (*_LENET, "--dataset", "mnist", "--batch", "8", "--warmup", "1", "--timed", "2",
                                       "--rounds", "1")),
         Job("format_throughput.py", ("--family", "cifar10", "--family", "imagenet", "--images", "20",
                                      "--rounds", "1")),

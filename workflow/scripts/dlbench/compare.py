@@ -11,18 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .aggregate import (
-    CELL_KEYS,
-    appendix,
-    markdown_table,
-    measured,
-    ratio_words,
-    read_runs,
-    runs_table,
-)
+from .figures.comparison import comparison_figure
 from .metrics import METRICS
-from .plots import comparison_figure
 from .record import load_records
+from .tables import CELL_KEYS, markdown_table, ratio_words, read_runs
+from .tables.appendix import appendix, measured
+from .tables.runs import runs_table
 
 SIDES = ("a", "b")
 COLUMNS = ["metric", "unit", *CELL_KEYS, *[f"{side}_{field}" for side in SIDES for field in

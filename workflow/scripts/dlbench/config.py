@@ -1,7 +1,7 @@
 """The benchmark matrix from a validated config, with the thesis's Figure 4.5 as defaults.
 
 The JSON schema (config/schema.yaml) checks types, names and ranges; this module checks what
-a schema cannot (a network that has no variant for a dataset, warm-up longer than the run)
+a schema cannot (a network not sized for a dataset, warm-up longer than the run)
 and names the offending key and what is allowed.
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ import itertools
 import json
 from dataclasses import asdict, dataclass
 
-from .datasets import FAMILIES, RESIZED_VARIANT
-from .networks import REGISTRY, VARIANTS
+from .datasets import FAMILIES, RESIZED_SIZING
+from .networks import REGISTRY, SIZINGS
 from .registry import REGISTRY as FRAMEWORKS
 from .spec import (
     EPOCHS,
@@ -25,10 +25,10 @@ from .spec import (
     variant_label,
 )
 
-# Figure 4.5 per (dataset family, network): a family takes the values of the variant sized for it
+# Figure 4.5 per (dataset family, network): a family takes the values of the network's sizing for it
 # (KMNIST, not in the thesis, MNIST's: same size and shape).
-FIGURE_4_5 = {(family, name): entry.figure_4_5[spec.variant] for family, spec in FAMILIES.items()
-              for name, entry in REGISTRY.items() if spec.variant in entry.figure_4_5}
+FIGURE_4_5 = {(family, name): entry.figure_4_5[spec.sized_for] for family, spec in FAMILIES.items()
+              for name, entry in REGISTRY.items() if spec.sized_for in entry.figure_4_5}
 
 
 class ConfigError(ValueError):
@@ -122,9 +122,9 @@ def cases(config: dict) -> list[Case]:
         where = f"benchmarks[{index}]"
         family, mode = bench["dataset"], bench.get("data", "real")
         input_size = bench.get("input_size")
-        variant = RESIZED_VARIANT if input_size else FAMILIES[family].variant
-        if input_size and FAMILIES[family].variant in (RESIZED_VARIANT, "text"):
-            resizable = sorted(name for name, f in FAMILIES.items() if f.variant not in (RESIZED_VARIANT, "text"))
+        sizing = RESIZED_SIZING if input_size else FAMILIES[family].sized_for
+        if input_size and FAMILIES[family].sized_for in (RESIZED_SIZING, "text"):
+            resizable = sorted(name for name, f in FAMILIES.items() if f.sized_for not in (RESIZED_SIZING, "text"))
             raise ConfigError(f"{where}.input_size: {family} images are not resized (ImageNet's are that size, "
                               f"text has none); allowed for: {', '.join(resizable)}")
         if mode not in FAMILIES[family].modes:
@@ -141,12 +141,12 @@ def cases(config: dict) -> list[Case]:
                 raise ConfigError(f"{where}.frameworks: {framework} runs {', '.join(FRAMEWORKS[framework].tasks)} "
                                   f"only; this case's tasks: {', '.join(tasks)}")
         for network in bench["networks"]:
-            if variant not in VARIANTS[network]:
-                allowed = ", ".join(n for n, v in VARIANTS.items() if variant in v)
-                sized = f"{input_size}x{input_size} input" if input_size else f"{family} variant"
-                raise ConfigError(f"{where}.networks: {network} has no {sized}; "
+            if sizing not in SIZINGS[network]:
+                allowed = ", ".join(n for n, v in SIZINGS.items() if sizing in v)
+                sized = f"a {input_size}x{input_size} input" if input_size else family
+                raise ConfigError(f"{where}.networks: {network} is not sized for {sized}; "
                                   f"allowed for {family}{' at that size' if input_size else ''}: {allowed}")
-            batch, iterations, rate = REGISTRY[network].figure_4_5[variant]
+            batch, iterations, rate = REGISTRY[network].figure_4_5[sizing]
             batch = bench.get("batch_size", batch)
             iterations = bench.get("iterations", iterations)
             rate = bench.get("learning_rate", rate)

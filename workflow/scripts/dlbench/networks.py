@@ -103,7 +103,7 @@ class Residual:
 @dataclass(frozen=True)
 class Network:
     name: str
-    variant: str  # the dataset family the network is sized for: mnist | cifar10 | imagenet
+    sized_for: str  # the dataset family the network is sized for: mnist | cifar10 | imagenet | text
     input_shape: Shape
     num_classes: int
     body: Sequential
@@ -348,19 +348,19 @@ def _classifier(hidden: int, classes: int, dropout: float = 0.5) -> tuple:
     return (Dropout(dropout), Dense(hidden), ReLU(), Dropout(dropout), Dense(hidden), ReLU(), Dense(classes))
 
 
-def lenet(variant: str = "mnist") -> Network:
+def lenet(sized_for: str = "mnist") -> Network:
     """Caffe's LeNet (examples/mnist/lenet_train_test.prototxt), as the thesis trained it."""
     body = _seq(
         Conv(20, 5), MaxPool(2, 2), Conv(50, 5), MaxPool(2, 2),
         Flatten(), Dense(500), ReLU(), Dense(10),
     )
-    return Network("lenet", variant, (1, 28, 28), 10, body)
+    return Network("lenet", sized_for, (1, 28, 28), 10, body)
 
 
-def alexnet(variant: str) -> Network:
+def alexnet(sized_for: str) -> Network:
     """ImageNet: the single-tower AlexNet of torchvision (61,100,840 parameters).
     CIFAR10: the same five convolutions and classifier, with 5x5/3x3 kernels for 32x32 input."""
-    if variant == "imagenet":
+    if sized_for == "imagenet":
         features = (
             *_conv_relu(64, 11, 4, 2), MaxPool(3, 2), *_conv_relu(192, 5, 1, 2), MaxPool(3, 2),
             *_conv_relu(384, 3, 1, 1), *_conv_relu(256, 3, 1, 1), *_conv_relu(256, 3, 1, 1), MaxPool(3, 2),
@@ -370,24 +370,24 @@ def alexnet(variant: str) -> Network:
             *_conv_relu(64, 5, 1, 2), MaxPool(3, 2), *_conv_relu(192, 5, 1, 2), MaxPool(3, 2),
             *_conv_relu(384, 3, 1, 1), *_conv_relu(256, 3, 1, 1), *_conv_relu(256, 3, 1, 1), MaxPool(3, 2),
         )
-    classes = _classes(variant)
-    return Network("alexnet", variant, _input(variant), classes,
+    classes = _classes(sized_for)
+    return Network("alexnet", sized_for, _input(sized_for), classes,
                    _seq(*features, Flatten(), *_classifier(4096, classes)))
 
 
 VGG16_CONVS = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
 
 
-def vgg16(variant: str) -> Network:
+def vgg16(sized_for: str) -> Network:
     """VGG16 (configuration D) without batch norm. ImageNet: 138,357,544 parameters.
     CIFAR10: the same 13 convolutions, a 512-wide classifier on the 1x1x512 map."""
     features = tuple(
         layer for width in VGG16_CONVS
         for layer in ((MaxPool(2, 2),) if width == "M" else _conv_relu(width, 3, 1, 1))
     )
-    classes = _classes(variant)
-    hidden = 4096 if variant == "imagenet" else 512
-    return Network("vgg16", variant, _input(variant), classes,
+    classes = _classes(sized_for)
+    hidden = 4096 if sized_for == "imagenet" else 512
+    return Network("vgg16", sized_for, _input(sized_for), classes,
                    _seq(*features, Flatten(), *_classifier(hidden, classes)))
 
 
@@ -405,10 +405,10 @@ def _basic_block(width: int, stride: int, projection: bool) -> tuple:
     return Residual(body, shortcut), ReLU()
 
 
-def _resnet(name: str, variant: str, block, depths: tuple, expansion: int) -> Network:
+def _resnet(name: str, sized_for: str, block, depths: tuple, expansion: int) -> Network:
     """ImageNet: 7x7/2 stem and max-pool. CIFAR10: a 3x3/1 stem without max-pool, as in the usual CIFAR
     adaptations. A stage's first block projects its shortcut where the shape changes."""
-    if variant == "imagenet":
+    if sized_for == "imagenet":
         stem = (*_conv_bn(64, 7, 2, 3), ReLU(), MaxPool(3, 2, 1))
     else:
         stem = (*_conv_bn(64, 3, 1, 1), ReLU())
@@ -417,19 +417,19 @@ def _resnet(name: str, variant: str, block, depths: tuple, expansion: int) -> Ne
         for index in range(depth):
             stride = 2 if stage > 0 and index == 0 else 1
             blocks.extend(block(width, stride, projection=index == 0 and (stride > 1 or expansion > 1)))
-    classes = _classes(variant)
-    return Network(name, variant, _input(variant), classes,
+    classes = _classes(sized_for)
+    return Network(name, sized_for, _input(sized_for), classes,
                    _seq(*stem, *blocks, GlobalAvgPool(), Flatten(), Dense(classes)))
 
 
-def resnet50(variant: str) -> Network:
+def resnet50(sized_for: str) -> Network:
     """ResNet-50 (bottleneck blocks). ImageNet: 25,557,032 parameters."""
-    return _resnet("resnet50", variant, _bottleneck, (3, 4, 6, 3), expansion=4)
+    return _resnet("resnet50", sized_for, _bottleneck, (3, 4, 6, 3), expansion=4)
 
 
-def resnet18(variant: str) -> Network:
+def resnet18(sized_for: str) -> Network:
     """ResNet-18 (basic blocks; seed 003's). ImageNet: 11,689,512 parameters; CIFAR10: 11,173,962."""
-    return _resnet("resnet18", variant, _basic_block, (2, 2, 2, 2), expansion=1)
+    return _resnet("resnet18", sized_for, _basic_block, (2, 2, 2, 2), expansion=1)
 
 
 def _basic_conv(out: int, kernel: int, stride: int = 1, padding: int = 0) -> Sequential:
@@ -446,17 +446,17 @@ def _inception(c1: int, c3r: int, c3: int, c5r: int, c5: int, pool: int) -> Conc
     ))
 
 
-def googlenet(variant: str) -> Network:
+def googlenet(sized_for: str) -> Network:
     """GoogLeNet (Inception v1) with batch norm and without the auxiliary heads.
     ImageNet: 6,624,904 parameters. CIFAR10: a single 3x3 stem, two stride-2 pools."""
-    if variant == "imagenet":
+    if sized_for == "imagenet":
         stem = (_basic_conv(64, 7, 2, 3), MaxPool(3, 2, ceil_mode=True), _basic_conv(64, 1),
                 _basic_conv(192, 3, 1, 1), MaxPool(3, 2, ceil_mode=True))
         reduce3, reduce4 = MaxPool(3, 2, ceil_mode=True), MaxPool(2, 2, ceil_mode=True)
     else:
         stem = (_basic_conv(192, 3, 1, 1),)
         reduce3, reduce4 = MaxPool(3, 2, 1), MaxPool(3, 2, 1)
-    classes = _classes(variant)
+    classes = _classes(sized_for)
     body = _seq(
         *stem,
         _inception(64, 96, 128, 16, 32, 32), _inception(128, 128, 192, 32, 96, 64), reduce3,
@@ -466,35 +466,35 @@ def googlenet(variant: str) -> Network:
         _inception(256, 160, 320, 32, 128, 128), _inception(384, 192, 384, 48, 128, 128),
         GlobalAvgPool(), Flatten(), Dropout(0.2), Dense(classes),
     )
-    return Network("googlenet", variant, _input(variant), classes, body)
+    return Network("googlenet", sized_for, _input(sized_for), classes, body)
 
 
 _INPUTS = {"mnist": (1, 28, 28), "cifar10": (3, 32, 32), "imagenet": (3, 224, 224)}
 _CLASSES = {"mnist": 10, "cifar10": 10, "imagenet": 1000}
 
 
-def _input(variant: str) -> Shape:
-    return _INPUTS[variant]
+def _input(sized_for: str) -> Shape:
+    return _INPUTS[sized_for]
 
 
-def _classes(variant: str) -> int:
-    return _CLASSES[variant]
+def _classes(sized_for: str) -> int:
+    return _CLASSES[sized_for]
 
 
-def mlp(variant: str = "mnist") -> Network:
+def mlp(sized_for: str = "mnist") -> Network:
     """The Keras benchmarks' MLP (seed 001; keras/examples/mnist_mlp.py): 669,706 parameters."""
     body = _seq(Flatten(), Dense(512), ReLU(), Dropout(0.2), Dense(512), ReLU(), Dropout(0.2), Dense(10))
-    return Network("mlp", variant, (1, 28, 28), 10, body)
+    return Network("mlp", sized_for, (1, 28, 28), 10, body)
 
 
 TEXT_STEPS, TEXT_CHARACTERS = 40, 60  # keras/examples/lstm_text_generation.py: 40 one-hot characters in
 
 
-def lstm(variant: str = "text") -> Network:
+def lstm(sized_for: str = "text") -> Network:
     """The Keras benchmarks' LSTM (seed 001; keras/examples/lstm_text_generation.py): 128 units over 40
     one-hot characters, the next character's logits; 104,508 parameters."""
     body = _seq(LSTM(128), Dense(TEXT_CHARACTERS))
-    return Network("lstm", variant, (TEXT_STEPS, TEXT_CHARACTERS), TEXT_CHARACTERS, body)
+    return Network("lstm", sized_for, (TEXT_STEPS, TEXT_CHARACTERS), TEXT_CHARACTERS, body)
 
 
 @dataclass(frozen=True)
@@ -517,10 +517,10 @@ RMSPROP = Optimizer("rmsprop", momentum=0.0)  # Keras's defaults, as the Keras b
 class Entry:
     """One row of the network registry."""
 
-    describe: Any  # variant -> Network
-    # Per variant (the dataset it is sized for), the training parameters of the thesis's Figure 4.5
+    describe: Any  # the dataset family it is sized for -> Network
+    # Per dataset family it is sized for, the training parameters of the thesis's Figure 4.5
     # (of the Keras benchmarks for theirs): effective (global) batch size, iterations, learning rate.
-    # Its keys are the network's variants.
+    # Its keys are the network's sizings.
     figure_4_5: dict[str, tuple[int, int, float]]
     optimizer: Optimizer = SGD_MOMENTUM
 
@@ -543,7 +543,7 @@ REGISTRY = {
     "resnet18": Entry(resnet18, {"cifar10": (10, 5000, 0.01), "imagenet": (10, 300, 0.01)}),
 }
 NETWORKS = {name: entry.describe for name, entry in REGISTRY.items()}
-VARIANTS = {name: tuple(entry.figure_4_5) for name, entry in REGISTRY.items()}
+SIZINGS = {name: tuple(entry.figure_4_5) for name, entry in REGISTRY.items()}
 
 
 def optimizer(name: str) -> Optimizer:
@@ -559,9 +559,9 @@ def with_classes(description: Network, classes: int) -> Network:
     return replace(description, num_classes=classes, body=Sequential((*rest, Dense(classes, last.bias))))
 
 
-def network(name: str, variant: str) -> Network:
+def network(name: str, sized_for: str) -> Network:
     if name not in NETWORKS:
         raise KeyError(f"unknown network {name!r}; known: {', '.join(NETWORKS)}")
-    if variant not in VARIANTS[name]:
-        raise KeyError(f"{name} has no {variant!r} variant; it has: {', '.join(VARIANTS[name])}")
-    return NETWORKS[name](variant)
+    if sized_for not in SIZINGS[name]:
+        raise KeyError(f"{name} is not sized for {sized_for!r}; it is for: {', '.join(SIZINGS[name])}")
+    return NETWORKS[name](sized_for)

@@ -203,7 +203,7 @@ def net_parameter(description: networks.Network, data_layers: list[caffe_pb2.Lay
                   loss: bool) -> tuple[caffe_pb2.NetParameter, dict[str, str]]:
     """The network on the ``data`` blob of ``batch`` the given layers produce; with ``loss``, a softmax loss
     on ``label``. And which description layer each Caffe layer is part of."""
-    writer = NetWriter(f"{description.name}_{description.variant}", batch)
+    writer = NetWriter(f"{description.name}_{description.sized_for}", batch)
     writer.net.layer.extend(data_layers)
     logits = networks.build(description, networks.Named(CaffeBuilder()))(writer, "data", False)
     if loss:

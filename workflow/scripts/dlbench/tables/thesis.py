@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .aggregate import markdown_table, ratio_words, read_runs
-from .config import FIGURE_4_5
-from .metrics import METRICS
-from .spec import gpu_count, parse_dataset_label
+from ..config import FIGURE_4_5
+from ..metrics import METRICS
+from ..spec import gpu_count, parse_dataset_label
+from . import markdown_table, ratio_words, read_appendix, read_runs
 
-APPENDIX_A = Path(__file__).parents[2] / "resources" / "piccione2018_appendix_a.csv"
+APPENDIX_A = Path(__file__).parents[3] / "resources" / "piccione2018_appendix_a.csv"
 # Our names for the thesis's
 FAMILIES = {"MNIST": "mnist", "CIFAR10": "cifar10", "ImageNet": "imagenet"}
 NETWORKS = {"LeNet": "lenet", "AlexNet": "alexnet", "ResNet50": "resnet50", "GoogLeNet": "googlenet", "VGG16": "vgg16"}
@@ -131,7 +131,7 @@ def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
 
 
 def write(appendix_csv: Path, runs_csv: Path, csv_out: Path, ranks_out: Path, md_out: Path) -> None:
-    compared = comparison(pd.read_csv(appendix_csv), read_runs(runs_csv))
+    compared = comparison(read_appendix(appendix_csv), read_runs(runs_csv))
     ranks = rank_agreement(compared)
     compared.to_csv(csv_out, index=False)
     ranks.to_csv(ranks_out, index=False)

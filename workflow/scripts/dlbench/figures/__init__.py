@@ -1,0 +1,51 @@
+"""The figures: each reads its numbers from the appendix (:mod:`dlbench.tables`) or draws a record's own
+series (every step's time, the accuracy curve, the layers); one colour per framework in all of them."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import matplotlib.ticker
+import seaborn as sns
+
+from ..registry import REGISTRY as FRAMEWORKS
+
+# One colour per framework in every figure, in the registry's order (tab10 has room for ten).
+FRAMEWORK_COLOURS = dict(zip(FRAMEWORKS, sns.color_palette("tab10", n_colors=len(FRAMEWORKS))))
+
+
+def framework_order(names) -> list[str]:
+    return [name for name in FRAMEWORKS if name in set(names)]
+
+
+def with_notes(width: float, height: float, notes: list[str], panels: int = 1):
+    """A figure with its plot's ``panels`` side by side on top and, below them, ``notes`` (why cells are
+    missing) wrapped to the figure's width, so that they never run under a legend or a bar."""
+    lines = [line for note in notes for line in textwrap.wrap(note, width=int(width * 15), subsequent_indent="  ")]
+    notes_height = 0.14 * len(lines) + 0.1 if lines else 0.0
+    fig = plt.figure(figsize=(width, height + notes_height), layout="constrained")
+    grid = fig.add_gridspec(2, panels, height_ratios=[height, max(notes_height, 1e-3)])
+    text = fig.add_subplot(grid[1, :])
+    text.axis("off")
+    text.text(0, 1, "\n".join(lines), va="top", fontsize=7, color="dimgray", transform=text.transAxes)
+    return fig, [fig.add_subplot(grid[0, k]) for k in range(panels)]
+
+
+def plain_log(axis, span: float) -> None:
+    """A log axis labelled in plain numbers at 1, 2 and 5 of each decade (at each decade alone where it spans
+    many), not in powers of ten."""
+    axis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5) if span < 1e3 else (1,)))
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:,.6g}"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def save(fig, outputs: list[Path]) -> None:
+    """Every figure is laid out by matplotlib's constrained layout (made with ``layout="constrained"``)."""
+    for path in outputs:
+        fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)

@@ -1,0 +1,92 @@
+"""The tables: one route from run records to numbers. The records become runs.csv (:mod:`.runs`), runs.csv
+becomes the appendix (:mod:`.appendix`: every metric's cells, mean ± sd), and every other table and every
+figure reads its numbers from the appendix.
+
+Aggregation only reads records; it never writes beside them.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from ..metrics import METRICS
+from ..spec import PRECISIONS, parse_variant
+from ..tasks import TASKS
+
+RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "variant", "task", "repetition"]
+
+
+CELL_KEYS = ["dataset", "network", "framework", "device", "variant", "task"]
+
+
+def first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0] if text and text.strip() else ""
+
+
+def decimals(value: float) -> int:
+    """Decimals a reader needs: none from 100 up, three below 1."""
+    return 0 if abs(value) >= 100 else 2 if abs(value) >= 1 else 3
+
+
+def ratio_words(ratios: pd.Series) -> list[str]:
+    """Ratios as a table prints them: ``×1.23``, a dash where there is none."""
+    return ["—" if pd.isna(value) else f"×{value:.3g}" for value in ratios]
+
+
+def settings(table: pd.DataFrame) -> pd.Series:
+    """Each row's device, its variant where the table has another than plain fp32, and its task unless it
+    trains: the columns of the appendix and the bars of a figure, so that a cell's
+    variants and tasks stand side by side."""
+    setting = table["device"]
+    if set(table["variant"]) != {"fp32"}:
+        setting = setting + " " + table["variant"]
+    return setting + table["task"].map(lambda task: "" if task == "train" else f" {task}")
+
+
+def setting_order(table: pd.DataFrame) -> list[str]:
+    """The settings of ``table`` by device, then precision (as spec.PRECISIONS lists them), eager first,
+    then task (as tasks.TASKS lists them)."""
+    def key(row) -> tuple:
+        precision, compiled = parse_variant(row.variant)
+        return row.device, list(PRECISIONS).index(precision), compiled, list(TASKS).index(row.task)
+    rows = table[["device", "variant", "task"]].drop_duplicates().assign(setting=lambda t: settings(t))
+    return [row.setting for row in sorted(rows.itertuples(), key=key)]
+
+
+def read_runs(runs_csv: Path) -> pd.DataFrame:
+    """runs.csv as :func:`runs_table` made it: an empty reason is no reason, an empty number is missing.
+    A metric that is not a finite number (non-negative unless the metric is signed) is refused, naming the
+    file, its line and column: a runs.csv may come from elsewhere (make compare)."""
+    raw = pd.read_csv(runs_csv, dtype=str, keep_default_na=False)
+    for metric in METRICS.keys() & set(raw.columns):
+        given = raw[metric] != ""
+        numbers = pd.to_numeric(raw[metric].where(given), errors="coerce")
+        wrong = given & ~(numbers.abs() < float("inf")) | ((numbers < 0) & (not METRICS[metric].signed))
+        if wrong.any():
+            line = wrong.idxmax()
+            allowed = "a finite number" + ("" if METRICS[metric].signed else " ≥ 0")
+            raise ValueError(f"{runs_csv}, line {line + 2}, {metric}: {raw.at[line, metric]!r} is not a measurement "
+                             f"(allowed: {allowed}, or empty where it was not measured)")
+    reasons = {c: str for c in raw.columns if c == "reason" or c.endswith("_reason")}
+    return pd.read_csv(runs_csv, dtype=reasons, keep_default_na=False,
+                       na_values={c: [""] for c in raw.columns if c not in reasons})
+
+
+def read_appendix(appendix_csv: Path) -> pd.DataFrame:
+    """appendix.csv as :func:`.appendix.appendix` made it: a cell without flags has none (not a missing value)."""
+    return pd.read_csv(appendix_csv, dtype={"flags": str, "cell": str}).fillna({"flags": "", "cell": ""})
+
+
+HTML_OPENING = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """``table`` as Markdown, its text cells escaped: a reason's ``|`` stays in its cell, its HTML is text
+    (a ``<`` that could open a tag or a comment is ``&lt;``; "a < b" stays as it is), a line break a space."""
+    def escaped(value):
+        if not isinstance(value, str):
+            return value
+        return HTML_OPENING.sub("&lt;", " ".join(value.split("\n"))).replace("|", "\\|")
+    return table.map(escaped).rename(columns=escaped).to_markdown(index=False)

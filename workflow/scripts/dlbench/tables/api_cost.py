@@ -1,0 +1,65 @@
+"""The API-cost table, from the appendix."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..metrics import METRICS
+from ..registry import REGISTRY as FRAMEWORKS
+from . import decimals, markdown_table, read_appendix
+
+# The API-cost table's columns, (metric, task): what a higher-level API or runtime costs over the framework
+# it runs on (seed 002's question, answered for today), and where a run's time goes beside its loop's
+# (seed 001's line profile: import and build, the first step where compilers compile).
+API_COST_COLUMNS = (("latency_p50", "inference"), ("latency_p99", "inference"), ("inference_speed", "inference"),
+                    ("train_speed", "train"), ("setup_time", "inference"), ("setup_time", "train"),
+                    ("first_step_time", "train"))
+
+
+SETTING_KEYS = ["dataset", "network", "device", "variant"]
+
+
+def api_cost(table: pd.DataFrame) -> pd.DataFrame:
+    """From the appendix's long table: per dataset, network, device and variant, each framework's mean of
+    every API_COST_COLUMNS column it measured and, for a framework that runs on another (the registry's
+    ``runs_on``: Keras on its backend, ONNX Runtime on PyTorch's export), that mean over the other's."""
+    means = table.set_index([*SETTING_KEYS, "framework", "metric", "task"])["mean"]
+    order = list(FRAMEWORKS)
+
+    def beside_its_peer(framework: str) -> tuple:  # each native framework, then those that run on it
+        peer = FRAMEWORKS[framework].runs_on
+        return order.index(peer or framework), peer is not None, order.index(framework)
+    rows = []
+    for setting, group in table.groupby(SETTING_KEYS, sort=True):
+        for framework in sorted(group["framework"].unique(), key=beside_its_peer):
+            peer = FRAMEWORKS[framework].runs_on
+            row = dict(zip(SETTING_KEYS, setting), framework=framework, runs_on=peer)
+            for metric, task in API_COST_COLUMNS:
+                mean = means.get((*setting, framework, metric, task), float("nan"))
+                row[f"{metric} {task}"] = mean
+                row[f"{metric} {task} ratio"] = mean / means.get((*setting, peer, metric, task), float("nan"))
+            rows.append(row)
+    keys = [*SETTING_KEYS, "framework", "runs_on"]
+    out = pd.DataFrame(rows) if rows else pd.DataFrame(columns=keys)
+    unmeasured = [column for column in out.columns if column not in keys and out[column].isna().all()]
+    return out.drop(columns=unmeasured)
+
+
+def api_cost_markdown(cost: pd.DataFrame) -> str:
+    """The API-cost table for a reader: one row per framework, each value with its ratio (×) where it has one."""
+    columns = [f"{metric} {task}" for metric, task in API_COST_COLUMNS if f"{metric} {task}" in cost]
+    shown = cost[[*SETTING_KEYS, "framework", "runs_on"]].fillna({"runs_on": "—"})
+    for column in columns:
+        metric = column.split()[0]
+        ratios = cost.get(f"{column} ratio", pd.Series(float("nan"), index=cost.index))
+        shown[f"{column} ({METRICS[metric].unit})"] = [
+            "—" if pd.isna(value) else f"{value:,.{decimals(value)}f}" + ("" if pd.isna(ratio) else f" (×{ratio:.2f})")
+            for value, ratio in zip(cost[column], ratios)]
+    return ("# What an API costs, and where a run's time goes\n\n" + markdown_table(shown) + "\n")
+
+
+def write_api_cost(appendix_csv: Path, csv_out: Path, md_out: Path) -> None:
+    cost = api_cost(read_appendix(appendix_csv))
+    cost.to_csv(csv_out, index=False)
+    md_out.write_text(api_cost_markdown(cost))

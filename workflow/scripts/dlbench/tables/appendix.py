@@ -1,0 +1,120 @@
+"""runs.csv -> the Appendix-A-style table (mean ± sd over repetitions), long and wide, and the scaling
+that the figures draw from it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..metrics import FLAGS, METRICS, UNSTEADY
+from ..spec import gpu_count, parse_device
+from . import CELL_KEYS, decimals, markdown_table, read_runs, setting_order, settings
+
+
+def flag_text(group: pd.DataFrame, metric: str) -> str:
+    """The cell's marks on ``metric``, ``input-bound 2/3, contended 1/3``: how many of its ok runs carry each flag
+    that bears on it."""
+    ok = group[group["status"] == "ok"]
+    marks = [f"{flag.words} {int(ok[name].astype(bool).sum())}/{len(ok)}" for name, flag in FLAGS.items()
+             if (not flag.metrics or metric in flag.metrics) and len(ok) and ok[name].astype(bool).any()]
+    return ", ".join(marks)
+
+
+def measured(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The runs whose value of ``metric`` counts: finished ``ok`` and measured. A failed run's partial
+    readings (its memory until it crashed, say) stay in runs.csv but never enter a mean, a spread or a bar."""
+    return runs[(runs["status"] == "ok") & runs[metric].notna()]
+
+
+def appendix(runs: pd.DataFrame) -> pd.DataFrame:
+    """Long table: metric × dataset × network × framework × device, mean, sd, n (the ok runs that
+    measured it), and the cell text."""
+    out = []
+    for metric, spec in METRICS.items():
+        for cell, group in runs[runs["task"].isin(spec.tasks)].groupby(CELL_KEYS, sort=True):
+            values = measured(group, metric)[metric].astype(float)
+            row = dict(zip(CELL_KEYS, cell), metric=metric, unit=spec.unit, n=len(values), runs=len(group))
+            if len(values):
+                row["mean"], row["sd"] = values.mean(), values.std(ddof=1) if len(values) > 1 else float("nan")
+                row["cv"] = row["sd"] / abs(row["mean"]) if row["mean"] else float("nan")
+                unsteady = f"cv > {UNSTEADY:.0%}" if spec.steady and row["cv"] > UNSTEADY else ""
+                flagged = flag_text(group, metric) if spec.flagged else ""
+                row["flags"] = ", ".join(mark for mark in (flagged, unsteady) if mark)
+                row["cell"] = _format(row["mean"], row["sd"], row["cv"], len(values), group) + (
+                    f" [{row['flags']}]" if row["flags"] else "")
+            else:
+                row["mean"] = row["sd"] = row["cv"] = float("nan")
+                row["flags"], row["cell"] = "", _why_missing(group, metric)
+            out.append(row)
+    return pd.DataFrame(out, columns=["metric", "unit", *CELL_KEYS, "n", "runs", "mean", "sd", "cv", "cell", "flags"])
+
+
+def _format(mean: float, sd: float, cv: float, n: int, group: pd.DataFrame) -> str:
+    """``1,234 ± 56 (n=3, cv 4.5%)``: the number of runs always, of how many where some did not count."""
+    digits = decimals(mean)
+    spread = "" if pd.isna(sd) else f" ± {sd:,.{digits}f}"
+    others = group["status"][group["status"] != "ok"].value_counts()
+    not_counted = "".join(f", {count} {status}" for status, count in sorted(others.items()))
+    missing = "" if n == len(group) else f" of {len(group)}{not_counted}"
+    variation = "" if pd.isna(cv) else f", cv {cv:.1%}"
+    return f"{mean:,.{digits}f}{spread} (n={n}{missing}{variation})"
+
+
+def _why_missing(group: pd.DataFrame, metric: str) -> str:
+    """Why a cell has no value: the ok runs' own reason for the metric, which they could not measure
+    (a CPU run has no GPU power), else every distinct status and reason of its runs (all failed or
+    unavailable), with how many runs each where they differ."""
+    ok = group[group["status"] == "ok"]
+    if len(ok):
+        reasons = ok[f"{metric}_reason"].replace("", pd.NA).dropna()
+        return f"unavailable: {reasons.iloc[0] if len(reasons) else 'not recorded'}"
+    distinct = group.groupby(["status", "reason"], sort=False).size()
+    if len(distinct) == 1:
+        (status, reason), = distinct.index
+        return f"{status}: {reason}"
+    return "; ".join(f"{status}: {reason} ({runs} of {len(group)})" for (status, reason), runs in distinct.items())
+
+
+def appendix_wide(table: pd.DataFrame) -> pd.DataFrame:
+    """The thesis's layout: one row per metric/dataset/network/framework, one column per device (and
+    variant: precision, compiled)."""
+    wide = table.assign(setting=settings(table)).pivot_table(
+        index=["metric", "unit", "dataset", "network", "framework"], columns="setting", values="cell",
+        aggfunc="first", sort=False)[setting_order(table)]
+    wide.columns.name = None
+    return wide.reset_index()
+
+
+def write_appendix(runs_csv: Path, csv_out: Path, md_out: Path, tex_out: Path) -> None:
+    table = appendix(read_runs(runs_csv))
+    table.to_csv(csv_out, index=False)
+    wide = appendix_wide(table)
+    md_out.write_text("# Benchmark results (mean ± sd over repetitions)\n\n" + markdown_table(wide) + "\n")
+    tex_out.write_text(wide.to_latex(index=False, longtable=True, escape=True,
+                                     caption="Benchmark results: mean ± sd over repetitions (n = repetitions).",
+                                     label="tab:appendix"))
+
+
+def scale(device: str) -> tuple[str, int]:
+    """The one-device run a device's speed is set against, and how many devices it has: ``gpu2`` -> (gpu1, 2),
+    ``2xgpu1`` -> (gpu1, 2), ``2xcpu`` -> (cpu, 2), ``cpu`` -> (cpu, 1)."""
+    processes, _ = parse_device(device)
+    gpus = gpu_count(device)
+    return ("gpu1", gpus) if gpus else ("cpu", processes)
+
+
+def scaling(table: pd.DataFrame) -> pd.DataFrame:
+    """From the appendix's long table, each training cell on several devices against the same framework's cell
+    on one (the thesis's 2 GPUs ÷ 1 GPU): the speed-up and the efficiency (speed-up ÷ devices)."""
+    speed = table[(table["metric"] == "train_speed") & (table["task"] == "train") & (table["n"] > 0)]
+    one = speed.set_index(["dataset", "network", "framework", "variant", "device"])["mean"]
+    rows = []
+    for cell in speed.itertuples():
+        baseline, devices = scale(cell.device)
+        base = one.get((cell.dataset, cell.network, cell.framework, cell.variant, baseline))
+        if devices > 1 and base is not None:
+            rows.append({"dataset": cell.dataset, "network": cell.network, "framework": cell.framework,
+                         "variant": cell.variant, "device": cell.device, "baseline": baseline, "devices": devices,
+                         "speedup": cell.mean / base, "efficiency": cell.mean / base / devices})
+    return pd.DataFrame(rows, columns=["dataset", "network", "framework", "variant", "device", "baseline", "devices",
+                                       "speedup", "efficiency"])
