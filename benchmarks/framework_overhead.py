@@ -5,7 +5,7 @@ Same network (the same builder), batch, threads and synthetic data. Two measurem
 - end to end: the workflow's run (monitor, runner, backend) and the bare loop, each in a fresh
   process with the framework's interpreter, in A-B-B-A order so that the machine's drift hits
   both; the median of the pairwise ratios, their interquartile range and the runs' CPU/wall.
-- in one process (``--interleaved``): the backend's trainer under the runner's timed loop and the
+- in one process (``--interleaved``): the backend's harness under the runner's timed loop and the
   bare loop take turns every ``--timed`` steps, so drift slower than a few seconds cancels out;
   this isolates what the harness costs per step inside the training process.
 
@@ -98,9 +98,9 @@ def finish():
 """,
     # The backend generates the prototxt (net on resident Input blobs, solver); the loop is pycaffe's.
     "caffe": """
-from dlbench.backends.caffe import Trainer
+from dlbench.backends.caffe import Harness
 from dlbench.spec import RunSpec
-solver = Trainer(RunSpec("caffe", "{dataset}-synthetic", {network!r}, "cpu", 1, {batch}, 0, 0, 0.01, {threads}),
+solver = Harness(RunSpec("caffe", "{dataset}-synthetic", {network!r}, "cpu", 1, {batch}, 0, 0, 0.01, {threads}),
                  description).solver
 def step():
     solver.step(1)
@@ -119,12 +119,12 @@ for _ in range({timed}):
 finish()
 print({batch} * {timed} / (time.perf_counter() - start))
 """
-# The backend's trainer is built first: it configures the framework's threads before first use.
+# The backend's harness is built first: it configures the framework's threads before first use.
 INTERLEAVED_HEAD = """
 from dlbench import backends
 from dlbench.spec import RunSpec
 spec = RunSpec({framework!r}, "{dataset}-synthetic", {network!r}, {run_device!r}, 1, {batch}, 0, 0, 0.01, {threads})
-workflow_trainer = backends.load({framework!r}).Trainer(spec, description)
+backend_harness = backends.load({framework!r}).Harness(spec, description)
 """
 INTERLEAVED_TAIL = """
 import json, time
@@ -136,7 +136,7 @@ def bare(steps):
     finish()
     return time.perf_counter() - start
 def harness(steps):
-    return timed_loop(workflow_trainer, steps, 0, progress=lambda *args, **kwargs: None)["timed_window"]["seconds"]
+    return timed_loop(backend_harness, steps, 0, progress=lambda *args, **kwargs: None)["timed_window"]["seconds"]
 bare({warmup}), harness({warmup})
 ratios = []
 for _ in range({rounds}):  # A B B A

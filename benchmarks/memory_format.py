@@ -1,6 +1,6 @@
 """PyTorch's memory format: channels_last (NHWC) ÷ NCHW images/s, per precision and compile setting.
 
-The workflow's PyTorch trainer and timed loop in this process, the two formats taking turns every
+The workflow's PyTorch harness and timed loop in this process, the two formats taking turns every
 round (A-B-B-A) so the machine's drift hits both; reports the ratios per variant with their
 spread (dlbench.bench). ``backends.pytorch.memory_format`` takes the winner where it pays (GPU: measure there).
 
@@ -26,9 +26,9 @@ FORMATS = {"nchw": torch.contiguous_format, "channels_last": torch.channels_last
 
 
 def rate(spec: RunSpec, layout: str) -> float:
-    pytorch.memory_format = lambda spec, description: FORMATS[layout]  # what the trainer and its batches ask
-    trainer = pytorch.Trainer(spec, network(spec.network, FAMILIES[spec.family].sized_for))
-    times = timed_loop(trainer, spec.iterations, spec.warmup_iterations, progress=lambda *a, **k: None)
+    pytorch.memory_format = lambda spec, description: FORMATS[layout]  # what the harness and its batches ask
+    harness = pytorch.Harness(spec, network(spec.network, FAMILIES[spec.family].sized_for))
+    times = timed_loop(harness, spec.iterations, spec.warmup_iterations, progress=lambda *a, **k: None)
     return spec.batch_size_global * (spec.iterations - spec.warmup_iterations) / times["timed_window"]["seconds"]
 
 

@@ -216,7 +216,7 @@ def test_real_cntk_trains_over_two_mpi_ranks_that_end_with_the_same_weights(cntk
                                                                             monkeypatch, capfd):
     monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, cntk_worker_python)
     result = _run(_spec(device="2xcpu", iterations=20, warmup_iterations=5), tmp_path)
-    # ok only if both ranks' weights agree at the end (Trainer.final_loss): each trained on its own half
+    # ok only if both ranks' weights agree at the end (Harness.final_loss): each trained on its own half
     assert result["status"] == "ok", result["reason"]
     printed = "".join(capfd.readouterr())
     assert "using 2 out of 2 MPI nodes" in printed and "CNTK: 2 ranks, batch 8 each" in printed

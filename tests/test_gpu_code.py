@@ -60,10 +60,10 @@ def test_a_gpu_run_on_a_gpu_torch_has_no_kernels_for_ends_before_the_trainer_is_
     built = []
     pytorch = backends.load("pytorch")
 
-    class Recorded(pytorch.Trainer):  # the real one's methods; being built is recorded
+    class Recorded(pytorch.Harness):  # the real one's methods; being built is recorded
         def __init__(self, *args):
             built.append(args)
-    monkeypatch.setattr(pytorch, "Trainer", Recorded)
+    monkeypatch.setattr(pytorch, "Harness", Recorded)
     with pytest.raises(Unavailable, match=r"^torch .* \(CUDA 13.0\) has kernels for sm_75…sm_120; this GPU "
                                           r"\(Tesla K20m\) is sm_35"):
         runner.run(spec(device="gpu1"))

@@ -110,9 +110,9 @@ def test_the_builder_contract_is_every_layer_kind_the_networks_use_and_the_build
 
 
 def test_a_backend_missing_part_of_its_contract_is_refused():
-    assert backends.load("pytorch").Trainer and backends.load("cntk").Trainer
+    assert backends.load("pytorch").Harness and backends.load("cntk").Harness
     incomplete = types.ModuleType("dlbench.backends.incomplete")
-    incomplete.Trainer, incomplete.build = object, object
+    incomplete.Harness, incomplete.build = object, object
     with pytest.raises(TypeError, match="does not implement backends.Backend: no PACKAGES, cuda_build, "
                                         "forward_shape, framework_version, gpu_code, trainable_parameters"):
         backends.check_contract(incomplete)
@@ -128,12 +128,12 @@ def test_pytorch_convolutions_run_channels_last_where_it_is_faster():
         return RunSpec("pytorch", "cifar10-synthetic", "resnet50", device, 1, 4, 2, 1, 0.01, 1, precision=precision,
                        compile=compile)
 
-    trainer = pytorch.Trainer(spec("cpu"), networks.network("resnet50", "cifar10"))
-    first_conv = next(module for module in trainer.model.modules() if isinstance(module, torch.nn.Conv2d))
-    images, _ = trainer.next_batch()
+    harness = pytorch.Harness(spec("cpu"), networks.network("resnet50", "cifar10"))
+    first_conv = next(module for module in harness.model.modules() if isinstance(module, torch.nn.Conv2d))
+    images, _ = harness.next_batch()
     assert first_conv.weight.is_contiguous(memory_format=torch.channels_last)
     assert images.is_contiguous(memory_format=torch.channels_last) and not images.is_contiguous()
-    trainer.step()  # trains in that layout
+    harness.step()  # trains in that layout
     resnet = networks.network("resnet50", "cifar10")
     assert pytorch.memory_format(spec("gpu1"), resnet) == torch.contiguous_format  # fp32: no tensor cores
     assert {pytorch.memory_format(spec("gpu1", p), resnet) for p in ("tf32", "bf16", "fp16")} == {torch.channels_last}

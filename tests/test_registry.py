@@ -72,13 +72,13 @@ def test_both_schemas_allow_exactly_the_registered_tasks():
 
 
 def test_a_backend_whose_trainer_lacks_a_task_it_claims_is_refused_when_loaded():
-    """The contract per task: a framework's trainer has each method of every task its registry row runs."""
-    from dlbench.backends import check_trainer, pytorch
+    """The contract per task: a framework's harness has each method of every task its registry row runs."""
+    from dlbench.backends import check_harness, pytorch
 
-    check_trainer("pytorch", pytorch.Trainer)  # the real one runs all four
+    check_harness("pytorch", pytorch.Harness)  # the real one runs all four
     without_evaluation = type("WithoutEvaluation", (), {"inference": None, "INFERENCE_IDIOM": "model(x)",
                                                         "layer_profiler": None})
-    with pytest.raises(TypeError, match=r"pytorch's Trainer cannot run accuracy: no test_logits \(implement them, "
+    with pytest.raises(TypeError, match=r"pytorch's Harness cannot run accuracy: no test_logits \(implement them, "
                                         r"or name accuracy in its registry row's not_yet"):
-        check_trainer("pytorch", without_evaluation)
-    check_trainer("onnxruntime", without_evaluation)  # its row runs inference only
+        check_harness("pytorch", without_evaluation)
+    check_harness("onnxruntime", without_evaluation)  # its row runs inference only

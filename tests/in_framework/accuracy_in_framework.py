@@ -15,7 +15,7 @@ framework, data_dir, train_images, dataset, network, batch, rate = sys.argv[1:]
 train_images, batch, epochs = int(train_images), int(batch), 2
 spec = RunSpec(framework, dataset, network, "cpu", 1, batch, epochs * (train_images // batch), 0, float(rate), 2,
                data_dir=data_dir, task="accuracy", epochs=epochs, target_accuracy=0.9)
-trainer = backends.load(framework).Trainer(spec, datasets.description(network, spec.family))
-result = accuracy.run(trainer, spec, progress=lambda *args, **kwargs: None)
+harness = backends.load(framework).Harness(spec, datasets.description(network, spec.family))
+result = accuracy.run(harness, spec, progress=lambda *args, **kwargs: None)
 print(json.dumps({"epochs": result["epochs"], "steps": len(result["iteration_seconds"]),
-                  "again": accuracy.evaluate(trainer), "window": result["timed_window"]}))
+                  "again": accuracy.evaluate(harness), "window": result["timed_window"]}))

@@ -4,14 +4,14 @@ GPU use."""
 import json
 
 from dlbench.backends import Unavailable
-from dlbench.backends.caffe import Trainer
+from dlbench.backends.caffe import Harness
 from dlbench.networks import network
 from dlbench.spec import RunSpec
 
 reasons = {}
 for device in ("gpu1", "gpu2"):
     try:
-        Trainer(RunSpec("caffe", "mnist-synthetic", "lenet", device, 1, 8, 2, 1, 0.01, 2), network("lenet", "mnist"))
+        Harness(RunSpec("caffe", "mnist-synthetic", "lenet", device, 1, 8, 2, 1, 0.01, 2), network("lenet", "mnist"))
         reasons[device] = None
     except Unavailable as reason:
         reasons[device] = str(reason)

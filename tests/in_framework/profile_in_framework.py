@@ -11,8 +11,8 @@ from dlbench.tasks import profile
 framework, network = (*sys.argv[1:], "alexnet")[:2]
 spec = RunSpec(framework, "cifar10-synthetic", network, "cpu", 1, 8, 6, 2, 0.01, 2, task="profile")
 try:
-    trainer = backends.load(framework).Trainer(spec, datasets.description(network, "cifar10"))
+    harness = backends.load(framework).Harness(spec, datasets.description(network, "cifar10"))
 except backends.Unavailable as error:
     print(json.dumps({"unavailable": str(error)}))
 else:
-    print(json.dumps(profile.run(trainer, spec, progress=lambda *args, **kwargs: None)))
+    print(json.dumps(profile.run(harness, spec, progress=lambda *args, **kwargs: None)))

@@ -23,22 +23,22 @@ for mode in ("synthetic", "generated"):
         if mode == "synthetic":  # before TensorFlow initialises
             cpu = tf.config.list_physical_devices("CPU")[0]
             tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-        trainer = backend.Trainer(spec, description, devices=["/cpu:0", "/cpu:1"])
-        replicas = trainer.strategy.num_replicas_in_sync
-        images, _ = trainer.next_batch()
-        per_replica = [int(part.shape[0]) for part in trainer.strategy.experimental_local_results(images)]
+        harness = backend.Harness(spec, description, devices=["/cpu:0", "/cpu:1"])
+        replicas = harness.strategy.num_replicas_in_sync
+        images, _ = harness.next_batch()
+        per_replica = [int(part.shape[0]) for part in harness.strategy.experimental_local_results(images)]
     else:
         import mxnet as mx
         from dlbench.backends import mxnet as backend
 
-        trainer = backend.Trainer(spec, description, contexts=[mx.cpu(0), mx.cpu(1)])
-        parts = trainer.next_batch()
+        harness = backend.Harness(spec, description, contexts=[mx.cpu(0), mx.cpu(1)])
+        parts = harness.next_batch()
         replicas, per_replica = len(parts), [int(images.shape[0]) for images, _ in parts]
     losses = []
     for _ in range(spec.iterations):
-        trainer.step()
-        trainer.synchronize()
-        losses.append(trainer.final_loss())
+        harness.step()
+        harness.synchronize()
+        losses.append(harness.final_loss())
     result[mode] = {"replicas": replicas, "per_replica_batch": per_replica, "losses": losses}
 if framework == "mxnet":
     # 256 images in batches of 100: the third batch ends the epoch and must hold no blank filler.

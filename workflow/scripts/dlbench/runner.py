@@ -48,14 +48,14 @@ def run(spec: RunSpec) -> dict:
     backends.require_cuda_build(spec, result)
     if spec.gpus:  # a GPU the build has no code for is unavailable here, not an error in the timed loop
         result["gpu_code"] = backends.check_gpu_code(backend.gpu_code())
-    with backends.closing(backend.Trainer(spec, description(spec.network, spec.family, spec.input_size))) as trainer:
+    with backends.closing(backend.Harness(spec, description(spec.network, spec.family, spec.input_size))) as harness:
         result.update(import_seconds=imported - started, build_seconds=time.perf_counter() - imported)
         progress = print if _first_process() else _quiet
         progress(f"{spec.framework} {result['framework_version']}: {spec.task} {spec.network} on {spec.dataset}, "
                  f"{spec.device}, {spec.variant}, batch {spec.batch_size_global}, {spec.iterations} iterations "
                  f"({spec.warmup_iterations} warm-up), {spec.threads} threads", flush=True)
-        result.update(tasks.load(spec.task).run(trainer, spec, progress))
-        result["framework_allocator_peak_mib"] = trainer.allocator_peak_mib()
+        result.update(tasks.load(spec.task).run(harness, spec, progress))
+        result["framework_allocator_peak_mib"] = harness.allocator_peak_mib()
     return result
 
 

@@ -1,8 +1,8 @@
 """Framework backends behind one contract.
 
 A backend module implements :class:`Backend` (or, for a framework that trains in a worker process
-under another interpreter, CNTK, :class:`WorkerBackend`), and its ``Trainer`` class implements
-:class:`Trainer`; :func:`load` checks the module against its contract. The checks every backend
+under another interpreter, CNTK, :class:`WorkerBackend`), and its ``Harness`` class implements
+:class:`Harness`; :func:`load` checks the module against its contract. The checks every backend
 makes are written once here (:func:`require_gpus`, :func:`require_one_batch`). Modules are imported
 lazily, inside the framework's own environment, so the package itself imports with no framework
 installed (standard library only).
@@ -33,8 +33,10 @@ if TYPE_CHECKING:
     from ..spec import RunSpec
 
 
-class Trainer(Protocol):
-    """What the runner's timed loop (:func:`dlbench.tasks.loop.timed_loop`) drives."""
+class Harness(Protocol):
+    """A framework's network, built for one run with its optimizer and input pipeline: what the tasks drive
+    (:func:`dlbench.tasks.loop.timed_loop` its training steps; inference, evaluation and the layer profile
+    where its framework runs those tasks). Not every harness trains: ONNX Runtime's runs inference only."""
 
     def __init__(self, spec: RunSpec, network: Network) -> None:
         """Build the network and its input pipeline for the run, in its precision and compiled if
@@ -68,7 +70,7 @@ class Trainer(Protocol):
         """The profile task's: a context manager under which the framework's own profiler records the steps
         taken; on its exit, each step's per-layer times (:class:`LayerProfiler`)."""
 
-    # Optional, where the trainer holds more than memory (a worker process, a scratch directory):
+    # Optional, where the harness holds more than memory (a worker process, a scratch directory):
     # ``close()`` releases it; the runner calls it once, however the run ends (:func:`closing`).
 
     INFERENCE_IDIOM: str  # for the record: the framework's call that runs a forward pass in inference
@@ -81,7 +83,7 @@ class Trainer(Protocol):
 
 
 class LayerProfiler(Protocol):
-    """What a trainer's :meth:`Trainer.layer_profiler` returns."""
+    """What a harness's :meth:`Harness.layer_profiler` returns."""
 
     METHOD: str  # for the record: the profiler, and how its events are mapped to the description's layers
 
@@ -93,7 +95,7 @@ class LayerProfiler(Protocol):
     # the layers named as networks.layer_names names them
 
 
-class WorkerTrainer(Trainer, Protocol):
+class WorkerHarness(Harness, Protocol):
     def worker_cpu_seconds(self) -> float:
         """CPU time of the worker process, which the runner's own does not include."""
 
@@ -102,7 +104,7 @@ class Backend(Protocol):
     """A backend module whose framework trains in the runner's process."""
 
     PACKAGES: tuple[str, ...]  # distributions whose versions the record keeps
-    Trainer: type[Trainer]
+    Harness: type[Harness]
 
     def framework_version(self) -> str: ...
 
@@ -110,7 +112,7 @@ class Backend(Protocol):
         """The CUDA version the installed framework was built for; None for a CPU build."""
 
     def gpu_code(self) -> GpuCode | str:
-        """On a GPU run, before the trainer is built: the GPU code the CUDA build carries and the GPUs it
+        """On a GPU run, before the harness is built: the GPU code the CUDA build carries and the GPUs it
         sees, as the framework reports them (:func:`check_gpu_code`); or why it cannot be told."""
 
     def build(self, network: Network) -> Any:
@@ -124,7 +126,7 @@ class Backend(Protocol):
 class WorkerBackend(Protocol):
     """A backend module whose framework builds and trains in a worker under another interpreter."""
 
-    Trainer: type[WorkerTrainer]
+    Harness: type[WorkerHarness]
 
     def describe(self) -> dict:
         """The worker's Python, framework and package versions, and ``cuda_build`` (see
@@ -199,7 +201,7 @@ def load(framework: str) -> ModuleType:
     except ImportError as error:
         raise Unavailable(f"{framework} cannot be imported: {error}") from error
     check_contract(module)
-    check_trainer(framework, module.Trainer)
+    check_harness(framework, module.Harness)
     return module
 
 
@@ -212,19 +214,19 @@ def check_contract(module: ModuleType) -> ModuleType:
     return module
 
 
-def check_trainer(framework: str, trainer: type) -> None:
-    """The trainer class has the methods of every task its framework runs (the registry's ``runs``: a task it
+def check_harness(framework: str, harness: type) -> None:
+    """The harness class has the methods of every task its framework runs (the registry's ``runs``: a task it
     does not run yet is named in its row's ``not_yet``, with why)."""
     for task in REGISTRY[framework].runs:
-        missing = [name for name in TASKS[task].trainer_methods if not hasattr(trainer, name)]
+        missing = [name for name in TASKS[task].harness_methods if not hasattr(harness, name)]
         if missing:
-            raise TypeError(f"{framework}'s Trainer cannot run {task}: no {', '.join(missing)} (implement "
+            raise TypeError(f"{framework}'s Harness cannot run {task}: no {', '.join(missing)} (implement "
                             f"them, or name {task} in its registry row's not_yet with why)")
 
 
-def closing(trainer: Trainer) -> contextlib.AbstractContextManager[Trainer]:
-    """The trainer, closed after the block where it has a ``close`` (the :class:`Trainer` contract's option)."""
-    return contextlib.closing(trainer) if hasattr(trainer, "close") else contextlib.nullcontext(trainer)
+def closing(harness: Harness) -> contextlib.AbstractContextManager[Harness]:
+    """The harness, closed after the block where it has a ``close`` (the :class:`Harness` contract's option)."""
+    return contextlib.closing(harness) if hasattr(harness, "close") else contextlib.nullcontext(harness)
 
 
 def require_gpus(spec: RunSpec, needed: int, visible: int, framework: str) -> None:

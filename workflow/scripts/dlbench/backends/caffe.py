@@ -301,19 +301,19 @@ class LayerProfiler:
     METHOD = ("caffe time's per-layer forward and backward (Net::ForwardFromTo, BackwardFromTo one layer at a time "
               "through pycaffe, host clock), mapped to the description's layers; a profiled step makes no update")
 
-    def __init__(self, trainer: Trainer, layers: list[str]):
-        self.trainer, self.layers, self.steps = trainer, layers, []
+    def __init__(self, harness: Harness, layers: list[str]):
+        self.harness, self.layers, self.steps = harness, layers, []
 
     def __enter__(self) -> Self:
-        self.trainer.profiler = self
+        self.harness.profiler = self
         return self
 
     def __exit__(self, *exception) -> None:
-        self.trainer.profiler = None
+        self.harness.profiler = None
 
     def step(self, net: caffe.Net) -> None:
         times = {name: [0.0, 0.0] for name in self.layers}
-        described = [self.trainer.described.get(name) for name in net._layer_names]
+        described = [self.harness.described.get(name) for name in net._layer_names]
         net.clear_param_diffs()
         for phase, order in ((0, range(len(described))), (1, reversed(range(len(described))))):
             for index in order:
@@ -324,7 +324,7 @@ class LayerProfiler:
         self.steps.append({name: tuple(pair) for name, pair in times.items()})
 
 
-class Trainer:
+class Harness:
     INFERENCE_IDIOM = "net.forward() of a TEST-phase net sharing the solver's weights"
 
     def __init__(self, spec: RunSpec, description: networks.Network):

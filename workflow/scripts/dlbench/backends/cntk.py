@@ -204,7 +204,7 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-class Trainer:
+class Harness:
     INFERENCE_IDIOM = "model.eval(batch) in the CNTK worker (each call includes the runner's socket round trip)"
 
     def __init__(self, spec: RunSpec, description: networks.Network):

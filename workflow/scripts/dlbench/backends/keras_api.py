@@ -109,7 +109,7 @@ def normalised(images: np.ndarray, mean: np.ndarray, std: np.ndarray, shape: tup
     return images
 
 
-class Trainer:
+class Harness:
     INFERENCE_IDIOM = "model.predict_on_batch(images)"
 
     def __init__(self, spec: RunSpec, description: networks.Network):

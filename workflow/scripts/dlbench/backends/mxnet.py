@@ -326,7 +326,7 @@ def _contexts(spec: RunSpec) -> list[mx.Context]:
     return [mx.gpu(index) for index in range(spec.gpus)]
 
 
-class Trainer:
+class Harness:
     """``contexts`` overrides the spec's (tests: two CPU contexts for the multi-device path)."""
 
     INFERENCE_IDIOM = "the hybridised Gluon block called outside autograd.record (predict mode)"

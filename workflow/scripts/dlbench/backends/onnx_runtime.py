@@ -60,7 +60,7 @@ def forward_shape(model: torch.nn.Module, images: np.ndarray) -> tuple:
         return tuple(session(path, 1, 0).run(None, {INPUT: images})[0].shape)
 
 
-class Trainer:
+class Harness:
     INFERENCE_IDIOM = "InferenceSession.run of the network exported by torch.onnx (CUDA: run_with_iobinding)"
 
     def __init__(self, spec: RunSpec, description: networks.Network):

@@ -355,7 +355,7 @@ def memory_format(spec: RunSpec, description: networks.Network) -> torch.memory_
     return torch.channels_last if spec.gpus == 0 or tensor_cores else torch.contiguous_format
 
 
-class Trainer:
+class Harness:
     INFERENCE_IDIOM = "model.eval() called under torch.inference_mode()"
 
     def __init__(self, spec: RunSpec, description: networks.Network):

@@ -182,7 +182,7 @@ def _devices(spec: RunSpec) -> list[str]:
     return [f"/gpu:{index}" for index in range(spec.gpus)]
 
 
-class Trainer:
+class Harness:
     """``devices`` overrides the spec's (tests: logical CPU devices for the multi-device path)."""
 
     INFERENCE_IDIOM = "model(images, training=False) in a tf.function"

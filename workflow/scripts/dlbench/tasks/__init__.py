@@ -1,8 +1,8 @@
-"""The tasks a run can do, one module each (``dlbench.tasks.<name>``): its ``run(trainer, spec, progress)``,
-which the runner calls with the framework's trainer and whose dict goes into the runner's result, and the
+"""The tasks a run can do, one module each (``dlbench.tasks.<name>``): its ``run(harness, spec, progress)``,
+which the runner calls with the framework's harness and whose dict goes into the runner's result, and the
 record block the monitor builds from that result (where the task has one of its own). :data:`TASKS` is the
-one place a task is added: its words, the trainer methods it calls beyond a training step (the contract
-check holds every backend that runs it to them: :func:`dlbench.backends.check_trainer`), and, for a task
+one place a task is added: its words, the harness methods it calls beyond a training step (the contract
+check holds every backend that runs it to them: :func:`dlbench.backends.check_harness`), and, for a task
 that runs on one device only, why.
 
 Standard library only: the runner imports it inside framework environments, and the registry and the
@@ -18,7 +18,7 @@ from types import ModuleType
 @dataclass(frozen=True)
 class Task:
     words: str  # what the task measures (the config schema's and README's words)
-    trainer_methods: tuple[str, ...] = ()  # of backends.Trainer, beyond step() and the bookkeeping every run calls
+    harness_methods: tuple[str, ...] = ()  # of backends.Harness, beyond step() and the bookkeeping every run calls
     single_device: str | None = None  # why it runs on one device only (SINGLE_DEVICES), if it does
 
 

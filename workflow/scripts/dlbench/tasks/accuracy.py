@@ -9,13 +9,13 @@ from ..spec import RunSpec
 from .loop import prefixed, timed_loop
 
 
-def evaluate(trainer) -> dict:
-    """Top-1 accuracy and mean cross-entropy over the test split, scored from the trainer's logits the same
+def evaluate(harness) -> dict:
+    """Top-1 accuracy and mean cross-entropy over the test split, scored from the harness's logits the same
     way for every framework (log-softmax in float64)."""
     import numpy as np  # every framework environment has it; the runner's module imports stay standard library
 
     correct, loss, images = 0, 0.0, 0
-    for logits, labels in trainer.test_logits():
+    for logits, labels in harness.test_logits():
         logits, labels = np.asarray(logits, np.float64), np.asarray(labels, np.int64)
         shifted = logits - logits.max(axis=1, keepdims=True)
         log_probabilities = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
@@ -27,18 +27,18 @@ def evaluate(trainer) -> dict:
     return {"test_accuracy": correct / images, "test_loss": loss / images, "test_images": images}
 
 
-def run(trainer, spec: RunSpec, progress=print) -> dict:
+def run(harness, spec: RunSpec, progress=print) -> dict:
     """An accuracy run: ``spec.epochs`` epochs of training steps, each timed as speed runs time theirs (no
     warm-up: the first steps count, as they do for a user), each followed by an evaluation on the test split.
     The timed window runs from the first step to the last epoch's end; its seconds are the training steps'."""
     steps = spec.iterations // spec.epochs
     epochs, times, elapsed, window = [], [], 0.0, {}
     for epoch in range(1, spec.epochs + 1):
-        timing = timed_loop(trainer, steps, 0, functools.partial(prefixed, progress, f"epoch {epoch}/{spec.epochs}, "))
+        timing = timed_loop(harness, steps, 0, functools.partial(prefixed, progress, f"epoch {epoch}/{spec.epochs}, "))
         trained = timing["timed_window"]
-        train_loss = trainer.final_loss()
+        train_loss = harness.final_loss()
         started = time.perf_counter()
-        scores = evaluate(trainer)
+        scores = evaluate(harness)
         evaluated = time.perf_counter() - started
         elapsed += trained["seconds"] + evaluated
         epochs.append({"epoch": epoch, "steps": steps, "train_seconds": trained["seconds"],

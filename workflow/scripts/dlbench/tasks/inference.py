@@ -9,13 +9,13 @@ from ..spec import RunSpec, default_warmup
 from .loop import timed_loop
 
 
-def run(trainer, spec: RunSpec, progress=print) -> dict:
+def run(harness, spec: RunSpec, progress=print) -> dict:
     """An inference run: the throughput of forward passes at the case's batch size, timed as training
     steps are (one batch in flight); then the latency of single images, each call waited for until
     its result is there, one after another."""
-    timing = timed_loop(trainer, spec.iterations, spec.warmup_iterations, progress,
-                        step=trainer.inference(spec.batch_size_global))
-    single = trainer.inference(1)
+    timing = timed_loop(harness, spec.iterations, spec.warmup_iterations, progress,
+                        step=harness.inference(spec.batch_size_global))
+    single = harness.inference(1)
     warmup, calls = default_warmup(spec.latency_calls), []
     report_every = max(1, spec.latency_calls // 5)
     for index in range(warmup + spec.latency_calls):
@@ -27,7 +27,7 @@ def run(trainer, spec: RunSpec, progress=print) -> dict:
             progress(f"latency call {timed}/{spec.latency_calls}: median so far "
                      f"{statistics.median(calls[warmup:]) * 1e3:.3f} ms", flush=True)
     return {**timing, "latency_seconds": calls[warmup:], "latency_warmup_calls": warmup,
-            "inference_idiom": trainer.INFERENCE_IDIOM}
+            "inference_idiom": harness.INFERENCE_IDIOM}
 
 
 def latency(spec: RunSpec, result: dict, not_ok: str | None) -> dict | None:

@@ -6,14 +6,14 @@ import time
 from .. import backends
 
 
-def _cpu_seconds(trainer) -> float:
+def _cpu_seconds(harness) -> float:
     """CPU time of this process, and of the worker process where the framework trains in one (CNTK)."""
-    worker = getattr(trainer, "worker_cpu_seconds", None)
+    worker = getattr(harness, "worker_cpu_seconds", None)
     return time.process_time() + (worker() if worker else 0.0)
 
 
-def timed_loop(trainer, iterations: int, warmup: int, progress=print, step=None) -> dict:
-    """Run ``iterations`` steps (the trainer's, or ``step``: an inference run's forward passes) with one
+def timed_loop(harness, iterations: int, warmup: int, progress=print, step=None) -> dict:
+    """Run ``iterations`` steps (the harness's, or ``step``: an inference run's forward passes) with one
     step in flight, as a real training loop runs.
 
     An asynchronous step (CUDA, MXNet's engine) is dispatched before the loop waits for the one
@@ -27,8 +27,8 @@ def timed_loop(trainer, iterations: int, warmup: int, progress=print, step=None)
     report_every = max(1, iterations // 10)
 
     def open_window() -> None:
-        window.update(start_epoch=time.time(), cpu_start=_cpu_seconds(trainer),
-                      input_wait_start=trainer.input_wait_seconds())
+        window.update(start_epoch=time.time(), cpu_start=_cpu_seconds(harness),
+                      input_wait_start=harness.input_wait_seconds())
 
     def step_finished() -> None:
         nonlocal last
@@ -42,8 +42,8 @@ def timed_loop(trainer, iterations: int, warmup: int, progress=print, step=None)
             phase = "warm-up" if done <= warmup else "timed"
             progress(f"iteration {done}/{iterations} ({phase}): {times[-1] * 1e3:.1f} ms", flush=True)
 
-    step = step or trainer.step
-    trainer.synchronize()
+    step = step or harness.step
+    harness.synchronize()
     if warmup == 0:
         open_window()
     last = time.perf_counter()
@@ -61,16 +61,16 @@ def timed_loop(trainer, iterations: int, warmup: int, progress=print, step=None)
             in_flight()
             step_finished()
         in_flight = wait_for_step
-    trainer.synchronize()
+    harness.synchronize()
     if in_flight:
         step_finished()
-    input_wait = trainer.input_wait_seconds()
+    input_wait = harness.input_wait_seconds()
     return {
         "iteration_seconds": times,
         "timed_window": {
             "start_epoch": window["start_epoch"],
             "end_epoch": time.time(),
-            "cpu_seconds": _cpu_seconds(trainer) - window["cpu_start"],
+            "cpu_seconds": _cpu_seconds(harness) - window["cpu_start"],
             "seconds": sum(times[warmup:]),
             "input_wait_seconds": None if input_wait is None else input_wait - window["input_wait_start"],
         },

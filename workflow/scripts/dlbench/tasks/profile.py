@@ -9,15 +9,15 @@ from ..spec import RunSpec
 from .loop import prefixed, timed_loop
 
 
-def run(trainer, spec: RunSpec, progress=print) -> dict:
+def run(harness, spec: RunSpec, progress=print) -> dict:
     """A profile run: the training steps timed as a training run's, with no profiler (the speed); then as
     many timed steps again, and one before them that is left out (the profiler starting), under the
     framework's own profiler, which records each layer's forward and backward time per step."""
-    result = timed_loop(trainer, spec.iterations, spec.warmup_iterations, progress)
-    with trainer.layer_profiler() as profiler:
-        profiled = timed_loop(trainer, spec.iterations - spec.warmup_iterations + 1, 1,
+    result = timed_loop(harness, spec.iterations, spec.warmup_iterations, progress)
+    with harness.layer_profiler() as profiler:
+        profiled = timed_loop(harness, spec.iterations - spec.warmup_iterations + 1, 1,
                               functools.partial(prefixed, progress, "profiled, "))
-    return {**result, "final_loss": trainer.final_loss(),
+    return {**result, "final_loss": harness.final_loss(),
             "profile": {"method": profiler.METHOD, "iteration_seconds": profiled["iteration_seconds"][1:],
                         "layers": profiler.steps[1:]}}
 

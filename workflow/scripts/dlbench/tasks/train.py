@@ -10,6 +10,6 @@ if TYPE_CHECKING:
     from ..spec import RunSpec
 
 
-def run(trainer, spec: RunSpec, progress=print) -> dict:
-    return {**timed_loop(trainer, spec.iterations, spec.warmup_iterations, progress),
-            "final_loss": trainer.final_loss()}
+def run(harness, spec: RunSpec, progress=print) -> dict:
+    return {**timed_loop(harness, spec.iterations, spec.warmup_iterations, progress),
+            "final_loss": harness.final_loss()}
