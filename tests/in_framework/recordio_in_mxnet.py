@@ -1,4 +1,4 @@
-"""Run by tests/test_recordio.py inside the MXNet venv: write RecordIO with mxnet.recordio, read it
+"""Run by tests/unit/test_recordio.py inside the MXNet venv: write RecordIO with mxnet.recordio, read it
 back with mxnet.recordio and with mx.io.ImageRecordIter, and report what differs from the source."""
 import json
 import sys

@@ -4,7 +4,7 @@ CNTK 2.7's Linux wheels (built on Ubuntu 16.04) link against OpenMPI 1.10 (``lib
 ``libmpi_cxx.so.1``), which no current distribution ships. Debian 12 has OpenMPI 4.1
 (``libopenmpi3``); linked under the old names in the wheel's ``cntk/libs`` directory, which is on
 the RUNPATH of CNTK's libraries, it loads; and its distributed learner runs on it, under Debian's
-``mpiexec`` (openmpi-bin): a ``2xcpu`` run trains over two ranks (tests/test_cntk.py). Its image
+``mpiexec`` (openmpi-bin): a ``2xcpu`` run trains over two ranks (tests/unit/test_cntk.py). Its image
 reader's libraries come from Ubuntu 16.04 (:mod:`dlbench.image_reader_libraries`).
 """
 from __future__ import annotations

@@ -87,7 +87,7 @@ def build_venv(requirements: Path, venv_dir: Path, log, base_python: str | None 
 SOURCE_BUILDS = {"caffe": caffe_build.build}
 
 
-# Environment files without a CUDA variant, and why (tests/test_envs.py: every file has one or the other).
+# Environment files without a CUDA variant, and why (tests/unit/test_envs.py: every file has one or the other).
 NO_CUDA_VARIANT = {"caffe.yaml": "conda-forge's Caffe 1.0 is CPU_ONLY; the pip path (environment: venv) compiles "
                                  "Caffe with CUDA where the node has nvcc"}
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts, for the framework probe

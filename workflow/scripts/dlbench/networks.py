@@ -527,7 +527,7 @@ class Entry:
 
 # The one place a network is added (Figure 5.1 of the thesis: LeNet on MNIST only, the other four on
 # CIFAR10 and ImageNet). config/schema.yaml, the run record's schema and config/README.md's Figure
-# 4.5 table are checked against it (tests/test_registry.py).
+# 4.5 table are checked against it (tests/unit/test_registry.py).
 REGISTRY = {
     "lenet": Entry(lenet, {"mnist": (64, 938, 0.01)}),
     "alexnet": Entry(alexnet, {"cifar10": (128, 390, 0.01), "imagenet": (128, 300, 0.01)}),

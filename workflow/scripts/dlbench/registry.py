@@ -26,7 +26,7 @@ class Framework:
     compiler: str | None = None  # what compile: true switches on
     always_compiled: str | None = None  # what compiles every run, compile: false too
     # Per optimizer kind (networks.Optimizer), how the framework's own differs from the description
-    # (tests/test_backends.py steps each): the record's execution.optimizer_difference.
+    # (tests/unit/test_backends.py steps each): the record's execution.optimizer_difference.
     optimizer_differences: dict[str, str] = field(default_factory=dict)
     tasks: tuple[str, ...] = tuple(TASKS)  # of tasks.TASKS, those it can run (ONNX Runtime cannot train)
     # Of those, the ones its backend does not run yet, and why: their cells are made, and recorded unavailable
@@ -47,7 +47,7 @@ KERAS_NOT_YET = {"profile": "profiling through Keras on its three backends is no
 # The one place a framework is added: the thesis's five, then Keras 3's high-level API on three
 # backends (seed 001's keras-mxnet comparison in its modern form), then ONNX Runtime on the network
 # PyTorch exports (seed 002's low-level reference, inference only). config/schema.yaml, the run
-# record's schema and README's table are checked against it (tests/test_registry.py).
+# record's schema and README's table are checked against it (tests/unit/test_registry.py).
 REGISTRY = {framework.name: framework for framework in (
     Framework("caffe", "caffe", "caffe", "lmdb", always_compiled="Caffe's static net",
               cannot_resize="Caffe's Data layer crops and mirrors but does not resize (convert_imageset "

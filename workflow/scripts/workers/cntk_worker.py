@@ -172,7 +172,7 @@ def make_learner(rule, parameters, learning_rate):
     inc or dec (as the gradient keeps or flips its sign) within [min, max]; [1, 1 + 1e-6] (CNTK wants max above
     min) keeps it plain RMSProp, to a millionth. Its rate is per sample (minibatch_size=1): with CNTK's
     default (IGNORE) its RMSProp steps a batch's-size fraction of the rate, where momentum SGD's rate is the
-    mean gradient's (tests/test_backends.py steps both on a batch of 4)."""
+    mean gradient's (tests/unit/test_backends.py steps both on a batch of 4)."""
     import cntk as C
     if rule["kind"] == "rmsprop":
         return C.rmsprop(parameters, C.learning_parameter_schedule(learning_rate, minibatch_size=1),

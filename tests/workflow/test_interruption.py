@@ -13,8 +13,8 @@ import psutil
 import pytest
 from dlbench import slots
 
-from .conftest import IN_FRAMEWORK, ROOT
-from .test_monitor import spec
+from ..conftest import IN_FRAMEWORK, ROOT
+from ..unit.test_monitor import spec
 
 # The monitor as train.py runs it, in a process of its own: a PyTorch run that would take hours. Ctrl-C reaches it
 # as it reaches a terminal's foreground job, also where the tests run in the background (a shell starts a background

@@ -9,8 +9,8 @@ from dlbench import compare
 from dlbench.record import load_records, write_record
 from dlbench.tables.runs import runs_table
 
-from .conftest import ROOT
-from .test_aggregate import record
+from ..conftest import ROOT
+from .test_tables import record
 
 
 def results(directory, speeds: dict, table=False):

@@ -8,8 +8,8 @@ import pytest
 from dlbench import acceptance
 from dlbench.record import load_records, write_record
 
-from .conftest import ROOT
-from .test_aggregate import record
+from ..conftest import ROOT
+from .test_tables import record
 
 
 def gpu_record(framework="pytorch", dataset="mnist-synthetic", speed=1000.0, mfu=0.4, allocator=500.0,

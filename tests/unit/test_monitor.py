@@ -12,7 +12,7 @@ from dlbench import host, monitor, networks
 from dlbench.record import load_records, write_record
 from dlbench.spec import RunSpec
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 def spec(**changes):

@@ -7,7 +7,7 @@ from dlbench.figures.scaling import scaling_figure
 from dlbench.tables.appendix import appendix, scale, scaling
 from dlbench.tables.runs import runs_table
 
-from .test_aggregate import figure, record
+from .test_tables import figure, record
 
 
 def speed_runs():

@@ -6,7 +6,7 @@ from dlbench.tables import thesis
 from dlbench.tables.appendix import appendix
 from dlbench.tables.runs import runs_table
 
-from .test_aggregate import record
+from .test_tables import record
 
 OURS = {"pytorch": 2000.0, "tensorflow": 3000.0, "caffe": 1000.0}
 

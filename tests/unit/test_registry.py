@@ -12,7 +12,7 @@ from dlbench.datasets import FAMILIES
 from dlbench.spec import PRECISIONS
 from dlbench.tasks import TASKS
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 CONFIG_SCHEMA = yaml.safe_load((ROOT / "config" / "schema.yaml").read_text())["properties"]
 RECORD = yaml.safe_load((ROOT / "workflow" / "schemas" / "run_record.schema.yaml").read_text())["properties"]

@@ -13,7 +13,7 @@ from dlbench.config import ConfigError, cases
 from dlbench.record import quality
 from dlbench.spec import RunSpec
 
-from .conftest import ROOT, run_in
+from ..conftest import ROOT, run_in
 from .test_config import validated
 
 TRAIN, TEST = 256, 70  # 70: the last evaluation batch of 32 holds 6 images

@@ -7,7 +7,7 @@ import pytest
 from dlbench import datasets, formats
 from dlbench.formats import cntk_map, lmdb_datum, tfrecord_example
 
-# RecordIO needs MXNet's environment: tests/test_recordio.py.
+# RecordIO needs MXNet's environment: tests/unit/test_recordio.py.
 WORKFLOW_ENV_FORMATS = sorted(set(formats.MODULES) - set(formats.WRITER_ENVIRONMENTS))
 
 
@@ -132,7 +132,7 @@ def _cut(path, size: int) -> None:
         file.truncate(size)
 
 
-# How each format is damaged as a full disk or an interrupted copy leaves it (RecordIO: tests/test_recordio.py).
+# How each format is damaged as a full disk or an interrupted copy leaves it (RecordIO: tests/unit/test_recordio.py).
 DAMAGE = {
     "lmdb": lambda shard, split_dir: (_cut(shard / "data.mdb", (shard / "data.mdb").stat().st_size // 2),
                                       shard / "data.mdb"),

@@ -116,7 +116,7 @@ def test_the_tables_are_written_again_from_a_runs_json(tmp_path):
     """``gpu_envs_check.py --tables-only``: the same tables from the checks a run kept, installing nothing."""
     import json
 
-    from .conftest import ROOT
+    from ..conftest import ROOT
 
     check = gpu_envs.EnvironmentCheck("tiny.cuda", {"status": "ok", "framework_build": "cuda 12"}, objects=3,
                                       gpu_code={"tiny/libtiny.so": ("sm_80",)}, fatbin_bytes={"tiny/libtiny.so": 10})
@@ -127,7 +127,7 @@ def test_the_tables_are_written_again_from_a_runs_json(tmp_path):
 
 
 def test_every_cuda_requirements_file_is_checked_for_the_gpus_the_workflow_builds_it_for():
-    from .conftest import ROOT
+    from ..conftest import ROOT
 
     builds = gpu_envs.cuda_builds(ROOT / "envs")
     assert gpu_envs.CudaBuild("mxnet", "mxnet.cuda.requirements.txt") in builds

@@ -15,7 +15,7 @@ from dlbench.tables.api_cost import write_api_cost
 from dlbench.tables.appendix import appendix, appendix_wide, write_appendix
 from dlbench.tables.runs import runs_table
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 def figure(records: list[dict], metric: str, outputs: list) -> None:

@@ -2,7 +2,7 @@
 import pytest
 from dlbench import datasets, formats, ilsvrc12
 
-from .conftest import run_in
+from ..conftest import run_in
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from dlbench.tables.layers import layer_means, layers_table
 from dlbench.tables.runs import runs_table
 from dlbench.tasks.profile import layer_profile
 
-from .conftest import run_in
+from ..conftest import run_in
 from .test_config import validated
 
 

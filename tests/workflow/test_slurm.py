@@ -7,7 +7,7 @@ import sys
 import pytest
 import yaml
 
-from .conftest import ROOT
+from ..conftest import ROOT
 from .slurm_cluster import LocalSlurm
 
 

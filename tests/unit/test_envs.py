@@ -7,7 +7,7 @@ import pytest
 from dlbench import envs
 from dlbench.registry import ENVIRONMENTS
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 ENVS = ROOT / "envs"
 LISTING = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-3f1c0000-0000-0000-0000-000000000000)\n"

@@ -15,7 +15,7 @@ import pytest
 from dlbench import monitor, slots
 from dlbench.record import load_records, write_record
 
-from .conftest import ROOT
+from ..conftest import ROOT
 from .test_gpu import FakeNVML
 from .test_monitor import spec
 

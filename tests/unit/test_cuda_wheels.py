@@ -10,7 +10,7 @@ import sys
 import pytest
 from dlbench import cuda_wheels
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 PROGRAM = """
 import ctypes, sys

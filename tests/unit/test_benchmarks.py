@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from dlbench import bench
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 def _ratio(values, **sides) -> bench.Measurement:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from dlbench import host, ilsvrc12, metrics, peaks, registry, report_check
 
-from .conftest import ROOT, framework_environment
+from ..conftest import ROOT, framework_environment
 
 # oneDNN's avx512_core (AVX-512 F, BW, VL and DQ): the CPUs on which MXNet's oneDNN 2.x has bf16 kernels
 AVX512_CORE = {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= set(

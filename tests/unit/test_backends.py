@@ -10,7 +10,7 @@ import pytest
 from dlbench import datasets, formats, ilsvrc12, networks, registry
 from dlbench.backends import cntk as cntk_backend
 
-from .conftest import IN_FRAMEWORK, ROOT, run_in
+from ..conftest import IN_FRAMEWORK, ROOT, run_in
 
 
 def _generated(root, family, train=40, test=20):

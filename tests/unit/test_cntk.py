@@ -15,7 +15,7 @@ from dlbench import datasets, envs, formats, networks, runner
 from dlbench.backends import cntk as cntk_backend
 from dlbench.spec import RunSpec
 
-from .conftest import IN_FRAMEWORK, ROOT
+from ..conftest import IN_FRAMEWORK, ROOT
 
 STANDIN = IN_FRAMEWORK / "cntk_standin"
 CASES = [(name, sized_for) for name, sizings in networks.SIZINGS.items() for sized_for in sizings]

@@ -9,7 +9,7 @@ import time
 import psutil
 from dlbench import lifeline
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 HOLDER = """
 import sys, time

@@ -10,7 +10,7 @@ from dlbench.config import FIGURE_4_5, ConfigError, cases, check_devices
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 GOOD = {"frameworks": ["pytorch"], "benchmarks": [{"dataset": "mnist", "data": "synthetic", "networks": ["lenet"]}]}
 

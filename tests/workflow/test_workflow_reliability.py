@@ -14,7 +14,7 @@ import pytest
 import yaml
 from dlbench.spec import RunSpec
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 QUICK = {"networks": ["lenet"], "batch_size": 16, "iterations": 12, "warmup_iterations": 2}
 

@@ -1,0 +1,1 @@
+"""The workflow end to end: Snakemake runs, interrupted runs, Slurm (marked slow where they take minutes)."""
