@@ -2,11 +2,12 @@
 import copy
 import subprocess
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, fields
 
 import pytest
 import yaml
 from dlbench.config import FIGURE_4_5, ConfigError, cases, check_devices
+from dlbench.spec import RUN_FIELDS, RunSpec
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
@@ -36,6 +37,10 @@ def test_a_runs_spec_is_its_cases_and_what_the_run_adds():
     assert {name: getattr(spec, name) for name in asdict(case)} == asdict(case)
     assert (spec.repetition, spec.seed, spec.threads, spec.data_dir, spec.loader_workers) == (2, 2, 4, None, 1)
     assert (spec.family, spec.data_mode, spec.variant) == (case.family, case.data_mode, case.variant)
+    # a run parameter is defined once: a case has every field of RunSpec but what a run adds, with its default
+    assert [f.name for f in fields(case)] == [f.name for f in fields(RunSpec) if f.name not in RUN_FIELDS]
+    defaults = {f.name: f.default for f in fields(RunSpec)}
+    assert {f.name: f.default for f in fields(case)} == {name: defaults[name] for name in asdict(case)}
 
 
 @pytest.mark.parametrize("change,message", [

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, field, fields, make_dataclass
 
 from .datasets import FAMILIES, RESIZED_SIZING
 from .networks import REGISTRY, SIZINGS
@@ -17,10 +17,11 @@ from .registry import REGISTRY as FRAMEWORKS
 from .spec import (
     EPOCHS,
     LATENCY_CALLS,
+    RUN_FIELDS,
+    Labelled,
     RunSpec,
     dataset_label,
     default_warmup,
-    parse_dataset_label,
     parse_device,
     variant_label,
 )
@@ -35,45 +36,19 @@ class ConfigError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
-class Case:
-    """One (framework, dataset, network, device, variant, task) cell; it runs ``repetitions`` times. Its
-    fields are :class:`RunSpec`'s, named alike: a run's spec is its case's and what the run adds
-    (:meth:`run_spec`)."""
+def _run_spec(self, repetition: int, threads: int, data_dir: str | None, loader_workers: int) -> RunSpec:
+    """Repetition ``repetition`` of the case (which also seeds it) with what the node gives it: its threads, the
+    dataset in its framework's format (None in synthetic mode) and its loader workers."""
+    return RunSpec(**asdict(self), repetition=repetition, threads=threads, data_dir=data_dir,
+                   loader_workers=loader_workers, seed=repetition)
 
-    framework: str
-    dataset: str  # label: mnist, mnist-generated, imagenet-synthetic, ...
-    network: str
-    device: str
-    batch_size_global: int
-    iterations: int
-    warmup_iterations: int
-    learning_rate: float
-    precision: str = "fp32"
-    compile: bool = False
-    task: str = "train"
-    latency_calls: int = LATENCY_CALLS
-    epochs: int = EPOCHS
-    target_accuracy: float | None = None
-    input_size: int | None = None
 
-    @property
-    def family(self) -> str:
-        return parse_dataset_label(self.dataset)[0]
-
-    @property
-    def data_mode(self) -> str:
-        return parse_dataset_label(self.dataset)[1]
-
-    @property
-    def variant(self) -> str:
-        return variant_label(self.precision, self.compile)
-
-    def run_spec(self, repetition: int, threads: int, data_dir: str | None, loader_workers: int) -> RunSpec:
-        """Repetition ``repetition`` of the case (which also seeds it) with what the node gives it: its
-        threads, the dataset in its framework's format (None in synthetic mode) and its loader workers."""
-        return RunSpec(**asdict(self), repetition=repetition, threads=threads, data_dir=data_dir,
-                       loader_workers=loader_workers, seed=repetition)
+# One (framework, dataset, network, device, variant, task) cell; it runs ``repetitions`` times. Its fields are
+# RunSpec's but what a run adds (spec.RUN_FIELDS), so that a run parameter is defined once, in spec.py.
+Case = make_dataclass(
+    "Case", [(f.name, f.type, field(default=f.default)) if f.default is not MISSING else (f.name, f.type)
+             for f in fields(RunSpec) if f.name not in RUN_FIELDS],
+    bases=(Labelled,), frozen=True, namespace={"run_spec": _run_spec, "__module__": __name__})
 
 
 def check_devices(config: dict) -> None:
@@ -175,7 +150,9 @@ def cases(config: dict) -> list[Case]:
                     own = ({"latency_calls": bench.get("latency_calls", LATENCY_CALLS)} if task == "inference" else
                            {"epochs": bench.get("epochs", EPOCHS), "target_accuracy": bench.get("target_accuracy")}
                            if task == "accuracy" else {})
-                    found[key] = Case(framework, label, network, device, batch, *steps, rate, precision, compile, task,
+                    found[key] = Case(framework=framework, dataset=label, network=network, device=device,
+                                      batch_size_global=batch, iterations=steps[0], warmup_iterations=steps[1],
+                                      learning_rate=rate, precision=precision, compile=compile, task=task,
                                       input_size=input_size, **own)
     return list(found.values())
 

@@ -82,8 +82,36 @@ def gpu_count(device: str) -> int:
     return processes * gpus
 
 
+class Labelled:
+    """What a run's dataset label and numerics name: shared by :class:`RunSpec` and the config's cases."""
+
+    dataset: str
+    precision: str
+    compile: bool
+
+    @property
+    def family(self) -> str:
+        return parse_dataset_label(self.dataset)[0]
+
+    @property
+    def data_mode(self) -> str:
+        return parse_dataset_label(self.dataset)[1]
+
+    @property
+    def variant(self) -> str:
+        return variant_label(self.precision, self.compile)
+
+
+# What a run adds to its case (:class:`dlbench.config.Case`, RunSpec's other fields): its repetition, which
+# seeds it, and what the node gives it.
+RUN_FIELDS = ("repetition", "threads", "data_dir", "loader_workers", "seed")
+
+
 @dataclass(frozen=True)
-class RunSpec:
+class RunSpec(Labelled):
+    """The one run-parameter type: a case of the config (its fields but :data:`RUN_FIELDS`) and what the run
+    adds. The rules pass it whole (``params.spec``), the record's ``run`` block is made of it."""
+
     framework: str
     dataset: str  # label, e.g. mnist-generated
     network: str
@@ -109,14 +137,6 @@ class RunSpec:
     seed: int = 0
 
     @property
-    def family(self) -> str:
-        return parse_dataset_label(self.dataset)[0]
-
-    @property
-    def data_mode(self) -> str:
-        return parse_dataset_label(self.dataset)[1]
-
-    @property
     def gpus(self) -> int:
         """GPUs per process: what one training process uses."""
         return parse_device(self.device)[1]
@@ -124,10 +144,6 @@ class RunSpec:
     @property
     def processes(self) -> int:
         return parse_device(self.device)[0]
-
-    @property
-    def variant(self) -> str:
-        return variant_label(self.precision, self.compile)
 
     def record_block(self, framework_version: str | None) -> dict:
         block = asdict(self)
