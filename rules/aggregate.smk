@@ -1,6 +1,7 @@
 """Tables and figures from the run records (read only, never rewritten): the records become runs.csv, runs.csv
-the appendix, and every other table and figure takes its numbers from the appendix (a record's own series, its
-every step's time, accuracy curve and layers, from the records)."""
+the appendix, and every other table and figure takes its numbers from the appendix (a cell's bar figures from
+its own records, by the same functions, so that one figure rebuilt waits for no other run; a record's own
+series, its every step's time, accuracy curve and layers, from the records)."""
 
 
 rule runs_table:
@@ -204,7 +205,7 @@ rule layers_figure:
 
 rule figure:
     input:
-        "results/tables/appendix.csv",
+        cell_records,
     output:
         png=report(
             "results/figures/{dataset}/{network}/{metric}.png",

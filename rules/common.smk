@@ -301,17 +301,21 @@ def run_spec(wildcards):
 CURRENT_ENVIRONMENT = None if BUILD_VENVS or USE_CONDA else current_environment()
 
 
-def records_of(dataset, network, task):
-    return run_records(key for key in CASES if key[1:3] == (dataset, network) and key[5] == task)
+def records_of(dataset, network, tasks=tuple(TASKS)):
+    return run_records(key for key in CASES if key[1:3] == (dataset, network) and key[5] in tasks)
+
+
+def cell_records(wildcards):
+    return records_of(wildcards.dataset, wildcards.network)
 
 
 def train_records(wildcards):
-    return records_of(wildcards.dataset, wildcards.network, "train")
+    return records_of(wildcards.dataset, wildcards.network, ("train",))
 
 
 def accuracy_records(wildcards):
-    return records_of(wildcards.dataset, wildcards.network, "accuracy")
+    return records_of(wildcards.dataset, wildcards.network, ("accuracy",))
 
 
 def profile_records(wildcards):
-    return records_of(wildcards.dataset, wildcards.network, "profile")
+    return records_of(wildcards.dataset, wildcards.network, ("profile",))

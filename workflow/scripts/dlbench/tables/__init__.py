@@ -1,6 +1,7 @@
 """The tables: one route from run records to numbers. The records become runs.csv (:mod:`.runs`), runs.csv
 becomes the appendix (:mod:`.appendix`: every metric's cells, mean ± sd), and every other table and every
-figure reads its numbers from the appendix.
+figure reads its numbers from the appendix (a cell's bar figures make their cell's rows of it from its records
+with the same two functions, so that rebuilding one waits for no other run).
 
 Aggregation only reads records; it never writes beside them.
 """
