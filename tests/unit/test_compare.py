@@ -13,15 +13,16 @@ from ..conftest import ROOT
 from .test_tables import record
 
 
-def results(directory, speeds: dict, table=False):
-    """A results directory with a record per (framework, repetition) speed, as the workflow lays them out;
-    ``table``: only its runs.csv, as a set copied from another machine may be."""
+def results(directory, speeds: dict, table=False, cpu="a CPU"):
+    """A results directory with a record per (framework, repetition) speed, as the workflow lays them out, of runs
+    on ``cpu``; ``table``: only its runs.csv, as a set copied from another machine may be."""
     paths = []
     for framework, values in speeds.items():
         for repetition, speed in enumerate(values, 1):
             status = "ok" if speed else "unavailable"
             item = record(framework, repetition=repetition, speed=speed or 0.0, status=status,
                           reason="" if speed else "not on this machine")
+            item["provenance"]["cpu_model"] = cpu
             case = directory / "runs" / framework / "mnist-generated" / "lenet" / "cpu" / "fp32" / "train"
             path = case / f"rep{repetition}.json"
             write_record(item, path)
@@ -132,3 +133,11 @@ def test_two_result_sets_of_different_configs_are_compared(tmp_path):
     assert speed.loc["mlp", "in"] == "B only" and speed.loc["mlp", "a_cell"] == "not in this set"
     assert "# large-batch (B) against small-batch (A)" in (out / "comparison.md").read_text()
     assert 'id="ratio pytorch mnist-synthetic lenet cpu fp32 train"' in (out / "comparison_train_speed.svg").read_text()
+
+
+def test_the_cells_of_two_machines_are_compared_and_each_sides_machine_named(tmp_path):
+    a = results(tmp_path / "laptop", {"pytorch": [100, 104, 102]}, cpu="Intel Core i7-8650U")
+    b = results(tmp_path / "node", {"pytorch": [300, 310, 305]}, table=True, cpu="AMD EPYC 9654")
+    speed = compare.compare(compare.runs_of(a), compare.runs_of(b)).query("metric == 'train_speed'").iloc[0]
+    assert (speed["a_machine"], speed["b_machine"]) == ("Intel Core i7-8650U, 2 cores", "AMD EPYC 9654, 2 cores")
+    assert speed["in"] == "both" and speed["ratio"] == pytest.approx(305 / 102) and speed["significant"]

@@ -9,7 +9,7 @@ from dlbench import metrics, retry
 from dlbench.figures.bars import bars
 from dlbench.record import load_records, quality, write_record
 from dlbench.spec import SETUP_FIELDS, RunSpec
-from dlbench.tables import RUN_KEYS, read_appendix
+from dlbench.tables import NOT_RECORDED, RUN_KEYS, read_appendix, read_runs
 from dlbench.tables.accuracy import write_accuracy
 from dlbench.tables.api_cost import write_api_cost
 from dlbench.tables.appendix import appendix, appendix_wide, write_appendix
@@ -288,7 +288,7 @@ def test_the_api_cost_table_sets_each_framework_beside_the_one_it_runs_on(tmp_pa
     assert pd.isna(cost.loc["onnxruntime", "train_speed train"]) and pd.isna(cost.loc["keras-jax", "runs_on"])
     assert cost.loc["keras-torch", "setup_time train"] == pytest.approx(1.75)
     markdown = re.sub(" +", " ", (tmp_path / "api_cost.md").read_text())  # to_markdown's padding
-    assert "| mnist-generated | lenet | cpu | fp32 | keras-torch | pytorch | 2.00 (×8.00) |" in markdown
+    assert "| mnist-generated | lenet | cpu | a CPU, 2 cores | fp32 | keras-torch | pytorch | 2.00 (×8.00) |" in markdown
     assert "| keras-jax | — | 0.200 |" in markdown
     # frameworks that run on none: their numbers alone, no ratios
     alone = tmp_path / "alone.csv"
@@ -467,3 +467,48 @@ def test_the_readme_and_the_captions_write_the_thresholds_the_code_flags_at():
         text = (ROOT / "report" / caption).read_text()
         assert not re.search(r"\d+ ?%", text), caption
         assert all(f"snakemake.params.thresholds.{name}" in text for name in words), caption
+
+
+def on_gpus(item: dict, *models: str) -> dict:
+    """The record as if its run had held GPUs of ``models``."""
+    item["provenance"]["gpus"] = [{"index": k, "uuid": f"GPU-{k}", "name": name, "driver": "550"}
+                                  for k, name in enumerate(models)]
+    return item
+
+
+def test_runs_of_one_cell_on_two_gpu_models_are_never_averaged(tmp_path):
+    """A gpu1 cell whose repetitions landed on a K20m and on a P100 (a partition that mixes models) is two cells,
+    each its machine's; a run that failed before it held its GPUs joins the cell of the only machine named."""
+    items = [on_gpus(record(device="gpu1", repetition=1, speed=100.0), "Tesla K20m"),
+             on_gpus(record(device="gpu1", repetition=2, speed=102.0), "Tesla K20m"),
+             on_gpus(record(device="gpu1", repetition=3, speed=300.0), "Tesla P100-PCIE-16GB"),
+             record(device="cpu", speed=20.0)]
+    runs = runs_table([{**item, "path": f"r{k}"} for k, item in enumerate(items)])
+    speed = appendix(runs).query("metric == 'train_speed'").set_index(["device", "machine"])
+    assert speed.loc[("gpu1", "Tesla K20m"), "cell"] == "101 ± 1 (n=2, cv 1.4%)"
+    assert speed.loc[("gpu1", "Tesla P100-PCIE-16GB"), "cell"] == "300 (n=1)"
+    assert speed.loc[("cpu", "a CPU, 2 cores"), "n"] == 1
+    wide = appendix_wide(appendix(runs)).set_index("metric")
+    assert list(wide.columns[4:]) == ["Tesla K20m: gpu1", "Tesla P100-PCIE-16GB: gpu1", "a CPU, 2 cores: cpu"]
+    failed = record(device="gpu1", repetition=3, status="failed", reason="CUDA error: out of memory")
+    runs = runs_table([{**item, "path": f"r{k}"} for k, item in enumerate([*items[:2], failed])])
+    assert list(runs["machine"]) == ["Tesla K20m"] * 3
+    assert "n=2 of 3, 1 failed" in appendix(runs).query("metric == 'train_speed'")["cell"].iloc[0]
+
+
+def test_one_nodes_cpu_and_gpu_columns_keep_their_device_names():
+    """One machine per device (a node's CPU and its GPUs): the appendix's columns are the devices, as before."""
+    items = [on_gpus(record(device="gpu1", speed=300.0), "NVIDIA H100 80GB HBM3"),
+             on_gpus(record(device="gpu2", speed=590.0), "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"),
+             record(device="cpu", speed=20.0)]
+    runs = runs_table([{**item, "path": f"r{k}"} for k, item in enumerate(items)])
+    assert set(runs["machine"]) == {"NVIDIA H100 80GB HBM3", "a CPU, 2 cores"}
+    assert list(appendix_wide(appendix(runs)).columns[5:]) == ["cpu", "gpu1", "gpu2"]
+
+
+def test_a_runs_csv_made_before_runs_named_their_machine_still_reads(records, tmp_path):
+    runs_csv = tmp_path / "runs.csv"
+    runs_table(records).drop(columns="machine").to_csv(runs_csv, index=False)
+    runs = read_runs(runs_csv)
+    assert list(runs.columns[:len(RUN_KEYS)]) == RUN_KEYS and set(runs["machine"]) == {NOT_RECORDED}
+    assert appendix(runs).query("metric == 'train_speed' and framework == 'pytorch'")["n"].iloc[0] == 3

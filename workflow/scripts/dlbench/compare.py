@@ -19,8 +19,10 @@ from .tables.appendix import appendix, measured
 from .tables.runs import runs_table
 
 SIDES = ("a", "b")
-COLUMNS = ["metric", "unit", *CELL_KEYS, *[f"{side}_{field}" for side in SIDES for field in
-                                           ("mean", "sd", "n", "min", "max", "cell")], "ratio", "significant", "in"]
+KEYS = [key for key in CELL_KEYS if key != "machine"]  # two sets' cells are compared whatever they ran on
+FIELDS = ("machine", "mean", "sd", "n", "min", "max", "cell")
+COLUMNS = ["metric", "unit", *KEYS, *[f"{side}_{field}" for side in SIDES for field in FIELDS], "ratio", "significant",
+           "in"]
 
 
 def runs_of(results: Path) -> pd.DataFrame:
@@ -49,14 +51,14 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, metrics=tuple(METRICS)) -> pd.Data
     """The runs of set A and of set B, cell by cell, for each of ``metrics`` either set has a value of."""
     rows = []
     for metric in metrics:
-        joined = cells(a, metric).merge(cells(b, metric), on=CELL_KEYS, how="outer", suffixes=("_a", "_b"),
+        joined = cells(a, metric).merge(cells(b, metric), on=KEYS, how="outer", suffixes=("_a", "_b"),
                                         indicator=True)
         for row in joined.to_dict("records"):
             if not (row["n_a"] > 0 or row["n_b"] > 0):
                 continue  # neither measured it (GPU power of CPU runs)
-            out = {"metric": metric, "unit": METRICS[metric].unit, **{key: row[key] for key in CELL_KEYS}}
+            out = {"metric": metric, "unit": METRICS[metric].unit, **{key: row[key] for key in KEYS}}
             for side in SIDES:
-                out.update({f"{side}_{field}": row[f"{field}_{side}"] for field in ("mean", "sd", "n", "min", "max")})
+                out.update({f"{side}_{field}": row[f"{field}_{side}"] for field in FIELDS[:-1]})
                 out[f"{side}_cell"] = row[f"cell_{side}"] if pd.notna(row[f"cell_{side}"]) else "not in this set"
             out["ratio"] = out["b_mean"] / out["a_mean"]
             out["significant"] = bool(out["a_n"] >= 2 and out["b_n"] >= 2
@@ -72,8 +74,9 @@ def markdown(compared: pd.DataFrame, label_a: str, label_b: str) -> str:
             "do not overlap.\n\n")
     shown = compared.assign(ratio=ratio_words(compared["ratio"]),
                             significant=compared["significant"].map({True: "yes", False: ""}))
-    shown = shown[["metric", *CELL_KEYS, "a_cell", "b_cell", "ratio", "significant", "in"]].rename(
-        columns={"a_cell": f"A: {label_a}", "b_cell": f"B: {label_b}"})
+    shown = shown[["metric", *KEYS, "a_machine", "a_cell", "b_machine", "b_cell", "ratio", "significant", "in"]].rename(
+        columns={"a_cell": f"A: {label_a}", "b_cell": f"B: {label_b}", "a_machine": "A's machine",
+                 "b_machine": "B's machine"})
     return head + (markdown_table(shown) if len(shown) else "The two sets have no metric in common.") + "\n"
 
 

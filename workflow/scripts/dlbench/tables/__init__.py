@@ -16,10 +16,11 @@ from ..metrics import METRICS
 from ..spec import PRECISIONS, parse_variant
 from ..tasks import TASKS
 
-RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "variant", "task", "repetition"]
-
-
-CELL_KEYS = ["dataset", "network", "framework", "device", "variant", "task"]
+# A cell's runs are averaged only where they ran on one machine (:func:`.runs.machine`): its measured identity
+# is a key of the cell, beside the device.
+RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "machine", "variant", "task", "repetition"]
+CELL_KEYS = ["dataset", "network", "framework", "device", "machine", "variant", "task"]
+NOT_RECORDED = "not recorded"  # the machine of a runs.csv made before runs named theirs
 
 
 def first_line(text: str | None) -> str:
@@ -36,23 +37,34 @@ def ratio_words(ratios: pd.Series) -> list[str]:
     return ["—" if pd.isna(value) else f"×{value:.3g}" for value in ratios]
 
 
+def several_machines(table: pd.DataFrame) -> bool:
+    """Whether a device of ``table`` ran on more than one machine (one node's CPU and GPUs are one each)."""
+    return bool(len(table)) and table.groupby("device")["machine"].nunique().max() > 1
+
+
 def settings(table: pd.DataFrame) -> pd.Series:
-    """Each row's device, its variant where the table has another than plain fp32, and its task unless it
-    trains: the columns of the appendix and the bars of a figure, so that a cell's
-    variants and tasks stand side by side."""
+    """Each row's device (after its machine where a device ran on several), its variant where the table has
+    another than plain fp32, and its task unless it trains: the columns of the appendix and the bars of a
+    figure, so that a cell's machines, variants and tasks stand side by side."""
     setting = table["device"]
+    if several_machines(table):
+        setting = table["machine"] + ": " + setting
     if set(table["variant"]) != {"fp32"}:
         setting = setting + " " + table["variant"]
     return setting + table["task"].map(lambda task: "" if task == "train" else f" {task}")
 
 
 def setting_order(table: pd.DataFrame) -> list[str]:
-    """The settings of ``table`` by device, then precision (as spec.PRECISIONS lists them), eager first,
-    then task (as tasks.TASKS lists them)."""
+    """The settings of ``table`` by machine where a device ran on several, device, then precision (as
+    spec.PRECISIONS lists them), eager first, then task (as tasks.TASKS lists them)."""
+    several = several_machines(table)
+
     def key(row) -> tuple:
         precision, compiled = parse_variant(row.variant)
-        return row.device, list(PRECISIONS).index(precision), compiled, list(TASKS).index(row.task)
-    rows = table[["device", "variant", "task"]].drop_duplicates().assign(setting=lambda t: settings(t))
+        return (row.machine if several else "", row.device, list(PRECISIONS).index(precision), compiled,
+                list(TASKS).index(row.task))
+    rows = table[["machine", "device", "variant", "task"]].drop_duplicates()
+    rows = rows.assign(setting=settings(rows))
     return [row.setting for row in sorted(rows.itertuples(), key=key)]
 
 
@@ -70,9 +82,12 @@ def read_runs(runs_csv: Path) -> pd.DataFrame:
             allowed = "a finite number" + ("" if METRICS[metric].signed else " ≥ 0")
             raise ValueError(f"{runs_csv}, line {line + 2}, {metric}: {raw.at[line, metric]!r} is not a measurement "
                              f"(allowed: {allowed}, or empty where it was not measured)")
-    reasons = {c: str for c in raw.columns if c == "reason" or c.endswith("_reason")}
-    return pd.read_csv(runs_csv, dtype=reasons, keep_default_na=False,
-                       na_values={c: [""] for c in raw.columns if c not in reasons})
+    words = {c: str for c in raw.columns if c in ("reason", "machine") or c.endswith("_reason")}
+    runs = pd.read_csv(runs_csv, dtype=words, keep_default_na=False,
+                       na_values={c: [""] for c in raw.columns if c not in words})
+    if "machine" not in runs:  # from dlbench < 0.26
+        runs.insert(RUN_KEYS.index("machine"), "machine", NOT_RECORDED)
+    return runs
 
 
 def read_appendix(appendix_csv: Path) -> pd.DataFrame:

@@ -22,7 +22,7 @@ def accuracy_table(runs: pd.DataFrame, appendix: pd.DataFrame) -> pd.DataFrame:
     accuracy and training speed, what its data means, and seed 003's published figures where the dataset
     (real), network and epochs are the seed's."""
     runs = runs[runs["task"] == "accuracy"]
-    keys = ["dataset", "network", "framework", "device", "variant"]
+    keys = ["dataset", "network", "framework", "device", "machine", "variant"]
     columns = [*keys, "data_mode", "epochs", "batch_size_global", "target_accuracy",
                *ACCURACY_COLUMNS, "data", "seed 003 P100", "seed 003 K80", "differs from seed 003"]
     if not len(runs):

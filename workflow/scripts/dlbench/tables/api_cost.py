@@ -17,7 +17,7 @@ API_COST_COLUMNS = (("latency_p50", "inference"), ("latency_p99", "inference"), 
                     ("first_step_time", "train"))
 
 
-SETTING_KEYS = ["dataset", "network", "device", "variant"]
+SETTING_KEYS = ["dataset", "network", "device", "machine", "variant"]
 
 
 def api_cost(table: pd.DataFrame) -> pd.DataFrame:

@@ -107,14 +107,14 @@ def scaling(table: pd.DataFrame) -> pd.DataFrame:
     """From the appendix's long table, each training cell on several devices against the same framework's cell
     on one (the thesis's 2 GPUs ÷ 1 GPU): the speed-up and the efficiency (speed-up ÷ devices)."""
     speed = table[(table["metric"] == "train_speed") & (table["task"] == "train") & (table["n"] > 0)]
-    one = speed.set_index(["dataset", "network", "framework", "variant", "device"])["mean"]
+    one = speed.set_index(["dataset", "network", "framework", "machine", "variant", "device"])["mean"]
     rows = []
     for cell in speed.itertuples():
         baseline, devices = scale(cell.device)
-        base = one.get((cell.dataset, cell.network, cell.framework, cell.variant, baseline))
+        base = one.get((cell.dataset, cell.network, cell.framework, cell.machine, cell.variant, baseline))
         if devices > 1 and base is not None:
             rows.append({"dataset": cell.dataset, "network": cell.network, "framework": cell.framework,
-                         "variant": cell.variant, "device": cell.device, "baseline": baseline, "devices": devices,
-                         "speedup": cell.mean / base, "efficiency": cell.mean / base / devices})
-    return pd.DataFrame(rows, columns=["dataset", "network", "framework", "variant", "device", "baseline", "devices",
-                                       "speedup", "efficiency"])
+                         "machine": cell.machine, "variant": cell.variant, "device": cell.device, "baseline": baseline,
+                         "devices": devices, "speedup": cell.mean / base, "efficiency": cell.mean / base / devices})
+    return pd.DataFrame(rows, columns=["dataset", "network", "framework", "machine", "variant", "device", "baseline",
+                                       "devices", "speedup", "efficiency"])

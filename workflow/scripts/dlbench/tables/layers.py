@@ -8,6 +8,7 @@ import pandas as pd
 from ..record import load_records
 from ..spec import variant_label
 from . import decimals, markdown_table, read_appendix
+from .runs import machine
 
 TOP_LAYERS = 5  # the layers table's most expensive layers per cell
 
@@ -21,11 +22,12 @@ def layer_means(records: list[dict]) -> pd.DataFrame:
         if run["task"] != "profile" or record["status"] != "ok" or not profile.get("layers"):
             continue
         cell = {"dataset": run["dataset"], "network": run["network"], "framework": run["framework"],
-                "device": run["device"], "variant": variant_label(run["precision"], run["compile"])}
+                "device": run["device"], "machine": machine(record) or "unknown",
+                "variant": variant_label(run["precision"], run["compile"])}
         rows += [{**cell, "order": order, "layer": layer["name"], "forward_ms": layer["forward_ms"],
                   "backward_ms": layer["backward_ms"], "iteration_ms": profile["iteration_ms"],
                   "repetition": run["repetition"]} for order, layer in enumerate(profile["layers"])]
-    columns = ["dataset", "network", "framework", "device", "variant", "order", "layer"]
+    columns = ["dataset", "network", "framework", "device", "machine", "variant", "order", "layer"]
     if not rows:
         return pd.DataFrame(columns=[*columns, "forward_ms", "backward_ms", "iteration_ms", "runs"])
     table = pd.DataFrame(rows).groupby(columns, sort=True).agg(
@@ -38,7 +40,7 @@ def layers_table(records: list[dict], appendix: pd.DataFrame) -> pd.DataFrame:
     """One row per profile cell: the appendix's cells of its profiler overhead and unaccounted share, and its
     most expensive layers (forward + backward, mean over its ok runs), so that the same layer can be read
     across frameworks."""
-    keys = ["dataset", "network", "framework", "device", "variant"]
+    keys = ["dataset", "network", "framework", "device", "machine", "variant"]
     profiled = appendix[appendix["task"] == "profile"]
     columns = [*keys, "profiling_overhead", "unaccounted_share", *[f"layer {k}" for k in range(1, TOP_LAYERS + 1)]]
     if not len(profiled):

@@ -22,10 +22,10 @@ HARDWARE = {"cpu": ("cpu_e5-2630_12or20cores",), "gpu1": ("1x_p100", "1x_k20m"),
 HARDWARE_WORDS = {"cpu_e5-2630_12or20cores": "2x Xeon E5-2630 (12 cores, ImageNet 20)",
                   "1x_p100": "1x Tesla P100", "1x_k20m": "1x Tesla K20m",
                   "2x_p100": "2x Tesla P100", "2x_k20m": "2x Tesla K20m"}
-KEYS = ["metric", "dataset", "network", "framework", "device", "hardware"]
+KEYS = ["metric", "dataset", "network", "framework", "device", "machine", "hardware"]
 COLUMNS = [*KEYS, "unit", "ours", "ours_mean", "n", "thesis", "ratio", "apples_to_oranges"]
-RANK_COLUMNS = ["metric", "dataset", "network", "device", "hardware", "frameworks", "spearman", "same_order",
-                "swapped"]
+RANK_COLUMNS = ["metric", "dataset", "network", "device", "machine", "hardware", "frameworks", "spearman",
+                "same_order", "swapped"]
 
 
 def reference(path: Path = APPENDIX_A) -> pd.DataFrame:
@@ -60,7 +60,8 @@ def comparison(appendix: pd.DataFrame, runs: pd.DataFrame, thesis: pd.DataFrame 
                            & (thesis["hardware"] == hardware)]
             theirs = match["value"].iloc[0] if len(match) else float("nan")
             rows.append({"metric": cell.metric, "dataset": cell.dataset, "network": cell.network,
-                         "framework": cell.framework, "device": cell.device, "hardware": hardware,
+                         "framework": cell.framework, "device": cell.device, "machine": cell.machine,
+                         "hardware": hardware,
                          "unit": cell.unit, "ours": cell.cell, "ours_mean": cell.mean, "n": cell.n, "thesis": theirs,
                          "ratio": cell.mean / theirs,
                          "apples_to_oranges": "; ".join(differences(cell, hardware, runs, theirs))})
@@ -74,11 +75,10 @@ def differences(cell, hardware: str, runs: pd.DataFrame, theirs: float) -> list[
         words.append("the thesis has no value here (not available, or not measured on CPUs)")
     ours = runs[(runs["dataset"] == cell.dataset) & (runs["network"] == cell.network)
                 & (runs["framework"] == cell.framework) & (runs["device"] == cell.device)
-                & (runs["variant"] == "fp32") & (runs["task"] == "train")]
+                & (runs["machine"] == cell.machine) & (runs["variant"] == "fp32") & (runs["task"] == "train")]
     if len(ours):
         first = ours.iloc[0]
-        machine = first.get("gpu_model") if gpu_count(cell.device) else first.get("cpu_model")
-        words.append(f"our {machine or 'unknown hardware'} vs {HARDWARE_WORDS[hardware]}")
+        words.append(f"our {cell.machine} vs {HARDWARE_WORDS[hardware]}")
         batch = FIGURE_4_5.get((cell.family, cell.network), (None,))[0]
         if batch and first["batch_size_global"] != batch:
             words.append(f"batch {first['batch_size_global']} (thesis {batch})")
@@ -94,12 +94,12 @@ def differences(cell, hardware: str, runs: pd.DataFrame, theirs: float) -> list[
 
 
 def rank_agreement(compared: pd.DataFrame) -> pd.DataFrame:
-    """Per case, device and thesis hardware: do the frameworks come out in the same order? Spearman's rank
+    """Per case, device, our machine and thesis hardware: do the frameworks come out in the same order? Spearman's rank
     correlation of our means and the thesis's over the frameworks both measured, and the pairs whose order
     swapped (``a < b``: a is below b here, above it in the thesis)."""
     both = compared.dropna(subset=["ours_mean", "thesis"])
     rows = []
-    for key, group in both.groupby(["metric", "dataset", "network", "device", "hardware"], sort=True):
+    for key, group in both.groupby(["metric", "dataset", "network", "device", "machine", "hardware"], sort=True):
         if len(group) < 2:
             continue
         group = group.set_index("framework")
