@@ -45,6 +45,9 @@ class FakeNVML:
     def nvmlSystemGetDriverVersion(self):
         return "550.1"
 
+    def nvmlSystemGetCudaDriverVersion(self):
+        return 12040
+
     def nvmlDeviceGetPowerUsage(self, handle):
         return self.watts[handle] * 1000  # mW
 
@@ -54,7 +57,7 @@ class FakeNVML:
         return self.watts[handle] * self.now * 1000  # mJ since "boot"
 
     def nvmlDeviceGetMemoryInfo(self, handle):
-        return type("Memory", (), {"used": (3 + handle) * 2**30})()
+        return type("Memory", (), {"used": (3 + handle) * 2**30, "total": 80 * 2**30})()
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle):
         proc = lambda pid, mib: type("Process", (), {"pid": pid, "usedGpuMemory": mib * 2**20})()
@@ -81,7 +84,8 @@ def test_power_and_energy_over_the_timed_window(energy_counter, method):
     assert power["energy_per_image_j"] == pytest.approx(3.0)
     assert memory["gpu_process_peak_mib"] == pytest.approx(1024)  # only the runner's PID counts
     assert memory["gpu_device_peak_mib"] == pytest.approx(7 * 1024)
-    assert probe.describe()[1] == {"index": 1, "uuid": "GPU-fake-1", "name": "Fake P100", "driver": "550.1"}
+    assert probe.describe()[1] == {"index": 1, "uuid": "GPU-fake-1", "name": "Fake P100", "driver": "550.1",
+                                   "cuda": "12.4", "memory_mib": 80 * 1024}
 
 
 def test_without_nvml_every_gpu_field_is_null_with_a_reason():

@@ -107,3 +107,11 @@ def test_a_run_alone_on_its_core_is_not_marked_contended(tmp_path):
         if share is not None and 0 <= share < metrics.FLAGS["contended"].above:
             return
     pytest.fail(f"every run was marked contended: shares {shares}")
+
+
+def test_the_nodes_sockets_are_its_distinct_physical_ids(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("".join(f"processor\t: {k}\nphysical id\t: {k // 20}\n\n" for k in range(40)))
+    assert host.sockets(cpuinfo) == 2
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: a VM's CPU\n")  # some hypervisors say nothing
+    assert host.sockets(cpuinfo) is None and host.sockets(tmp_path / "absent") is None

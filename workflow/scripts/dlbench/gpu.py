@@ -94,9 +94,15 @@ class GpuProbe:
             self.handles = []
 
     def describe(self) -> list[dict]:
-        driver = _text(self.nvml.nvmlSystemGetDriverVersion()) if self.handles else None
+        """Each GPU held: its index, UUID, model, memory and the node's driver and the CUDA version it supports."""
+        if not self.handles:
+            return []
+        driver = _text(self.nvml.nvmlSystemGetDriverVersion())
+        cuda = self.nvml.nvmlSystemGetCudaDriverVersion()  # 13000: CUDA 13.0
         return [{"index": self.nvml.nvmlDeviceGetIndex(h), "uuid": _text(self.nvml.nvmlDeviceGetUUID(h)),
-                 "name": _text(self.nvml.nvmlDeviceGetName(h)), "driver": driver} for h in self.handles]
+                 "name": _text(self.nvml.nvmlDeviceGetName(h)), "driver": driver,
+                 "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}",
+                 "memory_mib": self.nvml.nvmlDeviceGetMemoryInfo(h).total / 2**20} for h in self.handles]
 
     def sample(self, now: float, pids: set[int]) -> list[dict]:
         """One reading per GPU: time, power (W), device and process memory (MiB), energy (J)."""

@@ -27,6 +27,16 @@ class HostSample:
     energy_uj: dict | None  # RAPL zone -> its counter, None without RAPL
 
 
+def sockets(cpuinfo: Path = Path("/proc/cpuinfo")) -> int | None:
+    """The node's CPU packages (distinct ``physical id``); None where the kernel does not say (some VMs)."""
+    try:
+        ids = {line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+               if line.startswith("physical id")}
+    except OSError:
+        return None
+    return len(ids) or None
+
+
 def cores_busy_seconds(cores: list[int]) -> float:
     every = psutil.cpu_times(percpu=True)
     return sum(times.user + times.nice + times.system + times.irq + times.softirq + times.steal

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jsonschema
+import psutil
 import yaml
 from jsonschema.exceptions import best_match
 
@@ -137,13 +138,15 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         "profile": layer_profile(spec, result, not_ok),
         "provenance": {
             "hostname": socket.gethostname(), "cpu_model": cpu_model(), "cores": os.cpu_count(),
+            "sockets": host.sockets(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
             "gpus": gpus,
             "python": result.get("python"), "packages": result.get("packages", {}),
             "framework_build": result.get("framework_build"),  # cpu or cuda <version>
             "gpu_code": result.get("gpu_code"),  # how the GPUs ran the build's code (backends.check_gpu_code)
             "monitor_python": platform.python_version(),
             "config_sha256": config_sha256, "dlbench_version": dlbench_version(), "git_commit": git_commit(),
-            "slurm_job_id": os.environ.get("SLURM_JOB_ID"),  # where the run was a Slurm job
+            "slurm_job_id": os.environ.get("SLURM_JOB_ID"),  # where the run was a Slurm job, and on which node
+            "slurm_node": os.environ.get("SLURMD_NODENAME"),
         },
     }
 
