@@ -62,6 +62,8 @@ rule thesis_table:
                   labels={"table": "beside the thesis"}),
     log:
         "logs/aggregate/thesis_table.log",
+    params:
+        thesis_gpus={name: target["thesis"] for name, target in TARGETS.items() if target.get("thesis")},
     conda:
         "../envs/workflow.yaml"
     script:

@@ -22,26 +22,28 @@ from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
                           cuda_variant, current_environment, node_gpus)
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
-from dlbench.spec import COMPILED, PRECISIONS, gpu_count, parse_dataset_label  # noqa: E402
+from dlbench.spec import COMPILED, HARDWARE_NAME, PRECISIONS, gpu_count, parse_dataset_label, placement_label  # noqa: E402
 from dlbench.tasks import TASKS  # noqa: E402
 
 try:
     bench_config.check_devices(config)
     validate(config, "../config/schema.yaml")
-    CASES = {(c.framework, c.dataset, c.network, c.device, c.variant, c.task): c for c in bench_config.cases(config)}
+    TARGETS = bench_config.targets(config)
+    CASES = {(c.framework, c.dataset, c.network, c.placement, c.variant, c.task): c for c in bench_config.cases(config)}
 except bench_config.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 BUILD_VENVS = config["environment"] == "venv" and not USE_CONDA  # per-framework pip virtualenvs
 REPETITIONS = range(1, config["repetitions"] + 1)
-RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{device}/{variant}/{task}/rep{repetition}.json"
-CEILING = "results/ceilings/{processor}-{precision}.json"
+# A placement is the device, after its hardware target's name where the config names targets (p100@gpu1)
+RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{placement}/{variant}/{task}/rep{repetition}.json"
+CEILING = "results/ceilings/{processor}-{precision}.json"  # processor: cpu or gpu, after the target's name
 
 
 def run_records(keys):
-    """The records of the cases ``keys`` (framework, dataset, network, device, variant, task), every repetition."""
-    return [RUN_RECORD.format(framework=f, dataset=d, network=n, device=v, variant=m, task=t, repetition=r)
+    """The records of the cases ``keys`` (framework, dataset, network, placement, variant, task), every repetition."""
+    return [RUN_RECORD.format(framework=f, dataset=d, network=n, placement=v, variant=m, task=t, repetition=r)
             for (f, d, n, v, m, t) in keys for r in REPETITIONS]
 
 
@@ -72,7 +74,8 @@ HEATMAPS = [f"results/figures/{d}/{metric}_heatmap.{ext}" for d in sorted({c.dat
                                  cpu_peak=CPU_PEAK)
             for ext in ("png", "svg")]
 SCALED = sorted({c.dataset for c in TRAINED if scale(c.device)[1] > 1
-                 and any((o.dataset, o.framework, o.device) == (c.dataset, c.framework, scale(c.device)[0])
+                 and any((o.dataset, o.framework, o.hardware, o.device)
+                         == (c.dataset, c.framework, c.hardware, scale(c.device)[0])
                          for o in TRAINED)})
 SCALING = [f"results/figures/{d}/scaling.{ext}" for d in SCALED for ext in ("png", "svg")]
 # Per cell with training runs, the time of their every step
@@ -98,16 +101,16 @@ UNPACKED_DATASETS = [(label, family, mode) for label, family, mode in FILE_DATAS
 wildcard_constraints:
     framework="|".join(FRAMEWORKS),
     environment="|".join(sorted(set(ENVIRONMENTS.values()))),
-    device=r"(\d+x)?(cpu|gpu\d+)",
+    placement=rf"({HARDWARE_NAME.pattern}@)?(\d+x)?(cpu|gpu\d+)",
     variant="(" + "|".join(PRECISIONS) + f")(-{COMPILED})?",
     repetition=r"\d+",
     task="|".join(TASKS),
-    processor="cpu|gpu",
+    processor=rf"({HARDWARE_NAME.pattern}@)?(cpu|gpu)",
     precision="|".join(PRECISIONS),
 
 
 def case(wildcards):
-    return CASES[(wildcards.framework, wildcards.dataset, wildcards.network, wildcards.device, wildcards.variant,
+    return CASES[(wildcards.framework, wildcards.dataset, wildcards.network, wildcards.placement, wildcards.variant,
                   wildcards.task)]
 
 
@@ -228,7 +231,8 @@ def train_inputs(wildcards):
     elif USE_CONDA and run.framework in WORKER_PYTHONS:
         inputs["environment"] = f".conda-workers/{run.framework}/environment.json"
     # Ancient: a ceiling measured again (a new driver) does not redo the runs measured before it.
-    inputs["ceiling"] = ancient(CEILING.format(processor=processor(run.device), precision=run.precision))
+    inputs["ceiling"] = ancient(CEILING.format(processor=placement_label(run.hardware, processor(run.device)),
+                                               precision=run.precision))
     return inputs
 
 
@@ -244,7 +248,30 @@ def ceiling_inputs(wildcards):
 
 def ceiling_threads(wildcards):
     """A CPU run's cores, or a GPU run's: those a run on the device is measured with."""
-    return threads_for("cpu" if wildcards.processor == "cpu" else "gpu1")
+    return threads_for("gpu1" if ceiling_on_gpu(wildcards) else "cpu")
+
+
+def ceiling_on_gpu(wildcards):
+    return int(wildcards.processor.endswith("gpu"))
+
+
+def slurm_options(target_of, gpus_of):
+    """The Slurm resources of a job's hardware target (``target_of(wildcards)``: its name) that the config sets,
+    as rule resources; a GPU model only for jobs that use GPUs (``gpus_of(wildcards)``; the Slurm plugin asks for
+    one GPU of the model otherwise). Without targets none: the profile's resources apply."""
+    def option(key):
+        def value(wildcards):
+            if key == "gpu_model" and not gpus_of(wildcards):
+                return None
+            return TARGETS[target_of(wildcards)].get("slurm", {}).get(key)
+        return value
+    asked = sorted({key for target in TARGETS.values() for key in target.get("slurm", {})})
+    return {bench_config.SLURM_RESOURCES[key]: option(key) for key in asked}
+
+
+def ceiling_target(wildcards):
+    hardware, _, _ = wildcards.processor.rpartition("@")
+    return hardware or None
 
 
 def train_conda(wildcards):
@@ -256,7 +283,15 @@ def train_conda(wildcards):
 
 
 def train_threads(wildcards):
-    return threads_for(wildcards.device)
+    return threads_for(case(wildcards).device)
+
+
+def train_gpus(wildcards):
+    return gpu_count(case(wildcards).device)
+
+
+def train_target(wildcards):
+    return case(wildcards).hardware
 
 
 def given_cores():
@@ -292,7 +327,10 @@ def run_spec(wildcards):
     output, and values it cannot represent), so that a changed setting reruns the run."""
     run = case(wildcards)
     threads = threads_for(run.device)
-    return asdict(run.run_spec(int(wildcards.repetition), threads, data_input(run), loader_workers(run.device, threads)))
+    spec = asdict(run.run_spec(int(wildcards.repetition), threads, data_input(run), loader_workers(run.device, threads)))
+    if spec["hardware"] is None:  # no target named: the spec of the runs made before targets, which stay done
+        del spec["hardware"]
+    return spec
 
 
 # What the runs' framework is where Snakemake sees no file of it (environment: current): the interpreter and

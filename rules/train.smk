@@ -41,8 +41,9 @@ rule ceiling:
         node=NODE,
     threads: ceiling_threads
     resources:
-        gpu=lambda wildcards: int(wildcards.processor == "gpu"),
+        gpu=ceiling_on_gpu,
         runtime=10,
+        **slurm_options(ceiling_target, ceiling_on_gpu),
     conda:
         conda_file("pytorch")
     script:
@@ -65,8 +66,9 @@ rule train:
         environment=CURRENT_ENVIRONMENT,
     threads: train_threads
     resources:
-        gpu=lambda wildcards: gpu_count(wildcards.device),
+        gpu=train_gpus,
         runtime=config["measurement"]["timeout_minutes"] + 5,
+        **slurm_options(train_target, train_gpus),
     conda:
         train_conda
     script:

@@ -6,7 +6,7 @@ from dataclasses import asdict, fields
 
 import pytest
 import yaml
-from dlbench.config import FIGURE_4_5, ConfigError, cases, check_devices
+from dlbench.config import FIGURE_4_5, SLURM_RESOURCES, THESIS_GPUS, ConfigError, cases, check_devices, targets
 from dlbench.spec import RUN_FIELDS, RunSpec
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
@@ -161,3 +161,50 @@ def test_text_has_synthetic_data_only_and_runs_the_lstm():
     bad = validated({**GOOD, "benchmarks": [{"dataset": "text", "data": "synthetic", "networks": ["lenet"]}]})
     with pytest.raises(ConfigError, match="lenet is not sized for text; allowed for text: lstm"):
         cases(bad)
+
+
+TWO_TARGETS = {**GOOD, "devices": ["cpu", "gpu1", "gpu2"], "benchmarks": [
+    {"dataset": "mnist", "data": "synthetic", "networks": ["lenet"]},
+    {"dataset": "imagenet", "data": "synthetic", "networks": ["alexnet"]}],
+    "hardware": [{"name": "e5", "devices": ["cpu"], "datasets": ["mnist"], "slurm": {"partition": "cpu"}},
+                 {"name": "p100", "devices": ["gpu1", "gpu2"], "thesis": "p100",
+                  "slurm": {"partition": "gpu", "gpu_model": "p100"}}]}
+
+
+def test_hardware_targets_run_their_devices_on_their_datasets():
+    found = {(case.dataset, case.placement) for case in cases(validated(TWO_TARGETS))}
+    assert found == {("mnist-synthetic", "e5@cpu"), ("mnist-synthetic", "p100@gpu1"), ("mnist-synthetic", "p100@gpu2"),
+                     ("imagenet-synthetic", "p100@gpu1"), ("imagenet-synthetic", "p100@gpu2")}  # e5: MNIST only
+    spec = next(c for c in cases(validated(TWO_TARGETS)) if c.placement == "e5@cpu").run_spec(1, 2, None, 0)
+    assert spec.hardware == "e5" and spec.record_block(None)["hardware"] == "e5"
+    # without targets: one unnamed target, the paths and records of the runs made before targets
+    (case,) = cases(validated(GOOD))
+    assert case.hardware is None and case.placement == "cpu"
+    assert "hardware" not in case.run_spec(1, 2, None, 0).record_block(None)
+    assert list(targets(validated(GOOD))) == [None]
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"hardware": [{"name": "e5", "devices": ["gpu4"]}]},
+     r"hardware\[0\]\.devices: gpu4 is not among the config's devices; allowed: cpu, gpu1, gpu2"),
+    ({"hardware": [{"name": "e5", "devices": ["cpu"]}, {"name": "e5", "devices": ["gpu1"]}]},
+     r"hardware\[1\]\.name: 'e5' names two targets"),
+    ({"hardware": [{"name": "e5", "devices": ["cpu"], "thesis": "k20m"}]},
+     r"hardware\[0\]\.thesis: the thesis's k20m columns are one and two GPUs in one process; this target's devices"),
+    ({"hardware": [{"name": "e5", "devices": ["cpu"], "slurm": {"partition": "cpu", "qos": "long"}},
+                   {"name": "k20", "devices": ["gpu1"], "slurm": {"partition": "gpu", "gpu_model": "k20m"}}]},
+     r"hardware: e5 sets slurm\.qos and k20 does not; a Slurm option of one target is set for every target"),
+])
+def test_a_bad_hardware_target_is_named(change, message):
+    with pytest.raises(ConfigError, match=message):
+        cases(validated({**TWO_TARGETS, **change}))
+
+
+def test_the_schema_knows_the_targets_slurm_options_and_thesis_gpus():
+    schema = yaml.safe_load((ROOT / "config" / "schema.yaml").read_text())
+    target = schema["properties"]["hardware"]["items"]["properties"]
+    assert set(target["slurm"]["properties"]) == set(SLURM_RESOURCES)
+    assert tuple(target["thesis"]["enum"]) == THESIS_GPUS
+    assert target["datasets"]["items"] == schema["properties"]["benchmarks"]["items"]["properties"]["dataset"]
+    with pytest.raises(WorkflowError, match="'a b' does not match"):
+        validated({**TWO_TARGETS, "hardware": [{"name": "a b", "devices": ["cpu"]}]})

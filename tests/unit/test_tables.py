@@ -497,6 +497,33 @@ def test_runs_of_one_cell_on_two_gpu_models_are_never_averaged(tmp_path):
     assert "n=2 of 3, 1 failed" in appendix(runs).query("metric == 'train_speed'")["cell"].iloc[0]
 
 
+def on_target(item: dict, name: str) -> dict:
+    item["run"]["hardware"] = name
+    return item
+
+
+def test_each_hardware_target_is_its_own_column_in_the_config_s_names(tmp_path):
+    """Two targets (the thesis's 1x K20m and 1x P100 columns) and the CPU: a column per target and device, their
+    runs never averaged together, even where the machines are alike; the tables read back name each target."""
+    items = [on_target(on_gpus(record(device="gpu1", repetition=r, speed=100.0 + r), "Tesla K20m"), "k20")
+             for r in (1, 2)]
+    items += [on_target(on_gpus(record(device="gpu1", repetition=r, speed=300.0 + r), "Tesla K20m"), "k20-b")
+              for r in (1, 2)]
+    items.append(on_target(record(device="cpu", speed=20.0), "e5"))
+    runs = runs_table([{**item, "path": f"r{k}"} for k, item in enumerate(items)])
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    runs = read_runs(tmp_path / "runs.csv")
+    long = appendix(runs)
+    long.to_csv(tmp_path / "appendix.csv", index=False)
+    speed = read_appendix(tmp_path / "appendix.csv").query("metric == 'train_speed'").set_index("hardware")
+    assert speed.loc["k20", "mean"] == pytest.approx(101.5) and speed.loc["k20-b", "mean"] == pytest.approx(301.5)
+    assert list(appendix_wide(long).columns[5:]) == ["e5: cpu", "k20: gpu1", "k20-b: gpu1"]
+    # a target whose device ran on two machines names both
+    items[3] = on_target(on_gpus(record(device="gpu1", repetition=2, speed=500.0), "Tesla P100-PCIE-16GB"), "k20-b")
+    runs = runs_table([{**item, "path": f"r{k}"} for k, item in enumerate(items)])
+    assert "k20-b, Tesla P100-PCIE-16GB: gpu1" in list(appendix_wide(appendix(runs)).columns)
+
+
 def test_one_nodes_cpu_and_gpu_columns_keep_their_device_names():
     """One machine per device (a node's CPU and its GPUs): the appendix's columns are the devices, as before."""
     items = [on_gpus(record(device="gpu1", speed=300.0), "NVIDIA H100 80GB HBM3"),
@@ -507,9 +534,13 @@ def test_one_nodes_cpu_and_gpu_columns_keep_their_device_names():
     assert list(appendix_wide(appendix(runs)).columns[5:]) == ["cpu", "gpu1", "gpu2"]
 
 
-def test_a_runs_csv_made_before_runs_named_their_machine_still_reads(records, tmp_path):
+def test_a_runs_csv_made_before_runs_named_their_target_and_machine_still_reads(records, tmp_path):
     runs_csv = tmp_path / "runs.csv"
-    runs_table(records).drop(columns="machine").to_csv(runs_csv, index=False)
+    runs_table(records).drop(columns=["hardware", "machine"]).to_csv(runs_csv, index=False)
     runs = read_runs(runs_csv)
     assert list(runs.columns[:len(RUN_KEYS)]) == RUN_KEYS and set(runs["machine"]) == {NOT_RECORDED}
+    assert set(runs["hardware"]) == {""}
+    appendix(runs).drop(columns=["hardware", "machine"]).to_csv(tmp_path / "appendix.csv", index=False)
+    old = read_appendix(tmp_path / "appendix.csv")
+    assert list(old.columns) == list(appendix(runs).columns) and set(old["hardware"]) == {""}
     assert appendix(runs).query("metric == 'train_speed' and framework == 'pytorch'")["n"].iloc[0] == 3

@@ -29,7 +29,7 @@ def test_each_cell_stands_beside_the_thesis_with_what_differs(runs, tmp_path):
     compared = thesis.comparison(appendix(runs), runs)
     speed = compared[compared["metric"] == "train_speed"].set_index("framework")
     assert set(speed.index) == {"pytorch", "tensorflow", "caffe", "mxnet"}  # keras-torch: not in the thesis
-    assert set(speed["hardware"]) == {"cpu_e5-2630_12or20cores"}
+    assert set(speed["thesis_hardware"]) == {"cpu_e5-2630_12or20cores"}
     assert speed.loc["pytorch", "thesis"] == 1448 and speed.loc["pytorch", "ratio"] == pytest.approx(2000 / 1448)
     assert speed.loc["caffe", "thesis"] == 572
     assert pd.isna(speed.loc["mxnet", "ratio"]) and speed.loc["mxnet", "ours"] == "unavailable: no MXNet here"
@@ -59,3 +59,19 @@ def test_a_config_the_thesis_never_ran_still_gets_its_table_and_figure(tmp_path)
     thesis_figure(compared, [tmp_path / "t.png"])
     assert (tmp_path / "t.png").stat().st_size > 1000
 
+
+
+def test_a_gpu_target_is_set_beside_the_thesis_gpu_it_names():
+    items = []
+    for target in ("p100", "h100"):
+        item = record("pytorch", device="gpu1", speed=4000.0)
+        item["run"]["hardware"] = target
+        items.append({**item, "path": target})
+    runs = runs_table(items)
+    compared = thesis.comparison(appendix(runs), runs, thesis_gpus={"p100": "p100"})
+    speed = compared[compared["metric"] == "train_speed"]
+    assert list(speed[speed["hardware"] == "p100"]["thesis_hardware"]) == ["1x_p100"]
+    unnamed = speed[speed["hardware"] == "h100"]
+    assert set(unnamed["thesis_hardware"]) == {"1x_p100", "1x_k20m"}
+    assert all("target h100 names no thesis GPU (hardware[].thesis)" in words
+               for words in unnamed["apples_to_oranges"])

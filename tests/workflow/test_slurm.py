@@ -21,6 +21,19 @@ def slurm(tmp_path_factory):
         cluster.stop()
 
 
+def through_slurm(config: dict, directory) -> list[dict]:
+    """The workflow run on ``config`` with --profile profiles/slurm in ``directory``: its records."""
+    (directory / "config.yaml").write_text(yaml.safe_dump(config))
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
+               "--directory", str(directory), "--configfile", str(directory / "config.yaml"),
+               "--profile", str(ROOT / "profiles" / "slurm"),
+               # this cluster keeps no accounting (no slurmdbd): sacct would hang, squeue answers
+               "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2"]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=1800)
+    assert result.returncode == 0, result.stderr[-6000:]
+    return [json.loads(path.read_text()) for path in sorted((directory / "results" / "runs").rglob("rep*.json"))]
+
+
 @pytest.mark.slow
 def test_the_default_config_runs_through_the_slurm_profile(slurm, tmp_path):
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -28,16 +41,7 @@ def test_the_default_config_runs_through_the_slurm_profile(slurm, tmp_path):
     # PyTorch's cases only: those naming their own frameworks keep PyTorch, or go
     config["benchmarks"] = [{**bench, "frameworks": ["pytorch"]} if "frameworks" in bench else bench
                             for bench in config["benchmarks"] if "pytorch" in bench.get("frameworks", ["pytorch"])]
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
-               "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"),
-               "--profile", str(ROOT / "profiles" / "slurm"),
-               # this cluster keeps no accounting (no slurmdbd): sacct would hang, squeue answers
-               "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2"]
-    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=1800)
-    assert result.returncode == 0, result.stderr[-6000:]
-
-    records = [json.loads(path.read_text()) for path in sorted((tmp_path / "results" / "runs").rglob("rep*.json"))]
+    records = through_slurm(config, tmp_path)
     # one network per benchmark entry, one run per task, one repetition
     assert len(records) == sum(len(bench.get("tasks", ["train"])) for bench in config["benchmarks"])
     for record in records:
@@ -49,3 +53,23 @@ def test_the_default_config_runs_through_the_slurm_profile(slurm, tmp_path):
     queue = subprocess.run(["squeue", "--noheader", "--states=all", "--format=%j %T"], capture_output=True,
                            text=True, check=True).stdout
     assert queue.count("COMPLETED") >= len(records)
+
+
+@pytest.mark.slow
+def test_two_hardware_targets_run_in_their_own_partitions_and_columns(slurm, tmp_path):
+    """.test/config-hardware: two targets on two partitions of the cluster (one node with the feature both ask
+    for); each run is a Slurm job in its target's partition, recorded under its target, and each target is a
+    column of the appendix."""
+    config = yaml.safe_load((ROOT / ".test" / "config-hardware" / "config.yaml").read_text())
+    config["environment"] = "current"
+    records = through_slurm(config, tmp_path)
+    partitions = {target["name"]: target["slurm"]["partition"] for target in config["hardware"]}
+    placed = sorted((r["run"]["hardware"], r["run"]["network"], r["provenance"]["slurm_partition"]) for r in records)
+    assert placed == sorted([(t, "lenet", partitions[t]) for t in partitions for _ in range(2)]
+                            + [("node-a", "alexnet", "debug")] * 2)  # node-b runs MNIST only
+    for record in records:
+        assert record["status"] == "ok", record["reason"]
+        assert record["provenance"]["slurm_node"] == "localhost"
+    assert (tmp_path / "results" / "runs" / "pytorch" / "mnist-synthetic" / "lenet" / "node-b@cpu").is_dir()
+    appendix = (tmp_path / "results" / "tables" / "appendix.md").read_text()
+    assert "node-a: cpu" in appendix and "node-b: cpu" in appendix

@@ -233,8 +233,8 @@ def test_the_thesis_config_schedules_one_job_per_run_and_every_format(tmp_path):
         (tmp_path / "data" / "raw" / family / "fetch.json").write_text(json.dumps({"status": "ok", "reason": ""}))
     result = snakemake(tmp_path, "-n", "--quiet", "rules")
     jobs = dict(line.split() for line in result.stdout.splitlines() if len(line.split()) == 2)
-    assert jobs["train"] == str(5 * 9 * 3 * 3)  # frameworks x cases x devices x repetitions
-    assert jobs["ceiling"] == "2"  # once per node and precision: fp32 on the CPU and on a GPU
+    assert jobs["train"] == str(5 * 9 * 5 * 3)  # frameworks x cases x hardware columns x repetitions
+    assert jobs["ceiling"] == "4"  # once per target and processor: the two CPUs, a K20m, a P100
     assert jobs["convert"] == str(2 * 4)  # MNIST and CIFAR10 into lmdb, tfrecord, recordio and cntk
     assert jobs["index_ilsvrc12"] == "1" and jobs["gather_shards"] == "4"
     assert jobs["convert_shard"] == str(4 * (1024 + 128))  # ILSVRC12: every format in independent shards

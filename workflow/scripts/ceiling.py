@@ -6,13 +6,14 @@ from dlbench.joblog import logged
 
 with logged(snakemake.log[0]) as log:  # noqa: F821 - injected by Snakemake
     wildcards, config = snakemake.wildcards, snakemake.config  # noqa: F821
+    processor = wildcards.processor.rpartition("@")[2]  # after the hardware target's name, where it has one
     environment = envs.status(snakemake.input.get("environment"))  # noqa: F821
     if environment["reason"]:
-        found = ceiling.unmeasured(wildcards.processor, wildcards.precision,
+        found = ceiling.unmeasured(processor, wildcards.precision,
                                    f"the PyTorch environment it runs in: {environment['reason']}")
     else:
         wait = config["slots"]["wait_minutes"]
-        found = ceiling.measure(wildcards.processor, wildcards.precision, environment["python"],
+        found = ceiling.measure(processor, wildcards.precision, environment["python"],
                                 snakemake.threads, log, slots.lock_dir(config["slots"]["directory"]),  # noqa: F821
                                 None if wait is None else wait * 60)
     ceiling.write(found, Path(snakemake.output[0]))  # noqa: F821

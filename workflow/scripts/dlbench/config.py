@@ -60,6 +60,45 @@ def check_devices(config: dict) -> None:
             raise ConfigError(f"devices[{index}]: {error}") from None
 
 
+# A target's Slurm options and the snakemake-executor-plugin-slurm resources its jobs ask for them with
+SLURM_RESOURCES = {"partition": "slurm_partition", "account": "slurm_account", "constraint": "constraint",
+                   "qos": "qos", "gpu_model": "gpu_model"}
+# The thesis's GPU models (config ``hardware[].thesis``); a GPU target compared with one is set beside its column
+THESIS_GPUS = ("k20m", "p100")
+
+
+def targets(config: dict) -> dict[str | None, dict]:
+    """The config's hardware targets by name, checked against the devices and each other; without
+    ``hardware``, one unnamed target that runs every device on every dataset (the node, or the profile's Slurm
+    resources)."""
+    if not config.get("hardware"):
+        return {None: {"name": None, "devices": list(config["devices"])}}
+    found = {}
+    for index, target in enumerate(config["hardware"]):
+        where = f"hardware[{index}]"
+        if target["name"] in found:
+            raise ConfigError(f"{where}.name: {target['name']!r} names two targets; each column needs its own")
+        for device in target["devices"]:
+            if device not in config["devices"]:
+                raise ConfigError(f"{where}.devices: {device} is not among the config's devices; allowed: "
+                                  f"{', '.join(config['devices'])}")
+        if target.get("thesis") and not any(parse_device(d) == (1, g) for d in target["devices"] for g in (1, 2)):
+            raise ConfigError(f"{where}.thesis: the thesis's {target['thesis']} columns are one and two GPUs in one "
+                              f"process; this target's devices: {', '.join(target['devices'])}")
+        found[target["name"]] = target
+    # An option one target's jobs ask for and another's not would go to the cluster's default for the other
+    # (a rule's resource replaces the profile's): the same options for every target, but the GPU model (not
+    # asked for by CPU runs)
+    asked = {name: set(target.get("slurm", {})) - {"gpu_model"} for name, target in found.items()}
+    for name, options in asked.items():
+        for other, other_options in asked.items():
+            if options - other_options:
+                raise ConfigError(f"hardware: {name} sets slurm.{', slurm.'.join(sorted(options - other_options))} "
+                                  f"and {other} does not; a Slurm option of one target is set for every target "
+                                  "(else its jobs go to the cluster's default)")
+    return found
+
+
 def training_images(config: dict, family: str, mode: str) -> int | None:
     """The images of a dataset's training split, where known before it is read."""
     if mode == "generated":
@@ -131,7 +170,7 @@ def cases(config: dict) -> list[Case]:
                                   f"iteration of {iterations} ({network}); allowed: 0 to {iterations - 1}")
             if "accuracy" in tasks:
                 accuracy_steps = accuracy_iterations(config, bench, where, batch)
-            for device in config["devices"]:
+            for hardware, device in placements(config, family):
                 processes, gpus = parse_device(device)
                 shares = processes * max(gpus, 1)  # the global batch is split over them
                 if batch % shares:
@@ -142,7 +181,7 @@ def cases(config: dict) -> list[Case]:
                     if task not in FRAMEWORKS[framework].tasks:
                         continue  # an inference-only framework among the config's has no training cells
                     label = dataset_label(family, mode)
-                    key = (framework, label, network, device, variant_label(precision, compile), task)
+                    key = (framework, label, network, hardware, device, variant_label(precision, compile), task)
                     if key in found:
                         raise ConfigError(f"{where}: {network} on {label} is listed twice")
                     steps = (accuracy_steps, 0) if task == "accuracy" else (iterations, warmup)
@@ -151,10 +190,18 @@ def cases(config: dict) -> list[Case]:
                            {"epochs": bench.get("epochs", EPOCHS), "target_accuracy": bench.get("target_accuracy")}
                            if task == "accuracy" else {})
                     found[key] = Case(framework=framework, dataset=label, network=network, device=device,
+                                      hardware=hardware,
                                       batch_size_global=batch, iterations=steps[0], warmup_iterations=steps[1],
                                       learning_rate=rate, precision=precision, compile=compile, task=task,
                                       input_size=input_size, **own)
     return list(found.values())
+
+
+def placements(config: dict, family: str) -> list[tuple[str | None, str]]:
+    """(target, device) of every device a target runs on the dataset family, in the config's order."""
+    return [(name, device) for name, target in targets(config).items()
+            if family in target.get("datasets", [family]) for device in config["devices"]
+            if device in target["devices"]]
 
 
 def config_sha256(config: dict) -> str:

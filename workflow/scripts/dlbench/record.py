@@ -147,6 +147,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
             "config_sha256": config_sha256, "dlbench_version": dlbench_version(), "git_commit": git_commit(),
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),  # where the run was a Slurm job, and on which node
             "slurm_node": os.environ.get("SLURMD_NODENAME"),
+            "slurm_partition": os.environ.get("SLURM_JOB_PARTITION"),
         },
     }
 

@@ -76,6 +76,16 @@ def parse_variant(label: str) -> tuple[str, bool]:
     return precision, bool(suffix)
 
 
+# A hardware target's name (config ``hardware[].name``): a label in paths, before its devices' ("p100@gpu1")
+HARDWARE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def placement_label(hardware: str | None, device: str) -> str:
+    """Where a run runs, as paths name it: the device, after its hardware target's name where the config names
+    targets (``p100@gpu1``); without targets the device alone, as before targets existed."""
+    return f"{hardware}@{device}" if hardware else device
+
+
 def gpu_count(device: str) -> int:
     """All the GPUs a run on ``device`` uses: ``gpu2`` -> 2, ``2xgpu1`` -> 2, ``cpu`` -> 0."""
     processes, gpus = parse_device(device)
@@ -83,11 +93,17 @@ def gpu_count(device: str) -> int:
 
 
 class Labelled:
-    """What a run's dataset label and numerics name: shared by :class:`RunSpec` and the config's cases."""
+    """What a run's dataset label, placement and numerics name: shared by :class:`RunSpec` and the config's cases."""
 
     dataset: str
+    device: str
+    hardware: str | None
     precision: str
     compile: bool
+
+    @property
+    def placement(self) -> str:
+        return placement_label(self.hardware, self.device)
 
     @property
     def family(self) -> str:
@@ -135,6 +151,7 @@ class RunSpec(Labelled):
     # (seed 003); None: the dataset's own size, and the network's variant for it
     input_size: int | None = None
     seed: int = 0
+    hardware: str | None = None  # the config's hardware target (None: no target named, this node)
 
     @property
     def gpus(self) -> int:
@@ -154,8 +171,9 @@ class RunSpec(Labelled):
         if self.task != "accuracy":
             block.pop("epochs")
             block.pop("target_accuracy")
-        if self.input_size is None:
-            block.pop("input_size")
+        for absent_when_none in ("input_size", "hardware"):
+            if block[absent_when_none] is None:
+                block.pop(absent_when_none)
         return {"framework": self.framework, "framework_version": framework_version,
                 "data_mode": self.data_mode, **block}
 

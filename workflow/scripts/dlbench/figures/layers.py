@@ -28,7 +28,7 @@ def layer_times(records: list[dict], outputs: list[Path]) -> None:
     colours = sns.color_palette(n_colors=3)
     for ax, panel in zip(axes[0], panels):
         first = cells[cells["setting"] == panel].iloc[0]
-        keys = ["framework", "device", "machine", "variant"]
+        keys = ["framework", "hardware", "device", "machine", "variant"]
         layers = means[(means[keys] == first[keys]).all(axis=1)]
         if not len(layers):
             ax.text(0.5, 0.5, f"{first['status']}: {first['reason']}", ha="center", va="center", wrap=True,

@@ -5,18 +5,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..tables import several_machines
+from ..tables import placements
 from ..tables.appendix import scaling
 from . import FRAMEWORK_COLOURS, framework_order, save, with_notes
 
 
 def scaling_figure(table: pd.DataFrame, dataset: str, outputs: list[Path]) -> None:
     """Speed-up on several devices over one (tables.appendix.scaling), a group per network, a bar per framework in
-    its colour, a panel per device and variant (and machine, where several), the ideal (as many times as
+    its colour, a panel per placement (:func:`tables.placements`) and variant, the ideal (as many times as
     devices) dashed."""
     scaled = scaling(table[table["dataset"] == dataset])
-    machines = scaled["machine"] + ": " if several_machines(scaled) else ""  # as tables.settings names them
-    scaled = scaled.assign(panel=machines + scaled["device"]
+    scaled = scaled.assign(panel=placements(scaled)
                            + (" " + scaled["variant"]).where(scaled["variant"] != "fp32", ""))
     panels = sorted(scaled["panel"].unique())
     fig, axes = with_notes(max(5.5, 4.5 * len(panels)), 4, [] if panels else [

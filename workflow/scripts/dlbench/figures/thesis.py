@@ -15,11 +15,11 @@ def thesis_figure(compared: pd.DataFrame, outputs: list[Path]) -> None:
     measured, in its framework's colour and its case's marker (network and dataset); on the diagonal we measured
     what the thesis did. Cells only one side measured are listed below."""
     both = compared.dropna(subset=["ours_mean", "thesis"])
-    panels = sorted(both[["metric", "hardware"]].drop_duplicates().itertuples(index=False), key=tuple)
+    panels = sorted(both[["metric", "thesis_hardware"]].drop_duplicates().itertuples(index=False), key=tuple)
     one_side = compared[compared[["ours_mean", "thesis"]].isna().any(axis=1)]
     notes = [f"{row.dataset} / {row.network} / {row.framework} / {row.device}: {row.metric} "
              f"{'not measured here (' + row.ours + ')' if pd.isna(row.ours_mean) else 'not in the thesis'}"
-             f" [{HARDWARE_WORDS[row.hardware]}]" for row in one_side.itertuples()]
+             f" [{HARDWARE_WORDS[row.thesis_hardware]}]" for row in one_side.itertuples()]
     if not panels:
         notes.insert(0, "No cell was measured both here and in the thesis.")
     shown = notes[:25] + ([f"... and {len(notes) - 25} more (results/tables/thesis.csv)"] if len(notes) > 25 else [])
@@ -27,7 +27,7 @@ def thesis_figure(compared: pd.DataFrame, outputs: list[Path]) -> None:
     cases = sorted({f"{row.network} / {row.dataset}" for row in both.itertuples()})
     markers = dict(zip(cases, "osD^vP*Xph<>H8d"))
     for ax, (metric, hardware) in zip(axes, panels):
-        points = both[(both["metric"] == metric) & (both["hardware"] == hardware)]
+        points = both[(both["metric"] == metric) & (both["thesis_hardware"] == hardware)]
         for row in points.itertuples():
             ax.scatter(row.thesis, row.ours_mean, color=FRAMEWORK_COLOURS[row.framework],
                        marker=markers[f"{row.network} / {row.dataset}"], s=36, edgecolor="black", linewidth=0.4,

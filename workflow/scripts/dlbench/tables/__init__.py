@@ -16,10 +16,11 @@ from ..metrics import METRICS
 from ..spec import PRECISIONS, parse_variant
 from ..tasks import TASKS
 
-# A cell's runs are averaged only where they ran on one machine (:func:`.runs.machine`): its measured identity
-# is a key of the cell, beside the device.
-RUN_KEYS = ["framework", "dataset", "data_mode", "network", "device", "machine", "variant", "task", "repetition"]
-CELL_KEYS = ["dataset", "network", "framework", "device", "machine", "variant", "task"]
+# Where a cell ran: the config's hardware target (empty where the config names none) and device, and the
+# measured identity of the machine (:func:`.runs.machine`): a cell's runs are averaged only on one machine.
+RUN_KEYS = ["framework", "dataset", "data_mode", "network", "hardware", "device", "machine", "variant", "task",
+            "repetition"]
+CELL_KEYS = ["dataset", "network", "framework", "hardware", "device", "machine", "variant", "task"]
 NOT_RECORDED = "not recorded"  # the machine of a runs.csv made before runs named theirs
 
 
@@ -38,32 +39,40 @@ def ratio_words(ratios: pd.Series) -> list[str]:
 
 
 def several_machines(table: pd.DataFrame) -> bool:
-    """Whether a device of ``table`` ran on more than one machine (one node's CPU and GPUs are one each)."""
-    return bool(len(table)) and table.groupby("device")["machine"].nunique().max() > 1
+    """Whether a target's device in ``table`` ran on more than one machine (one node's CPU and GPUs are one
+    each)."""
+    return bool(len(table)) and table.groupby(["hardware", "device"])["machine"].nunique().max() > 1
+
+
+def placements(table: pd.DataFrame) -> pd.Series:
+    """Each row's device, after its hardware target where the table has named ones and its machine where a
+    target's device ran on several: ``p100: gpu1``, ``NVIDIA H100 80GB HBM3: gpu1``."""
+    where = table["hardware"] if (table["hardware"] != "").any() else pd.Series("", index=table.index)
+    if several_machines(table):
+        where = where + (", " if (table["hardware"] != "").any() else "") + table["machine"]
+    return (where + ": ").where(where != "", "") + table["device"]
 
 
 def settings(table: pd.DataFrame) -> pd.Series:
-    """Each row's device (after its machine where a device ran on several), its variant where the table has
-    another than plain fp32, and its task unless it trains: the columns of the appendix and the bars of a
-    figure, so that a cell's machines, variants and tasks stand side by side."""
-    setting = table["device"]
-    if several_machines(table):
-        setting = table["machine"] + ": " + setting
+    """Each row's placement (:func:`placements`), its variant where the table has another than plain fp32, and
+    its task unless it trains: the columns of the appendix and the bars of a figure, so that a cell's targets,
+    machines, variants and tasks stand side by side."""
+    setting = placements(table)
     if set(table["variant"]) != {"fp32"}:
         setting = setting + " " + table["variant"]
     return setting + table["task"].map(lambda task: "" if task == "train" else f" {task}")
 
 
 def setting_order(table: pd.DataFrame) -> list[str]:
-    """The settings of ``table`` by machine where a device ran on several, device, then precision (as
-    spec.PRECISIONS lists them), eager first, then task (as tasks.TASKS lists them)."""
+    """The settings of ``table`` by hardware target, machine where a device ran on several, device, then
+    precision (as spec.PRECISIONS lists them), eager first, then task (as tasks.TASKS lists them)."""
     several = several_machines(table)
 
     def key(row) -> tuple:
         precision, compiled = parse_variant(row.variant)
-        return (row.machine if several else "", row.device, list(PRECISIONS).index(precision), compiled,
-                list(TASKS).index(row.task))
-    rows = table[["machine", "device", "variant", "task"]].drop_duplicates()
+        return (row.hardware, row.machine if several else "", row.device, list(PRECISIONS).index(precision),
+                compiled, list(TASKS).index(row.task))
+    rows = table[["hardware", "machine", "device", "variant", "task"]].drop_duplicates()
     rows = rows.assign(setting=settings(rows))
     return [row.setting for row in sorted(rows.itertuples(), key=key)]
 
@@ -82,17 +91,24 @@ def read_runs(runs_csv: Path) -> pd.DataFrame:
             allowed = "a finite number" + ("" if METRICS[metric].signed else " ≥ 0")
             raise ValueError(f"{runs_csv}, line {line + 2}, {metric}: {raw.at[line, metric]!r} is not a measurement "
                              f"(allowed: {allowed}, or empty where it was not measured)")
-    words = {c: str for c in raw.columns if c in ("reason", "machine") or c.endswith("_reason")}
+    words = {c: str for c in raw.columns if c in ("reason", "hardware", "machine") or c.endswith("_reason")}
     runs = pd.read_csv(runs_csv, dtype=words, keep_default_na=False,
                        na_values={c: [""] for c in raw.columns if c not in words})
-    if "machine" not in runs:  # from dlbench < 0.26
-        runs.insert(RUN_KEYS.index("machine"), "machine", NOT_RECORDED)
+    for key, before_0_26 in (("hardware", ""), ("machine", NOT_RECORDED)):  # no target, no machine named
+        if key not in runs:
+            runs.insert(RUN_KEYS.index(key), key, before_0_26)
     return runs
 
 
 def read_appendix(appendix_csv: Path) -> pd.DataFrame:
-    """appendix.csv as :func:`.appendix.appendix` made it: a cell without flags has none (not a missing value)."""
-    return pd.read_csv(appendix_csv, dtype={"flags": str, "cell": str}).fillna({"flags": "", "cell": ""})
+    """appendix.csv as :func:`.appendix.appendix` made it: a cell without flags or hardware target has none (not
+    a missing value)."""
+    words = ("flags", "cell", "hardware", "machine")
+    table = pd.read_csv(appendix_csv, dtype=dict.fromkeys(words, str))
+    for key, before_0_26 in (("hardware", ""), ("machine", NOT_RECORDED)):  # no target, no machine named
+        if key not in table:
+            table.insert(table.columns.get_loc("device") + (key == "machine"), key, before_0_26)
+    return table.fillna(dict.fromkeys(words[:3], ""))
 
 
 HTML_OPENING = re.compile(r"<(?=[A-Za-z/!?])")
@@ -100,9 +116,12 @@ HTML_OPENING = re.compile(r"<(?=[A-Za-z/!?])")
 
 def markdown_table(table: pd.DataFrame) -> str:
     """``table`` as Markdown, its text cells escaped: a reason's ``|`` stays in its cell, its HTML is text
-    (a ``<`` that could open a tag or a comment is ``&lt;``; "a < b" stays as it is), a line break a space."""
+    (a ``<`` that could open a tag or a comment is ``&lt;``; "a < b" stays as it is), a line break a space. Its
+    ``hardware`` column is left out where the config named no target (every value empty)."""
     def escaped(value):
         if not isinstance(value, str):
             return value
         return HTML_OPENING.sub("&lt;", " ".join(value.split("\n"))).replace("|", "\\|")
+    if "hardware" in table and (table["hardware"].fillna("") == "").all():
+        table = table.drop(columns="hardware")
     return table.map(escaped).rename(columns=escaped).to_markdown(index=False)

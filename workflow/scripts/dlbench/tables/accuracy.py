@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import markdown_table, read_appendix, read_runs
+from . import CELL_KEYS, markdown_table, read_appendix, read_runs
 
 # Seed 003's published P100 and K80 results, set beside the accuracy runs of its cases
 SEED_003 = Path(__file__).parents[3] / "resources" / "seed003_published.csv"
@@ -22,7 +22,7 @@ def accuracy_table(runs: pd.DataFrame, appendix: pd.DataFrame) -> pd.DataFrame:
     accuracy and training speed, what its data means, and seed 003's published figures where the dataset
     (real), network and epochs are the seed's."""
     runs = runs[runs["task"] == "accuracy"]
-    keys = ["dataset", "network", "framework", "device", "machine", "variant"]
+    keys = [key for key in CELL_KEYS if key != "task"]
     columns = [*keys, "data_mode", "epochs", "batch_size_global", "target_accuracy",
                *ACCURACY_COLUMNS, "data", "seed 003 P100", "seed 003 K80", "differs from seed 003"]
     if not len(runs):

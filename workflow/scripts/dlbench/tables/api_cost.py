@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..metrics import METRICS
 from ..registry import REGISTRY as FRAMEWORKS
-from . import decimals, markdown_table, read_appendix
+from . import CELL_KEYS, decimals, markdown_table, read_appendix
 
 # The API-cost table's columns, (metric, task): what a higher-level API or runtime costs over the framework
 # it runs on (seed 002's question, answered for today), and where a run's time goes beside its loop's
@@ -17,7 +17,7 @@ API_COST_COLUMNS = (("latency_p50", "inference"), ("latency_p99", "inference"), 
                     ("first_step_time", "train"))
 
 
-SETTING_KEYS = ["dataset", "network", "device", "machine", "variant"]
+SETTING_KEYS = [key for key in CELL_KEYS if key not in ("framework", "task")]
 
 
 def api_cost(table: pd.DataFrame) -> pd.DataFrame:

@@ -76,8 +76,8 @@ def _why_missing(group: pd.DataFrame, metric: str) -> str:
 
 
 def appendix_wide(table: pd.DataFrame) -> pd.DataFrame:
-    """The thesis's layout: one row per metric/dataset/network/framework, one column per device (and
-    variant: precision, compiled)."""
+    """The thesis's layout: one row per metric/dataset/network/framework, one column per placement (hardware
+    target and device: :func:`tables.placements`) and variant (precision, compiled)."""
     wide = table.assign(setting=settings(table)).pivot_table(
         index=["metric", "unit", "dataset", "network", "framework"], columns="setting", values="cell",
         aggfunc="first", sort=False)[setting_order(table)]
@@ -107,14 +107,14 @@ def scaling(table: pd.DataFrame) -> pd.DataFrame:
     """From the appendix's long table, each training cell on several devices against the same framework's cell
     on one (the thesis's 2 GPUs ÷ 1 GPU): the speed-up and the efficiency (speed-up ÷ devices)."""
     speed = table[(table["metric"] == "train_speed") & (table["task"] == "train") & (table["n"] > 0)]
-    one = speed.set_index(["dataset", "network", "framework", "machine", "variant", "device"])["mean"]
+    keys = [key for key in CELL_KEYS if key not in ("device", "task")]  # a cell's, but its device
+    one = speed.set_index([*keys, "device"])["mean"]
     rows = []
-    for cell in speed.itertuples():
-        baseline, devices = scale(cell.device)
-        base = one.get((cell.dataset, cell.network, cell.framework, cell.machine, cell.variant, baseline))
+    for cell in speed.to_dict("records"):
+        baseline, devices = scale(cell["device"])
+        base = one.get((*(cell[key] for key in keys), baseline))
         if devices > 1 and base is not None:
-            rows.append({"dataset": cell.dataset, "network": cell.network, "framework": cell.framework,
-                         "machine": cell.machine, "variant": cell.variant, "device": cell.device, "baseline": baseline,
-                         "devices": devices, "speedup": cell.mean / base, "efficiency": cell.mean / base / devices})
-    return pd.DataFrame(rows, columns=["dataset", "network", "framework", "machine", "variant", "device", "baseline",
-                                       "devices", "speedup", "efficiency"])
+            speedup = cell["mean"] / base
+            rows.append({**{key: cell[key] for key in keys}, "device": cell["device"], "baseline": baseline,
+                         "devices": devices, "speedup": speedup, "efficiency": speedup / devices})
+    return pd.DataFrame(rows, columns=[*keys, "device", "baseline", "devices", "speedup", "efficiency"])

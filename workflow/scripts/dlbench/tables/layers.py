@@ -7,14 +7,15 @@ import pandas as pd
 
 from ..record import load_records
 from ..spec import variant_label
-from . import decimals, markdown_table, read_appendix
-from .runs import machine
+from . import CELL_KEYS, decimals, markdown_table, read_appendix
+from .runs import hardware, machine
 
 TOP_LAYERS = 5  # the layers table's most expensive layers per cell
+PROFILE_CELL = [key for key in CELL_KEYS if key != "task"]
 
 
 def layer_means(records: list[dict]) -> pd.DataFrame:
-    """Per profile cell (dataset, network, framework, device, variant) and layer, in walk order: the mean over
+    """Per profile cell (dataset, network, framework, placement, variant) and layer, in walk order: the mean over
     its ok runs of each layer's forward and backward milliseconds, and of the profiled step's."""
     rows = []
     for record in records:
@@ -22,25 +23,25 @@ def layer_means(records: list[dict]) -> pd.DataFrame:
         if run["task"] != "profile" or record["status"] != "ok" or not profile.get("layers"):
             continue
         cell = {"dataset": run["dataset"], "network": run["network"], "framework": run["framework"],
-                "device": run["device"], "machine": machine(record) or "unknown",
+                "hardware": hardware(run), "device": run["device"], "machine": machine(record) or "unknown",
                 "variant": variant_label(run["precision"], run["compile"])}
         rows += [{**cell, "order": order, "layer": layer["name"], "forward_ms": layer["forward_ms"],
                   "backward_ms": layer["backward_ms"], "iteration_ms": profile["iteration_ms"],
                   "repetition": run["repetition"]} for order, layer in enumerate(profile["layers"])]
-    columns = ["dataset", "network", "framework", "device", "machine", "variant", "order", "layer"]
+    columns = [*PROFILE_CELL, "order", "layer"]
     if not rows:
         return pd.DataFrame(columns=[*columns, "forward_ms", "backward_ms", "iteration_ms", "runs"])
     table = pd.DataFrame(rows).groupby(columns, sort=True).agg(
         forward_ms=("forward_ms", "mean"), backward_ms=("backward_ms", "mean"), iteration_ms=("iteration_ms", "mean"),
         runs=("repetition", "nunique")).reset_index()
-    return table.sort_values(columns[:6]).reset_index(drop=True)
+    return table.sort_values(PROFILE_CELL).reset_index(drop=True)
 
 
 def layers_table(records: list[dict], appendix: pd.DataFrame) -> pd.DataFrame:
     """One row per profile cell: the appendix's cells of its profiler overhead and unaccounted share, and its
     most expensive layers (forward + backward, mean over its ok runs), so that the same layer can be read
     across frameworks."""
-    keys = ["dataset", "network", "framework", "device", "machine", "variant"]
+    keys = PROFILE_CELL
     profiled = appendix[appendix["task"] == "profile"]
     columns = [*keys, "profiling_overhead", "unaccounted_share", *[f"layer {k}" for k in range(1, TOP_LAYERS + 1)]]
     if not len(profiled):

@@ -10,6 +10,11 @@ from ..spec import gpu_count, variant_label
 from . import CELL_KEYS, RUN_KEYS, first_line
 
 
+def hardware(run: dict) -> str:
+    """The config's hardware target the run ran on; empty where the config named none."""
+    return run.get("hardware") or ""
+
+
 def machine(record: dict) -> str | None:
     """The measured identity of what a run ran on, which a cell's runs must share to be averaged: its GPUs'
     model (``NVIDIA H100 80GB HBM3``; ``1x Tesla K20m + 1x Tesla P100-PCIE-16GB`` where they differ; how many
@@ -29,8 +34,9 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
     rows = []
     for record in records:
         run = record["run"]
-        row = {key: run[key] for key in RUN_KEYS if key not in ("variant", "machine")}
-        row.update(variant=variant_label(run["precision"], run["compile"]), machine=machine(record))
+        row = {key: run[key] for key in RUN_KEYS if key not in ("hardware", "variant", "machine")}
+        row.update(hardware=hardware(run), variant=variant_label(run["precision"], run["compile"]),
+                   machine=machine(record))
         row.update(status=record["status"], reason=first_line(record["reason"]),
                    framework_version=run.get("framework_version"), batch_size_global=run["batch_size_global"],
                    iterations=run["iterations"], warmup_iterations=run["warmup_iterations"],

@@ -10,29 +10,29 @@ import pandas as pd
 from ..config import FIGURE_4_5
 from ..metrics import METRICS
 from ..spec import gpu_count, parse_dataset_label
-from . import markdown_table, ratio_words, read_appendix, read_runs
+from . import CELL_KEYS, markdown_table, ratio_words, read_appendix, read_runs
 
 APPENDIX_A = Path(__file__).parents[3] / "resources" / "piccione2018_appendix_a.csv"
 # Our names for the thesis's
 FAMILIES = {"MNIST": "mnist", "CIFAR10": "cifar10", "ImageNet": "imagenet"}
 NETWORKS = {"LeNet": "lenet", "AlexNet": "alexnet", "ResNet50": "resnet50", "GoogLeNet": "googlenet", "VGG16": "vgg16"}
 FRAMEWORKS = {"Caffe": "caffe", "TensorFlow": "tensorflow", "PyTorch": "pytorch", "MXNet": "mxnet", "CNTK": "cntk"}
-# Our devices and the thesis's hardware columns they are set beside
+# Our devices and the thesis's hardware columns they are set beside; a GPU device of a hardware target that
+# names its thesis GPU (config hardware[].thesis) is set beside that GPU's column alone
 HARDWARE = {"cpu": ("cpu_e5-2630_12or20cores",), "gpu1": ("1x_p100", "1x_k20m"), "gpu2": ("2x_p100", "2x_k20m")}
 HARDWARE_WORDS = {"cpu_e5-2630_12or20cores": "2x Xeon E5-2630 (12 cores, ImageNet 20)",
                   "1x_p100": "1x Tesla P100", "1x_k20m": "1x Tesla K20m",
                   "2x_p100": "2x Tesla P100", "2x_k20m": "2x Tesla K20m"}
-KEYS = ["metric", "dataset", "network", "framework", "device", "machine", "hardware"]
+KEYS = ["metric", "dataset", "network", "framework", "hardware", "device", "machine", "thesis_hardware"]
 COLUMNS = [*KEYS, "unit", "ours", "ours_mean", "n", "thesis", "ratio", "apples_to_oranges"]
-RANK_COLUMNS = ["metric", "dataset", "network", "device", "machine", "hardware", "frameworks", "spearman",
-                "same_order", "swapped"]
+RANK_COLUMNS = [*(key for key in KEYS if key != "framework"), "frameworks", "spearman", "same_order", "swapped"]
 
 
 def reference(path: Path = APPENDIX_A) -> pd.DataFrame:
     """Appendix A in our names; its 0s (not available, or not measured on CPUs) as missing."""
     table = pd.read_csv(path)
     table = table.assign(family=table["dataset"].map(FAMILIES), network=table["network"].map(NETWORKS),
-                         framework=table["framework"].map(FRAMEWORKS))
+                         framework=table["framework"].map(FRAMEWORKS)).rename(columns={"hardware": "thesis_hardware"})
     return table.assign(value=table["value"].where(table["value"] > 0)).drop(columns="dataset")
 
 
@@ -45,40 +45,55 @@ def comparable(appendix: pd.DataFrame) -> pd.DataFrame:
     return cells.assign(family=cells["dataset"].map(lambda label: parse_dataset_label(label)[0]))
 
 
-def comparison(appendix: pd.DataFrame, runs: pd.DataFrame, thesis: pd.DataFrame | None = None) -> pd.DataFrame:
+def thesis_columns(device: str, thesis_gpu: str | None) -> tuple[str, ...]:
+    """The thesis's hardware columns a cell on ``device`` is set beside: its target's thesis GPU's where it names
+    one (``k20m``, ``p100``), else both GPUs'."""
+    if thesis_gpu and gpu_count(device):
+        return (f"{gpu_count(device)}x_{thesis_gpu}",)
+    return HARDWARE[device]
+
+
+def comparison(appendix: pd.DataFrame, runs: pd.DataFrame, thesis: pd.DataFrame | None = None,
+               thesis_gpus: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per (our cell, thesis hardware it is set beside) for the thesis's metrics: our cell as the
-    appendix writes it, its mean, the thesis's value, ours ÷ theirs, and what makes the two differ."""
+    appendix writes it, its mean, the thesis's value, ours ÷ theirs, and what makes the two differ.
+    ``thesis_gpus``: the thesis GPU each of the config's hardware targets names (config hardware[].thesis)."""
     thesis = reference() if thesis is None else thesis
+    thesis_gpus = thesis_gpus or {}
     cells = comparable(appendix[appendix["metric"].isin(thesis["metric"].unique())])
     rows = []
     for cell in cells.itertuples():
         if METRICS[cell.metric].needs == "gpu" and not gpu_count(cell.device):
             continue  # the thesis's "GPU power" of a CPU run is its idle cards' draw
-        for hardware in HARDWARE[cell.device]:
+        thesis_gpu = thesis_gpus.get(cell.hardware)
+        for column in thesis_columns(cell.device, thesis_gpu):
             match = thesis[(thesis["metric"] == cell.metric) & (thesis["family"] == cell.family)
                            & (thesis["network"] == cell.network) & (thesis["framework"] == cell.framework)
-                           & (thesis["hardware"] == hardware)]
+                           & (thesis["thesis_hardware"] == column)]
             theirs = match["value"].iloc[0] if len(match) else float("nan")
+            words = differences(cell, column, runs, theirs)
+            if gpu_count(cell.device) and not thesis_gpu:
+                both = " and ".join(HARDWARE_WORDS[c] for c in HARDWARE[cell.device])
+                words.append(f"set beside the thesis's {both}: " + (
+                    f"target {cell.hardware} names no thesis GPU (hardware[].thesis)" if cell.hardware
+                    else "the config names no hardware target whose thesis GPU this is"))
             rows.append({"metric": cell.metric, "dataset": cell.dataset, "network": cell.network,
-                         "framework": cell.framework, "device": cell.device, "machine": cell.machine,
-                         "hardware": hardware,
+                         "framework": cell.framework, "hardware": cell.hardware, "device": cell.device,
+                         "machine": cell.machine, "thesis_hardware": column,
                          "unit": cell.unit, "ours": cell.cell, "ours_mean": cell.mean, "n": cell.n, "thesis": theirs,
-                         "ratio": cell.mean / theirs,
-                         "apples_to_oranges": "; ".join(differences(cell, hardware, runs, theirs))})
+                         "ratio": cell.mean / theirs, "apples_to_oranges": "; ".join(words)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def differences(cell, hardware: str, runs: pd.DataFrame, theirs: float) -> list[str]:
+def differences(cell, column: str, runs: pd.DataFrame, theirs: float) -> list[str]:
     """What makes our cell and the thesis's a different measurement, in a reader's words."""
     words = []
     if pd.isna(theirs):
         words.append("the thesis has no value here (not available, or not measured on CPUs)")
-    ours = runs[(runs["dataset"] == cell.dataset) & (runs["network"] == cell.network)
-                & (runs["framework"] == cell.framework) & (runs["device"] == cell.device)
-                & (runs["machine"] == cell.machine) & (runs["variant"] == "fp32") & (runs["task"] == "train")]
+    ours = runs[(runs[CELL_KEYS] == [getattr(cell, key) for key in CELL_KEYS]).all(axis=1)]  # its runs
     if len(ours):
         first = ours.iloc[0]
-        words.append(f"our {cell.machine} vs {HARDWARE_WORDS[hardware]}")
+        words.append(f"our {cell.machine} vs {HARDWARE_WORDS[column]}")
         batch = FIGURE_4_5.get((cell.family, cell.network), (None,))[0]
         if batch and first["batch_size_global"] != batch:
             words.append(f"batch {first['batch_size_global']} (thesis {batch})")
@@ -94,12 +109,12 @@ def differences(cell, hardware: str, runs: pd.DataFrame, theirs: float) -> list[
 
 
 def rank_agreement(compared: pd.DataFrame) -> pd.DataFrame:
-    """Per case, device, our machine and thesis hardware: do the frameworks come out in the same order? Spearman's rank
-    correlation of our means and the thesis's over the frameworks both measured, and the pairs whose order
-    swapped (``a < b``: a is below b here, above it in the thesis)."""
+    """Per case, placement, our machine and thesis hardware: do the frameworks come out in the same order?
+    Spearman's rank correlation of our means and the thesis's over the frameworks both measured, and the pairs
+    whose order swapped (``a < b``: a is below b here, above it in the thesis)."""
     both = compared.dropna(subset=["ours_mean", "thesis"])
     rows = []
-    for key, group in both.groupby(["metric", "dataset", "network", "device", "machine", "hardware"], sort=True):
+    for key, group in both.groupby(RANK_COLUMNS[:RANK_COLUMNS.index("thesis_hardware") + 1], sort=True):
         if len(group) < 2:
             continue
         group = group.set_index("framework")
@@ -119,10 +134,11 @@ def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
                 "in fp32 on cpu, gpu1 or gpu2; LeNet on MNIST, AlexNet, ResNet50, GoogLeNet or VGG16 on CIFAR10 "
                 "or ImageNet; Caffe, TensorFlow, PyTorch, MXNet or CNTK).\n")
     shown = compared.assign(
-        hardware=compared["hardware"].map(HARDWARE_WORDS),
+        thesis_hardware=compared["thesis_hardware"].map(HARDWARE_WORDS),
         thesis=[("—" if pd.isna(value) else f"{value:,.0f}") for value in compared["thesis"]],
         ratio=ratio_words(compared["ratio"]))
-    ranked = ranks.assign(hardware=ranks["hardware"].map(HARDWARE_WORDS), spearman=ranks["spearman"].round(2))
+    ranked = ranks.assign(thesis_hardware=ranks["thesis_hardware"].map(HARDWARE_WORDS),
+                          spearman=ranks["spearman"].round(2))
     return ("# Our cells beside the thesis's (Appendix A)\n\n"
             + markdown_table(shown.drop(columns=["ours_mean"]))
             + "\n\n## Do the frameworks come out in the same order?\n\n"
@@ -130,8 +146,9 @@ def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
             + "\n")
 
 
-def write(appendix_csv: Path, runs_csv: Path, csv_out: Path, ranks_out: Path, md_out: Path) -> None:
-    compared = comparison(read_appendix(appendix_csv), read_runs(runs_csv))
+def write(appendix_csv: Path, runs_csv: Path, csv_out: Path, ranks_out: Path, md_out: Path,
+          thesis_gpus: dict[str, str] | None = None) -> None:
+    compared = comparison(read_appendix(appendix_csv), read_runs(runs_csv), thesis_gpus=thesis_gpus)
     ranks = rank_agreement(compared)
     compared.to_csv(csv_out, index=False)
     ranks.to_csv(ranks_out, index=False)
