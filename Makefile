@@ -45,7 +45,7 @@ system-packages:
 test-system-packages:
 	$(call apt_install,$(TEST_APT))
 
-.PHONY: run test test-slow test-all lint bench retry-failed compare requirements-check gpu-check gpu-envs-check
+.PHONY: run test test-slow test-all lint bench retry-failed compare report requirements-check gpu-check gpu-envs-check
 run: system-packages $(VENV)/.workflow-installed
 	$(BIN)/snakemake --profile profiles/local --cores $(CORES) --resources gpu=$(GPUS) $(SNAKEMAKE_ARGS)
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html $(SNAKEMAKE_ARGS)
@@ -64,6 +64,22 @@ lint: $(VENV)/.test-installed
 # (writes results/comparison/: comparison.csv, comparison.md, comparison_train_speed.{png,svg}).
 compare: $(VENV)/.workflow-installed
 	$(BIN)/python workflow/scripts/compare_results.py $(A) $(B)
+
+# One report over the results of workflow runs on machines that could not share one (a laptop's, a GPU node's):
+#   make report RESULTS="<results dir> <results dir> ..." [MERGED=results-merged]
+# reads their records where they lie (config merge, dlbench.merge) and writes MERGED/results/ (runs table,
+# appendix, figures) and MERGED/report.html; nothing is trained.
+MERGED ?= results-merged
+empty :=
+comma := ,
+MERGE_CONFIG = merge=[$(subst $(empty) $(empty),$(comma),$(strip $(foreach dir,$(RESULTS),$(abspath $(dir)))))]
+MERGE_ARGS = --snakefile $(CURDIR)/Snakefile --directory $(MERGED) --configfile $(CURDIR)/config/config.yaml \
+	--config '$(MERGE_CONFIG)' --cores $(CORES)
+report: $(VENV)/.workflow-installed
+	@test -n "$(RESULTS)" || { echo 'make report RESULTS="<results dir> <results dir> ...": which results?'; exit 2; }
+	mkdir -p $(MERGED)
+	$(BIN)/snakemake $(MERGE_ARGS) $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake $(MERGE_ARGS) --report $(abspath $(MERGED))/report.html $(SNAKEMAKE_ARGS)
 
 # Every environment's requirements file, CPU and CUDA, resolves from the registry (pip, without
 # installing): a CUDA file is installed only on a GPU node, where nothing else would see it fail.

@@ -16,7 +16,7 @@ from dlbench.metrics import METRICS, caption_thresholds, drawn  # noqa: E402
 from dlbench.host import Rapl  # noqa: E402
 from dlbench.peaks import node_knows_cpu_peak  # noqa: E402
 from dlbench.registry import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
-from dlbench import ceiling, datasets, formats, ilsvrc12, summary  # noqa: E402
+from dlbench import ceiling, datasets, formats, ilsvrc12, merge, summary  # noqa: E402
 from dlbench.compute import processor  # noqa: E402
 from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
@@ -25,26 +25,46 @@ from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRO
 from dlbench.spec import COMPILED, HARDWARE_NAME, PRECISIONS, gpu_count, parse_dataset_label, placement_label  # noqa: E402
 from dlbench.tasks import TASKS  # noqa: E402
 
-try:
-    bench_config.check_devices(config)
-    validate(config, "../config/schema.yaml")
-    TARGETS = bench_config.targets(config)
-    CASES = {(c.framework, c.dataset, c.network, c.placement, c.variant, c.task): c for c in bench_config.cases(config)}
-except bench_config.ConfigError as error:
-    raise WorkflowError(f"invalid config: {error}")
-
-USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
-BUILD_VENVS = config["environment"] == "venv" and not USE_CONDA  # per-framework pip virtualenvs
-REPETITIONS = range(1, config["repetitions"] + 1)
 # A placement is the device, after its hardware target's name where the config names targets (p100@gpu1)
 RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{placement}/{variant}/{task}/rep{repetition}.json"
 CEILING = "results/ceilings/{processor}-{precision}.json"  # processor: cpu or gpu, after the target's name
 
 
+def case_key(case):
+    return case.framework, case.dataset, case.network, case.placement, case.variant, case.task
+
+
+def repetitions_of(key):
+    framework, dataset, network, placement, variant, task = key
+    return [RUN_RECORD.format(framework=framework, dataset=dataset, network=network, placement=placement,
+                              variant=variant, task=task, repetition=repetition)
+            for repetition in range(1, config["repetitions"] + 1)]
+
+
+try:
+    bench_config.check_devices(config)
+    validate(config, "../config/schema.yaml")
+    TARGETS = bench_config.targets(config)
+    MERGED = merge.merged_records(config["merge"], log=lambda line: print(line, file=sys.stderr)) if config.get(
+        "merge") else {}
+    if MERGED:  # the records of other workflow runs are the matrix (dlbench.merge); nothing runs
+        CASES, CASE_RECORDS = {}, {}
+        for path, record in MERGED.items():
+            merged_case = merge.case_of(record)
+            CASES.setdefault(case_key(merged_case), merged_case)
+            CASE_RECORDS.setdefault(case_key(merged_case), []).append(str(path))
+    else:
+        CASES = {case_key(c): c for c in bench_config.cases(config)}
+        CASE_RECORDS = {key: repetitions_of(key) for key in CASES}
+except (bench_config.ConfigError, merge.MergeError) as error:
+    raise WorkflowError(f"invalid config: {error}")
+
+USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+BUILD_VENVS = config["environment"] == "venv" and not USE_CONDA  # per-framework pip virtualenvs
 def run_records(keys):
-    """The records of the cases ``keys`` (framework, dataset, network, placement, variant, task), every repetition."""
-    return [RUN_RECORD.format(framework=f, dataset=d, network=n, placement=v, variant=m, task=t, repetition=r)
-            for (f, d, n, v, m, t) in keys for r in REPETITIONS]
+    """The records of the cases ``keys`` (framework, dataset, network, placement, variant, task), every repetition
+    (with ``merge``: every record the merged directories hold of them)."""
+    return [path for key in keys for path in CASE_RECORDS[key]]
 
 
 RUNS = run_records(CASES)
@@ -58,8 +78,10 @@ def menu_label(wildcards, before=""):
 
 # A cell's figures: the metrics its runs measure (latency only where it has inference runs, GPU power only
 # where it runs on GPUs, CPU energy where this node has RAPL counters, MFU where dlbench knows the peak).
-RAPL = Rapl().error is None
-CPU_PEAK = node_knows_cpu_peak()
+# (With merge: where the merged runs measured them, on their nodes.)
+RAPL = (any(r["power"]["cpu_energy_j"] is not None for r in MERGED.values()) if MERGED else Rapl().error is None)
+CPU_PEAK = (any(r["compute"]["mfu"] is not None and not gpu_count(r["run"]["device"]) for r in MERGED.values())
+            if MERGED else node_knows_cpu_peak())
 FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metric in METRICS
            if drawn(metric, *zip(*[(c.task, c.device) for c in CASES.values() if (c.dataset, c.network) == (d, n)]),
                     rapl=RAPL, cpu_peak=CPU_PEAK)

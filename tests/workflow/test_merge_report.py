@@ -1,0 +1,50 @@
+"""make report: one runs table, appendix, figures and HTML report over the results of two workflow runs on
+machines that could not share one, read where they lie; two directories that call one target two machines are
+refused before any job."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ..conftest import ROOT
+from ..unit.test_merge import on_cpu, results_dir
+from ..unit.test_tables import on_gpus, on_target, record
+
+
+def make_report(merged: Path, *results: Path) -> subprocess.CompletedProcess:
+    """The documented command, with this interpreter's Snakemake (its environment is the tests')."""
+    command = ["make", "-C", str(ROOT), "-o", ".venv/.workflow-installed", "report",
+               f"BIN={Path(sys.executable).parent}", f"RESULTS={' '.join(map(str, results))}", f"MERGED={merged}",
+               "CORES=2"]
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=1200)
+
+
+@pytest.mark.slow
+def test_one_report_over_two_machines_results(tmp_path):
+    laptop = tmp_path / "laptop"  # a workflow directory (its results/ below it) ...
+    results_dir(laptop / "results", *(on_cpu(record(repetition=r, speed=100.0 + r), "Laptop CPU") for r in (1, 2)))
+    node = tmp_path / "node" / "results"  # ... and a results directory: both are taken
+    results_dir(node, *(on_cpu(record(repetition=r, speed=300.0 + r), "Server CPU") for r in (1, 2)))
+    before = {path: path.read_bytes() for path in tmp_path.rglob("rep*.json")}
+    merged = tmp_path / "merged"
+    result = make_report(merged, laptop, node)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+
+    runs = pd.read_csv(merged / "results" / "tables" / "runs.csv")
+    assert sorted(runs["machine"]) == ["Laptop CPU, 2 cores"] * 2 + ["Server CPU, 2 cores"] * 2
+    appendix = (merged / "results" / "tables" / "appendix.md").read_text()
+    assert "Laptop CPU, 2 cores: cpu" in appendix and "Server CPU, 2 cores: cpu" in appendix  # never one mean
+    assert (merged / "results" / "figures" / "mnist-generated" / "lenet" / "train_speed.svg").exists()
+    assert "Server CPU" in (merged / "report.html").read_text(errors="replace")
+    assert {path: path.read_bytes() for path in tmp_path.rglob("rep*.json") if merged not in path.parents} == before
+    assert not (laptop / "results" / "tables").exists()  # nothing written beside the merged records
+
+    clash = tmp_path / "clash"
+    results_dir(clash, on_target(on_gpus(record(device="gpu1"), "Tesla K20m"), "p100"))
+    results_dir(tmp_path / "other", on_target(on_gpus(record(device="gpu1"), "Tesla P100-PCIE-16GB"), "p100"))
+    result = make_report(tmp_path / "refused", clash, tmp_path / "other")
+    assert result.returncode != 0
+    assert "hardware target 'p100' is two machines" in result.stderr + result.stdout
+    assert not (tmp_path / "refused" / "results").exists()
