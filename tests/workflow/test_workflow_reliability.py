@@ -148,7 +148,7 @@ CHANGES = {
     "input_size": ((2, {"input_size": 224}), [RESIZABLE]),
     "sample_hz": ((None, {"measurement": {"sample_hz": 25}}), FINISHED),
 }
-NAMED_BY_PATH = {"framework", "dataset", "network", "device", "repetition", "precision", "compile", "task"}
+NAMED_BY_PATH = {"framework", "dataset", "network", "hardware", "device", "repetition", "precision", "compile", "task"}
 DERIVED = {"data_dir": "the dataset's format, from framework and dataset", "seed": "the repetition"}
 
 
