@@ -22,7 +22,8 @@ from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
                           cuda_variant, current_environment, node_gpus)
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
-from dlbench.spec import COMPILED, HARDWARE_NAME, PRECISIONS, gpu_count, parse_dataset_label, placement_label  # noqa: E402
+from dlbench.spec import (COMPILED, HARDWARE_NAME, PRECISIONS, gpu_count, parse_dataset_label,  # noqa: E402
+                          parse_placement, placement_label)
 from dlbench.tasks import TASKS  # noqa: E402
 
 # A placement is the device, after its hardware target's name where the config names targets (p100@gpu1)
@@ -292,8 +293,7 @@ def slurm_options(target_of, gpus_of):
 
 
 def ceiling_target(wildcards):
-    hardware, _, _ = wildcards.processor.rpartition("@")
-    return hardware or None
+    return parse_placement(wildcards.processor)[0]
 
 
 def train_conda(wildcards):

@@ -3,10 +3,11 @@ from pathlib import Path
 
 from dlbench import ceiling, envs, slots
 from dlbench.joblog import logged
+from dlbench.spec import parse_placement
 
 with logged(snakemake.log[0]) as log:  # noqa: F821 - injected by Snakemake
     wildcards, config = snakemake.wildcards, snakemake.config  # noqa: F821
-    processor = wildcards.processor.rpartition("@")[2]  # after the hardware target's name, where it has one
+    _, processor = parse_placement(wildcards.processor)  # after the hardware target's name, where it has one
     environment = envs.status(snakemake.input.get("environment"))  # noqa: F821
     if environment["reason"]:
         found = ceiling.unmeasured(processor, wildcards.precision,

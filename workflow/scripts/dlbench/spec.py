@@ -86,6 +86,12 @@ def placement_label(hardware: str | None, device: str) -> str:
     return f"{hardware}@{device}" if hardware else device
 
 
+def parse_placement(label: str) -> tuple[str | None, str]:
+    """``p100@gpu1`` -> (p100, gpu1), ``gpu1`` -> (None, gpu1): :func:`placement_label` read back."""
+    hardware, _, device = label.rpartition("@")
+    return hardware or None, device
+
+
 def gpu_count(device: str) -> int:
     """All the GPUs a run on ``device`` uses: ``gpu2`` -> 2, ``2xgpu1`` -> 2, ``cpu`` -> 0."""
     processes, gpus = parse_device(device)

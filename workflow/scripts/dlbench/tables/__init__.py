@@ -47,9 +47,10 @@ def several_machines(table: pd.DataFrame) -> bool:
 def placements(table: pd.DataFrame) -> pd.Series:
     """Each row's device, after its hardware target where the table has named ones and its machine where a
     target's device ran on several: ``p100: gpu1``, ``NVIDIA H100 80GB HBM3: gpu1``."""
-    where = table["hardware"] if (table["hardware"] != "").any() else pd.Series("", index=table.index)
+    named = (table["hardware"] != "").any()
+    where = table["hardware"] if named else pd.Series("", index=table.index)
     if several_machines(table):
-        where = where + (", " if (table["hardware"] != "").any() else "") + table["machine"]
+        where = where + (", " if named else "") + table["machine"]
     return (where + ": ").where(where != "", "") + table["device"]
 
 
