@@ -28,6 +28,7 @@ rule appendix_table:
         tex="results/tables/appendix.tex",
     params:
         thresholds=caption_thresholds(),  # for the caption
+        hardware=HARDWARE_ORDER,  # the columns' and panels' order of targets
     log:
         "logs/aggregate/appendix_table.log",
     conda:
@@ -93,6 +94,8 @@ rule heatmap:
                    category="Figures", subcategory="{dataset}",
                    labels=lambda wildcards: menu_label(wildcards, "which framework: ")),
         svg="results/figures/{dataset}/{metric}_heatmap.svg",
+    params:
+        hardware=HARDWARE_ORDER,  # the columns' and panels' order of targets
     log:
         "logs/aggregate/heatmap-{dataset}-{metric}.log",
     wildcard_constraints:
@@ -108,8 +111,10 @@ rule scaling_figure:
         "results/tables/appendix.csv",
     output:
         png=report("results/figures/{dataset}/scaling.png", caption="../report/scaling.rst", category="Figures",
-                   subcategory="{dataset}", labels={"metric": "speed-up on several devices"}),
+                   subcategory="{dataset}", labels={"metric": "speed-up: several devices, GPU over CPU"}),
         svg="results/figures/{dataset}/scaling.svg",
+    params:
+        hardware=HARDWARE_ORDER,  # the columns' and panels' order of targets
     log:
         "logs/aggregate/scaling-{dataset}.log",
     conda:
@@ -125,6 +130,8 @@ rule iteration_times:
         png=report("results/figures/{dataset}/{network}/iteration_times.png", caption="../report/iteration_times.rst",
                    category="Figures", subcategory="{dataset} / {network}", labels={"metric": "every step's time"}),
         svg="results/figures/{dataset}/{network}/iteration_times.svg",
+    params:
+        hardware=HARDWARE_ORDER,  # the columns' and panels' order of targets
     log:
         "logs/aggregate/iteration_times-{dataset}-{network}.log",
     conda:
@@ -222,6 +229,7 @@ rule figure:
     params:
         meaning=lambda wildcards: METRICS[wildcards.metric].meaning,  # for the caption
         thresholds=caption_thresholds(),
+        hardware=HARDWARE_ORDER,  # the columns' and panels' order of targets
     log:
         "logs/aggregate/figure-{dataset}-{network}-{metric}.log",
     conda:

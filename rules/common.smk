@@ -60,6 +60,10 @@ try:
 except (bench_config.ConfigError, merge.MergeError) as error:
     raise WorkflowError(f"invalid config: {error}")
 
+# The tables' and figures' order of hardware targets: the config's; merged runs' in the order of the directories
+HARDWARE_ORDER = [name for name in (
+    dict.fromkeys(record["run"].get("hardware") for record in MERGED.values()) if MERGED else TARGETS) if name]
+
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 BUILD_VENVS = config["environment"] == "venv" and not USE_CONDA  # per-framework pip virtualenvs
 def run_records(keys):
@@ -89,17 +93,27 @@ FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metri
            for ext in ("png", "svg")]
 TRAINED = [c for c in CASES.values() if c.task == "train"]
 # Per dataset with training runs, a heatmap of each metric with a better end that they measure (speed, energy
-# per image) against the best framework's; per dataset whose training runs on several devices and on one,
-# their speed-up
+# per image) against the best framework's; per dataset whose training runs on several devices and on one, or on
+# a GPU and a CPU, their speed-ups
 HEATMAPS = [f"results/figures/{d}/{metric}_heatmap.{ext}" for d in sorted({c.dataset for c in TRAINED})
             for metric, spec in METRICS.items()
             if spec.best and drawn(metric, ["train"], [c.device for c in TRAINED if c.dataset == d], rapl=RAPL,
                                  cpu_peak=CPU_PEAK)
             for ext in ("png", "svg")]
-SCALED = sorted({c.dataset for c in TRAINED if scale(c.device)[1] > 1
-                 and any((o.dataset, o.framework, o.hardware, o.device)
-                         == (c.dataset, c.framework, c.hardware, scale(c.device)[0])
-                         for o in TRAINED)})
+
+
+def set_against(case) -> list:
+    """The training cases a case's speed-up is set against (tables.appendix.scaling, gpu_over_cpu): its target's
+    one device where it runs on several; any target's CPU where it runs on one GPU."""
+    baseline, devices = scale(case.device)
+    same = [o for o in TRAINED if (o.dataset, o.network, o.framework, o.precision, o.compile)
+            == (case.dataset, case.network, case.framework, case.precision, case.compile)]
+    if devices > 1:
+        return [o for o in same if (o.hardware, o.device) == (case.hardware, baseline)]
+    return [o for o in same if o.device == "cpu"] if baseline == "gpu1" else []
+
+
+SCALED = sorted({c.dataset for c in TRAINED if set_against(c)})
 SCALING = [f"results/figures/{d}/scaling.{ext}" for d in SCALED for ext in ("png", "svg")]
 # Per cell with training runs, the time of their every step
 ITERATION_FIGURES = [f"results/figures/{d}/{n}/iteration_times.{ext}" for d, n in sorted({(c.dataset, c.network)

@@ -111,14 +111,31 @@ def test_the_runner_times_the_worker_steps_on_synthetic_data(tmp_path, standin_w
 
 
 def test_the_worker_reads_the_map_file_from_the_format_directory(tmp_path, standin_worker):
-    datasets.generate("cifar10", tmp_path / "raw", train_images=40, test_images=10, seed=3)
-    datasets.unpack("cifar10", tmp_path / "raw", tmp_path / "data")
-    formats.convert("cntk", "cifar10", tmp_path / "data", tmp_path / "cntk", seed=7, log=lambda line: None)
-    spec = _spec(dataset="cifar10-generated", network="alexnet", data_dir=str(tmp_path / "cntk"))
+    spec = _spec(dataset="cifar10-generated", network="alexnet", data_dir=str(cntk_format(tmp_path, "cifar10", 40, 10)))
     config = cntk_backend.worker_config(spec, networks.network("alexnet", "cifar10"), tmp_path)
     assert config["input_scale"][0] == pytest.approx(1 / (255 * datasets.FAMILIES["cifar10"].std[2]))  # BGR
     result = _run(spec, tmp_path)
     assert result["status"] == "ok", result["reason"]
+
+
+def cntk_format(tmp_path: Path, family: str, train_images: int, test_images: int) -> Path:
+    datasets.generate(family, tmp_path / "raw", train_images=train_images, test_images=test_images, seed=3)
+    datasets.unpack(family, tmp_path / "raw", tmp_path / "data")
+    formats.convert("cntk", family, tmp_path / "data", tmp_path / "cntk", seed=7, log=lambda line: None)
+    return tmp_path / "cntk"
+
+
+def test_an_accuracy_run_scores_the_worker_s_logits_of_every_test_image(tmp_path, standin_worker):
+    """The worker evaluates the test map file once per epoch, in its order: the stand-in predicts class 0 for
+    every image, so its accuracy is the share of the test split's images labelled 0."""
+    data = cntk_format(tmp_path, "cifar10", 40, 10)
+    spec = _spec(dataset="cifar10-generated", network="alexnet", data_dir=str(data), task="accuracy",
+                 iterations=2 * (40 // 16), warmup_iterations=0, epochs=2, target_accuracy=0.0)
+    result = _run(spec, tmp_path)
+    assert result["status"] == "ok", result["reason"]
+    labels = [int(line.split("\t")[1]) for line in (data / "test_map.txt").read_text().splitlines()]
+    assert [epoch["test_images"] for epoch in result["epochs"]] == [10, 10]
+    assert result["epochs"][0]["test_accuracy"] == pytest.approx(labels.count(0) / 10)
 
 
 def test_a_gpu_run_on_a_cpu_build_of_cntk_is_unavailable(tmp_path, standin_worker):
@@ -201,14 +218,18 @@ def test_real_cntk_trains_on_synthetic_data_and_reads_its_map_files(cntk_worker_
     assert result["status"] == "ok", result["reason"]
     assert result["framework_version"] == "2.7" and result["python"].startswith("3.6.")
     assert 0 < result["final_loss"] < 10 and result["timed_window"]["cpu_seconds"] > 0
-    datasets.generate("mnist", tmp_path / "raw", train_images=64, test_images=16, seed=3)
-    datasets.unpack("mnist", tmp_path / "raw", tmp_path / "data")
-    formats.convert("cntk", "mnist", tmp_path / "data", tmp_path / "cntk", seed=7, log=lambda line: None)
-    result = _run(_spec(dataset="mnist-generated", data_dir=str(tmp_path / "cntk")), tmp_path)
+    data = cntk_format(tmp_path, "mnist", 64, 16)
+    result = _run(_spec(dataset="mnist-generated", data_dir=str(data)), tmp_path)
     # Its image reader, built against Ubuntu 16.04's OpenCV 3.1 dependencies (libjpeg8, libpng12, ...),
     # loads them from the environment (dlbench.image_reader_libraries), and reads the PNGs.
     assert result["status"] == "ok", result["reason"]
     assert 0 < result["final_loss"] < 10 and result["timed_window"]["input_wait_seconds"] > 0
+    # its accuracy run: after each epoch, every test image once through the reader's one sweep
+    result = _run(_spec(dataset="mnist-generated", data_dir=str(data), task="accuracy", iterations=2 * 4,
+                        warmup_iterations=0, epochs=2), tmp_path)
+    assert result["status"] == "ok", result["reason"]
+    assert [epoch["test_images"] for epoch in result["epochs"]] == [16, 16]
+    assert all(0 <= epoch["test_accuracy"] <= 1 and 0 < epoch["test_loss"] < 10 for epoch in result["epochs"])
 
 
 @pytest.mark.slow

@@ -4,7 +4,7 @@ from dlbench import metrics
 from dlbench.figures.heatmap import heatmap
 from dlbench.figures.iterations import iteration_times
 from dlbench.figures.scaling import scaling_figure
-from dlbench.tables.appendix import appendix, scale, scaling
+from dlbench.tables.appendix import appendix, gpu_over_cpu, scale, scaling
 from dlbench.tables.runs import runs_table
 
 from .test_tables import figure, record
@@ -63,9 +63,38 @@ def test_the_scaling_figure_draws_each_speedup_and_says_when_there_is_none(tmp_p
     table = appendix(runs_table(records))
     scaling_figure(table, "mnist-generated", [tmp_path / "s.svg"])
     svg = (tmp_path / "s.svg").read_text()
-    assert 'id="speedup pytorch lenet gpu2"' in svg and "90%" in svg
+    assert 'id="speedup pytorch lenet gpu2 over gpu1"' in svg and "90%" in svg
     scaling_figure(table[table["device"] == "gpu1"], "mnist-generated", [tmp_path / "none.svg"])
     assert "No framework ran" in (tmp_path / "none.svg").read_text()
+
+
+def on_target(item: dict, target: str, gpu_model: str | None = None) -> dict:
+    item["run"]["hardware"] = target
+    if gpu_model:
+        item["provenance"]["gpus"] = [{"index": 0, "uuid": "GPU-0", "name": gpu_model, "driver": "550"}]
+    return item
+
+
+def test_a_gpu_is_set_against_a_cpu_its_own_target_s_first(tmp_path):
+    """The thesis's "20x-30x from CPU to GPU": each target's one-GPU training speed over one CPU's, its own
+    target's CPU where it ran the cell (a node's GPU over its CPU), else the first CPU target in the config's
+    order; a framework without a CPU run has no bar."""
+    records = [on_target(gpu_record("pytorch", "cpu", 40.0), "e5-12"), on_target(gpu_record("pytorch", "cpu", 50.0), "e5-20"),
+               on_target(gpu_record("pytorch", "gpu1", 1000.0), "k20m", "Tesla K20m"),
+               on_target(gpu_record("pytorch", "gpu1", 3000.0), "p100", "Tesla P100-PCIE-16GB"),
+               on_target(gpu_record("pytorch", "cpu", 100.0), "p100"),
+               on_target(gpu_record("mxnet", "gpu1", 900.0), "k20m", "Tesla K20m")]
+    table = appendix(runs_table([{**item, "path": f"r{k}"} for k, item in enumerate(records)]))
+    order = ["e5-20", "e5-12", "k20m", "p100"]
+    over = gpu_over_cpu(table, order).set_index("hardware")
+    assert list(over.index) == ["k20m", "p100"] and set(over["framework"]) == {"pytorch"}
+    assert over.loc["k20m", "baseline"] == "e5-20: cpu" and over.loc["k20m", "speedup"] == pytest.approx(20.0)
+    assert over.loc["p100", "baseline"] == "p100: cpu" and over.loc["p100", "speedup"] == pytest.approx(30.0)
+    assert gpu_over_cpu(table).loc[0, "baseline"] == "e5-12: cpu"  # no order given: by name
+    scaling_figure(table, "mnist-generated", [tmp_path / "s.svg"], order)
+    svg = (tmp_path / "s.svg").read_text()
+    assert 'id="speedup pytorch lenet k20m: gpu1 over e5-20: cpu"' in svg and "×20" in svg and "×30" in svg
+    assert svg.index("k20m: gpu1 over e5-20: cpu") < svg.index("p100: gpu1 over p100: cpu")
 
 
 def test_gpu_memory_shows_the_allocator_peak_beside_the_process_peak(tmp_path):

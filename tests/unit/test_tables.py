@@ -518,6 +518,12 @@ def test_each_hardware_target_is_its_own_column_in_the_config_s_names(tmp_path):
     speed = read_appendix(tmp_path / "appendix.csv").query("metric == 'train_speed'").set_index("hardware")
     assert speed.loc["k20", "mean"] == pytest.approx(101.5) and speed.loc["k20-b", "mean"] == pytest.approx(301.5)
     assert list(appendix_wide(long).columns[5:]) == ["e5: cpu", "k20: gpu1", "k20-b: gpu1"]
+    # in the config's order of targets, where it is given; a target it does not list after them
+    assert list(appendix_wide(long, ["k20-b", "e5"]).columns[5:]) == ["k20-b: gpu1", "e5: cpu", "k20: gpu1"]
+    write_appendix(tmp_path / "runs.csv", *(tmp_path / f"a.{suffix}" for suffix in ("csv", "md", "tex")),
+                   ["k20-b", "k20", "e5"])
+    header = (tmp_path / "a.md").read_text().splitlines()[2]
+    assert header.index("k20-b: gpu1") < header.index("k20: gpu1") < header.index("e5: cpu")
     # a target whose device ran on two machines names both
     items[3] = on_target(on_gpus(record(device="gpu1", repetition=2, speed=500.0), "Tesla P100-PCIE-16GB"), "k20-b")
     runs = runs_table([{**item, "path": f"r{k}"} for k, item in enumerate(items)])

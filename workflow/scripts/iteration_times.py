@@ -7,4 +7,4 @@ from dlbench.record import load_records
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     out = snakemake.output  # noqa: F821
-    iteration_times(load_records(snakemake.input), [Path(out.png), Path(out.svg)])  # noqa: F821
+    iteration_times(load_records(snakemake.input), [Path(out.png), Path(out.svg)], snakemake.params.hardware)  # noqa: F821

@@ -27,6 +27,11 @@ class Variable:
         found = [p for source in inputs for p in getattr(source, "parameters", [])] + list(new)
         self.parameters = list({id(p): p for p in found}.values())  # a graph's branches share their inputs'
 
+    def eval(self, arguments):
+        """Logits of zeros for each image of the batch: every image is predicted class 0."""
+        (value,) = arguments.values()
+        return np.zeros((value.shape[0], *self.shape), np.float32)
+
 
 class Parameter:
     def __init__(self, *shape):
@@ -104,7 +109,10 @@ def momentum_sgd(parameters, rate, momentum, unit_gain=True):
 
 class Value:
     def __init__(self, batch, device=None):
-        self.shape = batch.shape
+        self.shape, self.batch = batch.shape, batch
+
+    def asarray(self):
+        return self.batch
 
 
 class Trainer:
@@ -171,15 +179,30 @@ class _ImageDeserializer:
         assert lines and not missing, f"{len(missing)} of {len(lines)} images not found from {os.getcwd()}"
         mean_file = next(t["mean"] for t in streams["features"]["transforms"] if "mean" in t)
         assert Path(mean_file).read_text().startswith("<?xml"), mean_file
+        self.labels = [int(line.split("\t")[1]) for line in lines]
+        self.classes, self.transforms = streams["labels"]["shape"], streams["features"]["transforms"]
 
 
 class _MinibatchSource:
+    """Training (sweep after sweep): batches of zeros. One sweep: the map file's images in order, their labels
+    one-hot, then an empty minibatch, as CNTK's source ends."""
+
     def __init__(self, deserializer, randomize, max_sweeps):
         self.streams = types.SimpleNamespace(features="features", labels="labels")
+        self.deserializer, self.max_sweeps, self.position = deserializer, max_sweeps, 0
+        assert randomize == (max_sweeps == INFINITELY_REPEAT), "one sweep in order, or random sweeps"
 
     def next_minibatch(self, size, input_map, num_data_partitions=1, partition_index=0):
         assert 0 <= partition_index < num_data_partitions
-        return {variable: Value(np.zeros((size, 1))) for variable in input_map}
+        if self.max_sweeps == INFINITELY_REPEAT:
+            return {variable: Value(np.zeros((size, 1))) for variable in input_map}
+        labels = self.deserializer.labels[self.position:self.position + size]
+        self.position += len(labels)
+        if not labels:
+            return {}
+        streams = {"features": np.zeros((len(labels), 1), np.float32),
+                   "labels": np.eye(self.deserializer.classes, dtype=np.float32)[labels]}
+        return {variable: Value(streams[stream]) for variable, stream in input_map.items()}
 
 
 io = types.ModuleType("cntk.io")

@@ -7,7 +7,8 @@ workflow's Python, translates the network description into a plan of CNTK layer 
 
     python3.6 cntk_worker.py CONFIG.json SOCKET       train: one "step" line, one reply each (SOCKET:
                                                       a path, or @NAME in the abstract namespace);
-                                                      inference: "inference N", then one "forward" each
+                                                      inference: "inference N", then one "forward" each;
+                                                      accuracy: "test" evaluates the test map file
     python3.6 cntk_worker.py --describe               the Python and package versions
     python3.6 cntk_worker.py --environment OUTPUT.json  a conda environment's status file
 
@@ -129,27 +130,34 @@ def select_device(gpus, rank):
     return C.device.gpu(rank)
 
 
-def minibatch_source(config, features, labels, rank):
-    """CNTK's ImageDeserializer on the map file, as CNTK's CIFAR-10 and ImageNet examples read it:
-    random crop to the input (with its flip) for colour images, scale, mean image subtracted."""
+def image_source(config, map_file, train):
+    """CNTK's ImageDeserializer on a map file, as CNTK's CIFAR-10 and ImageNet examples read it: for training,
+    a random crop to the input (with its flip) of colour images, in random order, sweep after sweep; for
+    evaluation, the centre crop, in the map file's order, one sweep; then scale, mean image subtracted."""
     import cntk as C
     from cntk.io import transforms
     channels, height, width = config["input_shape"]
-    steps = [transforms.crop(crop_type="randomside", crop_size=height)] if channels == 3 else []
+    crop = "randomside" if train else "center"
+    steps = [transforms.crop(crop_type=crop, crop_size=height)] if channels == 3 else []
     steps += [transforms.scale(width=width, height=height, channels=channels, interpolations="linear"),
               transforms.mean(config["mean_file"])]
-    deserializer = C.io.ImageDeserializer(config["map_file"], C.io.StreamDefs(
+    deserializer = C.io.ImageDeserializer(map_file, C.io.StreamDefs(
         features=C.io.StreamDef(field="image", transforms=steps),
         labels=C.io.StreamDef(field="label", shape=config["num_classes"])))
     # The reader's OpenCV 3.1 needs Ubuntu 16.04's libjpeg8, libpng12, ..., installed in the environment.
     missing = dlbench_module("image_reader_libraries").preload(sys.prefix)
     try:
-        source = C.io.MinibatchSource(deserializer, randomize=True, max_sweeps=C.io.INFINITELY_REPEAT)
+        return C.io.MinibatchSource(deserializer, randomize=train, max_sweeps=C.io.INFINITELY_REPEAT if train else 1)
     except RuntimeError as error:
         if "Plugin not found" not in str(error):
             raise
         raise Unavailable("CNTK's image reader cannot be loaded: {}{}".format(
             str(error).splitlines()[0], f" ({missing})" if missing else ""))
+
+
+def minibatch_source(config, features, labels, rank):
+    """The rank's share of each training batch from the training map file."""
+    source = image_source(config, config["map_file"], train=True)
     input_map = {features: source.streams.features, labels: source.streams.labels}
     batch, ranks = config["batch_size"] // config["ranks"], config["ranks"]
     return lambda: source.next_minibatch(batch, input_map=input_map, num_data_partitions=ranks,
@@ -201,7 +209,7 @@ class Worker:
         scaled = C.element_times(features, C.constant(np.array(scale, np.float32).reshape(-1, 1, 1))) \
             if scale else features
         self.model = build(config["plan"], scaled)
-        self.features, self.device = features, device
+        self.config, self.features, self.labels, self.device = config, features, labels, device
         loss = C.cross_entropy_with_softmax(self.model, labels)
         learner = make_learner(config["optimizer"], self.model.parameters, config["learning_rate"])
         if self.distributed:  # gradients summed over the ranks (MPI all-reduce) before each update
@@ -230,6 +238,25 @@ class Worker:
     def forward(self):
         # eval: no gradient, dropout off, batch norm on its running statistics; the output comes back as NumPy
         self.model.eval(self.inference_input)
+
+    def evaluate(self, directory):
+        """The network's logits (eval: dropout off, batch norm on its running statistics) and the labels of every
+        image of the test map file, a batch of the case's size at a time, stored in ``directory`` as .npy files
+        (the runner scores them as every framework's); their paths."""
+        source = image_source(self.config, self.config["test_map_file"], train=False)
+        input_map = {self.features: source.streams.features, self.labels: source.streams.labels}
+        logits, labels = [], []
+        while True:
+            batch = source.next_minibatch(self.config["batch_size"], input_map=input_map)
+            if not batch:  # the one sweep is over
+                break
+            output = np.asarray(self.model.eval({self.features: batch[self.features]}), np.float32)
+            logits.append(output.reshape(len(output), -1))
+            labels.append(np.asarray(batch[self.labels].asarray()).reshape(len(output), -1).argmax(axis=1))
+        paths = {name: os.path.join(directory, f"test_{name}.npy") for name in ("logits", "labels")}
+        np.save(paths["logits"], np.concatenate(logits) if logits else np.zeros((0, self.config["num_classes"])))
+        np.save(paths["labels"], np.concatenate(labels) if labels else np.zeros(0, np.int64))
+        return paths
 
     def weights_sum(self):
         """A fingerprint of the weights, the same on every rank of a data-parallel group."""
@@ -271,6 +298,8 @@ def serve(config_path, socket_path):
         elif command.startswith("inference "):
             worker.prepare_inference(int(command.split()[1]))
             reply(ready=True)
+        elif command == "test":  # rank 0 evaluates: the ranks hold the same weights
+            reply(**(worker.evaluate(os.path.dirname(os.path.abspath(config_path))) if rank == 0 else {}))
         elif command == "loss":
             reply(loss=worker.loss, weights_sum=worker.weights_sum())
         else:

@@ -35,7 +35,7 @@ from . import GpuCode, Unavailable, inputs
 # Outside the package: a script's directory comes first on sys.path, where backends/cntk.py would
 # shadow the cntk package.
 WORKER = Path(__file__).resolve().parents[2] / "workers" / "cntk_worker.py"
-MAP_FILE = "train_map.txt"
+MAP_FILE, TEST_MAP_FILE = "train_map.txt", "test_map.txt"
 
 
 def cntk_output_size(size: int, kernel: int, stride: int, autopad: bool, ceil_out_dim: bool = False) -> int:
@@ -182,7 +182,7 @@ def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -
               "learning_rate": spec.learning_rate, "optimizer": asdict(networks.optimizer(spec.network)),
               "threads": max(1, spec.threads // count), "gpus": spec.gpus,
               "synthetic_images": None, "synthetic_labels": None, "input_scale": None,
-              "map_file": None, "mean_file": None}
+              "map_file": None, "test_map_file": None, "mean_file": None}
     if spec.data_mode == "synthetic":
         images, labels = inputs.normalised_synthetic_batch(spec, description)
         config.update(synthetic_images=str(scratch / "images.npy"), synthetic_labels=str(scratch / "labels.npy"))
@@ -194,7 +194,8 @@ def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -
         raise FileNotFoundError(f"{data / MAP_FILE} is missing (is the dataset converted to the cntk format?)")
     _, std = inputs.pixel_statistics(spec)
     # CNTK's reader subtracts the mean image; the graph divides by std, per channel in OpenCV's BGR order.
-    config.update(map_file=str(data / MAP_FILE), mean_file=str(data / cntk_map.MEAN_FILE),
+    config.update(map_file=str(data / MAP_FILE), test_map_file=str(data / TEST_MAP_FILE),
+                  mean_file=str(data / cntk_map.MEAN_FILE),
                   input_scale=[float(1 / value) for value in std[::-1]])
     return config
 
@@ -215,6 +216,7 @@ class Harness:
         self.scratch = tempfile.TemporaryDirectory(prefix="dlbench-cntk-",
                                                    dir=Path(lifeline_file).parent if lifeline_file else None)
         self.process, self.connections, self.ranks = None, [], []
+        self.batch_size = spec.batch_size_global
         try:
             self._start(spec, description, python, Path(self.scratch.name))
         except BaseException:
@@ -330,6 +332,16 @@ class Harness:
     def synchronize(self) -> None:
         while self.pending:
             self._wait_for_oldest_step()
+
+    def test_logits(self):
+        """Rank 0's evaluation of the test map file (its reader's centre crop, in the file's order), which the
+        worker stores beside its config."""
+        self.synchronize()
+        self._send("test")
+        stored = self._replies()[0]
+        logits, labels = np.load(stored["logits"]), np.load(stored["labels"])
+        for start in range(0, len(labels), self.batch_size):
+            yield logits[start:start + self.batch_size], labels[start:start + self.batch_size]
 
     def final_loss(self) -> float | None:
         """Rank 0's loss, once every rank is seen to hold the same weights (the group trained as one)."""

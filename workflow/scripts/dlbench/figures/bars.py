@@ -1,6 +1,7 @@
 """A cell's grouped bars of one metric."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -11,12 +12,13 @@ from ..tables import setting_order, settings
 from . import FRAMEWORK_COLOURS, framework_order, save, with_notes
 
 
-def bars(table: pd.DataFrame, dataset: str, network: str, metric: str, outputs: list[Path]) -> None:
-    """Grouped bars of the appendix's cells of ``metric`` on a dataset and network: a group per device (and
-    variant and task where there are several: tables.settings), a bar per framework in its colour; the cell's
-    mean over its ok runs, error bars = sd. A cell with no value is marked in its slot with its status, and the
-    reasons are listed below the plot. A cell whose runs were input-bound, contended or unsteady is hatched and
-    says so above its bar. Each bar's SVG id names its cell (``bar <framework> <setting>``)."""
+def bars(table: pd.DataFrame, dataset: str, network: str, metric: str, outputs: list[Path],
+         hardware: Sequence[str] = ()) -> None:
+    """Grouped bars of the appendix's cells of ``metric`` on a dataset and network: a group per device (and variant and
+    task where there are several: tables.settings; targets in the order ``hardware`` names them), a bar per framework in
+    its colour; the cell's mean over its ok runs, error bars = sd. A cell with no value is marked in its slot with its
+    status, and the reasons are listed below the plot. A cell whose runs were input-bound, contended or unsteady is
+    hatched and says so above its bar. Each bar's SVG id names its cell (``bar <framework> <setting>``)."""
     table = table[(table["dataset"] == dataset) & (table["network"] == network)
                   & table["task"].isin(METRICS[metric].tasks)]
     cells = table[table["metric"] == metric]
@@ -26,7 +28,7 @@ def bars(table: pd.DataFrame, dataset: str, network: str, metric: str, outputs: 
     beside = METRICS[metric].beside
     partners = table.query("metric == @beside").pipe(lambda t: t.assign(setting=settings(t))).set_index(
         ["framework", "setting"]) if beside else None
-    slots = setting_order(cells.reset_index())
+    slots = setting_order(cells.reset_index(), hardware)
     width = 0.8 / len(frameworks)
     missing = cells[cells["n"] == 0]
     notes = sorted({f"{framework} / {slot}: {text}" for (framework, slot), text in missing["cell"].items()})

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -14,17 +15,17 @@ from ..tables import decimals, setting_order, settings
 from . import framework_order, save
 
 
-def heatmap(table: pd.DataFrame, dataset: str, metric: str, outputs: list[Path]) -> None:
-    """Which framework, at a glance: per device (and variant), a framework × network grid of a training metric
-    against the best framework's on that network (1.00 = the best: the fastest, or the one that took the least
-    energy per image; ``Metric.best``), the value beneath. A cell without a value is grey with its status; a
-    framework the config did not run on a network is blank."""
+def heatmap(table: pd.DataFrame, dataset: str, metric: str, outputs: list[Path], hardware: Sequence[str] = ()) -> None:
+    """Which framework, at a glance: per placement (hardware target and device, targets in the order ``hardware`` names
+    them; and variant), a framework × network grid of a training metric against the best framework's on that network
+    (1.00 = the best: the fastest, or the one that took the least energy per image; ``Metric.best``), the value beneath.
+    A cell without a value is grey with its status; a framework the config did not run on a network is blank."""
     spec, words = METRICS[metric], metric.replace("_", " ")
     values = table[(table["metric"] == metric) & (table["task"] == "train") & (table["dataset"] == dataset)]
     if spec.needs == "gpu":  # no panel of CPU runs that could not have measured it
         values = values[values["device"].map(gpu_count) > 0]
     values = values.assign(setting=settings(values))
-    panels = setting_order(values)
+    panels = setting_order(values, hardware)
     networks = sorted(values["network"].unique())
     frameworks = framework_order(values["framework"])
     size = (1.3 * len(networks) * len(panels) + 2.5, 0.45 * len(frameworks) + 1.8)

@@ -1,6 +1,7 @@
 """Every training step's time."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..tables import first_line, setting_order, settings
@@ -8,13 +9,14 @@ from ..tables.runs import runs_table
 from . import FRAMEWORK_COLOURS, framework_order, plain_log, save, with_notes
 
 
-def iteration_times(records: list[dict], outputs: list[Path]) -> None:
-    """Every step of every training run of a cell, warm-up included (shaded): milliseconds per step against
-    the step's number, a line per run in its framework's colour, a panel per setting. Jitter, the first
-    step's compilation and the warm-up's settling are there to see; the means in the other figures hide them."""
+def iteration_times(records: list[dict], outputs: list[Path], hardware: Sequence[str] = ()) -> None:
+    """Every step of every training run of a cell, warm-up included (shaded): milliseconds per step against the step's
+    number, a line per run in its framework's colour, a panel per setting (targets in the order ``hardware`` names
+    them). Jitter, the first step's compilation and the warm-up's settling are there to see; the means in the other
+    figures hide them."""
     records = [record for record in records if record["run"]["task"] == "train"]
     table = runs_table(records)
-    panels = setting_order(table)
+    panels = setting_order(table, hardware)
     labels = dict(zip(table["record"], settings(table)))
     run = records[0]["run"]
     missing = [f"{r['run']['framework']} {labels[r['path']]} rep {r['run']['repetition']}: {r['status']}: "

@@ -8,6 +8,7 @@ Aggregation only reads records; it never writes beside them.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -64,15 +65,21 @@ def settings(table: pd.DataFrame) -> pd.Series:
     return setting + table["task"].map(lambda task: "" if task == "train" else f" {task}")
 
 
-def setting_order(table: pd.DataFrame) -> list[str]:
-    """The settings of ``table`` by hardware target, machine where a device ran on several, device, then
-    precision (as spec.PRECISIONS lists them), eager first, then task (as tasks.TASKS lists them)."""
+def target_rank(target: str, hardware: Sequence[str]) -> tuple[int, str]:
+    """Where a hardware target stands: in the order ``hardware`` (the config's) names targets, one it does not
+    name after them, by name."""
+    return (list(hardware).index(target), "") if target in hardware else (len(hardware), target)
+
+
+def setting_order(table: pd.DataFrame, hardware: Sequence[str] = ()) -> list[str]:
+    """The settings of ``table`` by hardware target (:func:`target_rank`), machine where a device ran on several,
+    device, then precision (as spec.PRECISIONS lists them), eager first, then task (as tasks.TASKS lists them)."""
     several = several_machines(table)
 
     def key(row) -> tuple:
         precision, compiled = parse_variant(row.variant)
-        return (row.hardware, row.machine if several else "", row.device, list(PRECISIONS).index(precision),
-                compiled, list(TASKS).index(row.task))
+        return (target_rank(row.hardware, hardware), row.machine if several else "", row.device,
+                list(PRECISIONS).index(precision), compiled, list(TASKS).index(row.task))
     rows = table[["hardware", "machine", "device", "variant", "task"]].drop_duplicates()
     rows = rows.assign(setting=settings(rows))
     return [row.setting for row in sorted(rows.itertuples(), key=key)]

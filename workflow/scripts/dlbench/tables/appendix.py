@@ -2,13 +2,17 @@
 that the figures draw from it."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from ..metrics import FLAGS, METRICS, UNSTEADY
 from ..spec import gpu_count, parse_device
-from . import CELL_KEYS, decimals, markdown_table, read_runs, setting_order, settings
+from . import CELL_KEYS, decimals, markdown_table, placements, read_runs, setting_order, settings, target_rank
+
+# What a speed-up holds fixed: the same framework's network on one dataset, in one precision
+SPEEDUP_KEYS = ["dataset", "network", "framework", "variant"]
 
 
 def flag_text(group: pd.DataFrame, metric: str) -> str:
@@ -75,20 +79,21 @@ def _why_missing(group: pd.DataFrame, metric: str) -> str:
     return "; ".join(f"{status}: {reason} ({runs} of {len(group)})" for (status, reason), runs in distinct.items())
 
 
-def appendix_wide(table: pd.DataFrame) -> pd.DataFrame:
+def appendix_wide(table: pd.DataFrame, hardware: Sequence[str] = ()) -> pd.DataFrame:
     """The thesis's layout: one row per metric/dataset/network/framework, one column per placement (hardware
-    target and device: :func:`tables.placements`) and variant (precision, compiled)."""
+    target and device: :func:`tables.placements`; targets in the order ``hardware`` names them) and variant
+    (precision, compiled)."""
     wide = table.assign(setting=settings(table)).pivot_table(
         index=["metric", "unit", "dataset", "network", "framework"], columns="setting", values="cell",
-        aggfunc="first", sort=False)[setting_order(table)]
+        aggfunc="first", sort=False)[setting_order(table, hardware)]
     wide.columns.name = None
     return wide.reset_index()
 
 
-def write_appendix(runs_csv: Path, csv_out: Path, md_out: Path, tex_out: Path) -> None:
+def write_appendix(runs_csv: Path, csv_out: Path, md_out: Path, tex_out: Path, hardware: Sequence[str] = ()) -> None:
     table = appendix(read_runs(runs_csv))
     table.to_csv(csv_out, index=False)
-    wide = appendix_wide(table)
+    wide = appendix_wide(table, hardware)
     md_out.write_text("# Benchmark results (mean ± sd over repetitions)\n\n" + markdown_table(wide) + "\n")
     tex_out.write_text(wide.to_latex(index=False, longtable=True, escape=True,
                                      caption="Benchmark results: mean ± sd over repetitions (n = repetitions).",
@@ -103,18 +108,46 @@ def scale(device: str) -> tuple[str, int]:
     return ("gpu1", gpus) if gpus else ("cpu", processes)
 
 
+def training_speeds(table: pd.DataFrame) -> pd.DataFrame:
+    """The appendix's measured training speeds, each with its placement's label (:func:`tables.placements`)."""
+    speed = table[(table["metric"] == "train_speed") & (table["task"] == "train") & (table["n"] > 0)]
+    return speed.assign(placement=placements(speed))
+
+
+SPEEDUP_COLUMNS = [*SPEEDUP_KEYS, "hardware", "machine", "device", "placement", "baseline", "devices", "speedup",
+                   "efficiency"]
+
+
 def scaling(table: pd.DataFrame) -> pd.DataFrame:
     """From the appendix's long table, each training cell on several devices against the same framework's cell
-    on one (the thesis's 2 GPUs ÷ 1 GPU): the speed-up and the efficiency (speed-up ÷ devices)."""
-    speed = table[(table["metric"] == "train_speed") & (table["task"] == "train") & (table["n"] > 0)]
-    keys = [key for key in CELL_KEYS if key not in ("device", "task")]  # a cell's, but its device
-    one = speed.set_index([*keys, "device"])["mean"]
+    on one of the same target and machine (the thesis's 2 GPUs ÷ 1 GPU): the speed-up and the efficiency
+    (speed-up ÷ devices)."""
+    speed = training_speeds(table)
+    one = speed.set_index([*SPEEDUP_KEYS, "hardware", "machine", "device"])
     rows = []
     for cell in speed.to_dict("records"):
         baseline, devices = scale(cell["device"])
-        base = one.get((*(cell[key] for key in keys), baseline))
-        if devices > 1 and base is not None:
-            speedup = cell["mean"] / base
-            rows.append({**{key: cell[key] for key in keys}, "device": cell["device"], "baseline": baseline,
-                         "devices": devices, "speedup": speedup, "efficiency": speedup / devices})
-    return pd.DataFrame(rows, columns=[*keys, "device", "baseline", "devices", "speedup", "efficiency"])
+        key = (*(cell[k] for k in SPEEDUP_KEYS), cell["hardware"], cell["machine"], baseline)
+        if devices > 1 and key in one.index:
+            speedup = cell["mean"] / one.at[key, "mean"]
+            rows.append({**cell, "baseline": one.at[key, "placement"], "devices": devices, "speedup": speedup,
+                         "efficiency": speedup / devices})
+    return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
+
+
+def gpu_over_cpu(table: pd.DataFrame, hardware: Sequence[str] = ()) -> pd.DataFrame:
+    """From the appendix's long table, each training cell on one GPU against the same framework's cell on one CPU
+    process (the thesis's "20x-30x from CPU to GPU"): its own target's CPU where that ran it, else the first
+    target's (in the order ``hardware`` names them, then by name) that did. The baseline column names it."""
+    speed = training_speeds(table)
+    cpus = speed[speed["device"] == "cpu"].groupby(SPEEDUP_KEYS)
+    rows = []
+    for cell in speed[speed["device"].map(lambda device: scale(device) == ("gpu1", 1))].to_dict("records"):
+        key = tuple(cell[k] for k in SPEEDUP_KEYS)
+        if key not in cpus.groups:
+            continue
+        base = min(cpus.get_group(key).to_dict("records"), key=lambda cpu: (
+            cpu["hardware"] != cell["hardware"], target_rank(cpu["hardware"], hardware)))
+        rows.append({**cell, "baseline": base["placement"], "devices": 1, "speedup": cell["mean"] / base["mean"],
+                     "efficiency": float("nan")})
+    return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
