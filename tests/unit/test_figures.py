@@ -79,7 +79,8 @@ def test_a_gpu_is_set_against_a_cpu_its_own_target_s_first(tmp_path):
     """The thesis's "20x-30x from CPU to GPU": each target's one-GPU training speed over one CPU's, its own
     target's CPU where it ran the cell (a node's GPU over its CPU), else the first CPU target in the config's
     order; a framework without a CPU run has no bar."""
-    records = [on_target(gpu_record("pytorch", "cpu", 40.0), "e5-12"), on_target(gpu_record("pytorch", "cpu", 50.0), "e5-20"),
+    records = [on_target(gpu_record("pytorch", "cpu", 40.0), "e5-12"),
+               on_target(gpu_record("pytorch", "cpu", 50.0), "e5-20"),
                on_target(gpu_record("pytorch", "gpu1", 1000.0), "k20m", "Tesla K20m"),
                on_target(gpu_record("pytorch", "gpu1", 3000.0), "p100", "Tesla P100-PCIE-16GB"),
                on_target(gpu_record("pytorch", "cpu", 100.0), "p100"),
