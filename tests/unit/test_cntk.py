@@ -53,8 +53,8 @@ def _convs(node):
 def test_padding_is_cntk_automatic_where_it_centres_the_kernel_and_explicit_elsewhere():
     alexnet = list(_convs(cntk_backend.plan(networks.network("alexnet", "imagenet"))))
     # 11x11/4 with padding 2: CNTK's automatic padding would give 56 outputs on 224, torchvision's 55.
-    assert alexnet[0] | {} == {"op": "conv", "filters": 64, "kernel": 11, "stride": 4, "pad": False,
-                               "explicit_pad": 2, "bias": True}
+    assert alexnet[0] == {"op": "conv", "filters": 64, "kernel": 11, "stride": 4, "pad": False,
+                          "explicit_pad": 2, "bias": True, "name": "conv1"}
     assert all(conv["pad"] and not conv["explicit_pad"] for conv in alexnet[1:])
     stem = next(_convs(cntk_backend.plan(networks.network("resnet50", "imagenet"))))
     assert (stem["kernel"], stem["stride"], stem["pad"], stem["explicit_pad"]) == (7, 2, True, 0)
@@ -136,6 +136,18 @@ def test_an_accuracy_run_scores_the_worker_s_logits_of_every_test_image(tmp_path
     labels = [int(line.split("\t")[1]) for line in (data / "test_map.txt").read_text().splitlines()]
     assert [epoch["test_images"] for epoch in result["epochs"]] == [10, 10]
     assert result["epochs"][0]["test_accuracy"] == pytest.approx(labels.count(0) / 10)
+
+
+def test_cntk_s_profiler_log_is_summed_by_layer_per_step():
+    """A real detail log (cntk_profile_detail.json says how it was recorded): conv1's forward is its
+    Convolution node's and its bias's Plus node's events (506 + 270 us in the first step); the parameters', the
+    input's and the loss's nodes count for no layer, so the layers account for less than the step."""
+    recorded = json.loads((Path(__file__).parent / "cntk_profile_detail.json").read_text())
+    steps = cntk_backend.layer_steps(recorded["events"], recorded["layers"])
+    assert len(steps) == 2 and list(steps[0]) == networks.layer_names(networks.network("lenet", "mnist"))
+    assert steps[0]["conv1"] == pytest.approx((776e-6, 907e-6)) and steps[1]["conv1"] == pytest.approx((806e-6, 886e-6))
+    assert steps[0]["conv2"][0] > steps[0]["dense2"][0] > 0
+    assert 0.5 * 13424e-6 < sum(map(sum, steps[0].values())) < 13424e-6
 
 
 def test_a_gpu_run_on_a_cpu_build_of_cntk_is_unavailable(tmp_path, standin_worker):
@@ -230,6 +242,12 @@ def test_real_cntk_trains_on_synthetic_data_and_reads_its_map_files(cntk_worker_
     assert result["status"] == "ok", result["reason"]
     assert [epoch["test_images"] for epoch in result["epochs"]] == [16, 16]
     assert all(0 <= epoch["test_accuracy"] <= 1 and 0 < epoch["test_loss"] < 10 for epoch in result["epochs"])
+    # its profile: every layer of LeNet timed forward and backward in each profiled step (one left out)
+    result = _run(_spec(task="profile", iterations=6, warmup_iterations=2), tmp_path)
+    assert result["status"] == "ok", result["reason"]
+    steps = result["profile"]["layers"]
+    assert len(steps) == 4 and all(forward > 0 and backward > 0 for step in steps
+                                   for name, (forward, backward) in step.items() if name != "flatten1")
 
 
 @pytest.mark.slow

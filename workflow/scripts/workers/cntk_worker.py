@@ -8,7 +8,8 @@ workflow's Python, translates the network description into a plan of CNTK layer 
     python3.6 cntk_worker.py CONFIG.json SOCKET       train: one "step" line, one reply each (SOCKET:
                                                       a path, or @NAME in the abstract namespace);
                                                       inference: "inference N", then one "forward" each;
-                                                      accuracy: "test" evaluates the test map file
+                                                      accuracy: "test" evaluates the test map file;
+                                                      profile: "profile start", steps, "profile stop"
     python3.6 cntk_worker.py --describe               the Python and package versions
     python3.6 cntk_worker.py --environment OUTPUT.json  a conda environment's status file
 
@@ -55,29 +56,48 @@ def describe():
             "cuda_build": CNTK_GPU_CUDA if gpu else None}
 
 
-def build(node, x):
-    """Apply one plan node (see dlbench.backends.cntk.CntkPlanner) to the CNTK variable ``x``."""
+def primitives(x):
+    """The uids of the primitive functions (inside blocks too) that compute ``x``: the node names of CNTK's
+    profiler (``Convolution24`` in ``Convolution24Forward``)."""
     import cntk as C
-    from cntk import layers
+    if not isinstance(x, C.Function) and not x.is_output:  # the network's input
+        return set()
+    root = x if isinstance(x, C.Function) else x.owner  # an output variable: the function it is the output of
+    found = C.logging.graph.depth_first_search(root, lambda n: isinstance(n, C.Function) and n.is_primitive, depth=-1)
+    return {function.uid for function in found}
+
+
+def build(node, x, layers=None):
+    """Apply one plan node (see dlbench.backends.cntk.CntkPlanner) to the CNTK variable ``x``; with ``layers``,
+    record in it the primitive functions each named leaf added (its profiler's nodes)."""
+    built = apply_node(node, x, layers)
+    if layers is not None and node.get("name"):
+        layers[node["name"]] = sorted(primitives(built) - primitives(x))
+    return built
+
+
+def apply_node(node, x, layers):
+    import cntk as C
+    from cntk import layers as cntk_layers
     op = node["op"]
     if op == "sequential":
         for child in node["children"]:
-            x = build(child, x)
+            x = build(child, x, layers)
         return x
     if op == "concat":
-        return C.splice(*[build(branch, x) for branch in node["branches"]], axis=0)
+        return C.splice(*[build(branch, x, layers) for branch in node["branches"]], axis=0)
     if op == "residual":
-        shortcut = x if node["shortcut"] is None else build(node["shortcut"], x)
-        return C.plus(build(node["body"], x), shortcut)
+        shortcut = x if node["shortcut"] is None else build(node["shortcut"], x, layers)
+        return C.plus(build(node["body"], x, layers), shortcut)
     if op == "conv":
         pad = node["explicit_pad"]
         if pad:
             x = C.pad(x, pattern=[(0, 0), (pad, pad), (pad, pad)])
         kernel, stride = node["kernel"], node["stride"]
-        return layers.Convolution2D((kernel, kernel), node["filters"], pad=node["pad"], strides=(stride, stride),
+        return cntk_layers.Convolution2D((kernel, kernel), node["filters"], pad=node["pad"], strides=(stride, stride),
                                     bias=node["bias"], init=C.glorot_uniform())(x)
     if op == "batchnorm":
-        return layers.BatchNormalization(map_rank=1, epsilon=node["epsilon"])(x)
+        return cntk_layers.BatchNormalization(map_rank=1, epsilon=node["epsilon"])(x)
     if op == "relu":
         return C.relu(x)
     if op == "maxpool":
@@ -85,15 +105,15 @@ def build(node, x):
         return C.pooling(x, C.MAX_POOLING, (kernel, kernel), strides=(stride, stride), auto_padding=[node["pad"]],
                          ceil_out_dim=node["ceil_out_dim"])
     if op == "globalavgpool":
-        return layers.GlobalAveragePooling()(x)
+        return cntk_layers.GlobalAveragePooling()(x)
     if op == "flatten":
         return C.reshape(x, (-1,))
     if op == "dense":
-        return layers.Dense(node["units"], bias=node["bias"], init=C.glorot_uniform())(x)
+        return cntk_layers.Dense(node["units"], bias=node["bias"], init=C.glorot_uniform())(x)
     if op == "dropout":
-        return layers.Dropout(dropout_rate=node["rate"])(x)
+        return cntk_layers.Dropout(dropout_rate=node["rate"])(x)
     if op == "lstm":
-        return C.sequence.last(layers.Recurrence(layers.LSTM(node["units"], init=C.glorot_uniform()))(x))
+        return C.sequence.last(cntk_layers.Recurrence(cntk_layers.LSTM(node["units"], init=C.glorot_uniform()))(x))
     raise ValueError(f"unknown plan node {op!r}")
 
 
@@ -208,7 +228,8 @@ class Worker:
         scale = config["input_scale"]  # 1 / std per channel in the reader's (BGR) order; None: normalised
         scaled = C.element_times(features, C.constant(np.array(scale, np.float32).reshape(-1, 1, 1))) \
             if scale else features
-        self.model = build(config["plan"], scaled)
+        self.layers = {} if config["profile"] else None  # each named leaf's profiler nodes
+        self.model = build(config["plan"], scaled, self.layers)
         self.config, self.features, self.labels, self.device = config, features, labels, device
         loss = C.cross_entropy_with_softmax(self.model, labels)
         learner = make_learner(config["optimizer"], self.model.parameters, config["learning_rate"])
@@ -258,6 +279,26 @@ class Worker:
         np.save(paths["labels"], np.concatenate(labels) if labels else np.zeros(0, np.int64))
         return paths
 
+    def start_profiler(self, directory):
+        """CNTK's profiler, with its per-node timing: each primitive node's forward and backward a pair of events
+        in its detail log, inside each step's "_Minibatch Iteration" (sync_gpu: a GPU node's event ends when its
+        kernels have)."""
+        import cntk as C
+        self.profiler_directory = os.path.join(directory, "profiler")
+        C.debugging.set_node_timing(True)
+        C.debugging.start_profiler(dir=self.profiler_directory, sync_gpu=True)
+        C.debugging.enable_profiler()
+
+    def stop_profiler(self):
+        """The detail log's path (chrome://tracing's JSON), and the nodes of each layer."""
+        import cntk as C
+        C.debugging.disable_profiler()
+        C.debugging.stop_profiler()
+        # CNTK 2.7's set_node_timing(False) calls cntk_py.disable_node_timing, which its library spells thus
+        C.cntk_py.disable_node_timeing()
+        (trace,) = glob.glob(os.path.join(self.profiler_directory, "*_detail_*.json"))
+        return {"trace": trace, "layers": self.layers}
+
     def weights_sum(self):
         """A fingerprint of the weights, the same on every rank of a data-parallel group."""
         return float(sum(np.sum(parameter.value, dtype=np.float64) for parameter in self.model.parameters))
@@ -300,6 +341,11 @@ def serve(config_path, socket_path):
             reply(ready=True)
         elif command == "test":  # rank 0 evaluates: the ranks hold the same weights
             reply(**(worker.evaluate(os.path.dirname(os.path.abspath(config_path))) if rank == 0 else {}))
+        elif command == "profile start":
+            worker.start_profiler(os.path.dirname(os.path.abspath(config_path)))
+            reply(ready=True)
+        elif command == "profile stop":
+            reply(**worker.stop_profiler())
         elif command == "loss":
             reply(loss=worker.loss, weights_sum=worker.weights_sum())
         else:

@@ -36,6 +36,7 @@ from . import GpuCode, Unavailable, inputs
 # shadow the cntk package.
 WORKER = Path(__file__).resolve().parents[2] / "workers" / "cntk_worker.py"
 MAP_FILE, TEST_MAP_FILE = "train_map.txt", "test_map.txt"
+STEP_EVENT = "_Minibatch Iteration"  # a training step's event in CNTK's profiler detail log
 
 
 def cntk_output_size(size: int, kernel: int, stride: int, autopad: bool, ceil_out_dim: bool = False) -> int:
@@ -105,6 +106,10 @@ class CntkPlanner:
     def lstm(self, layer, shape):
         return {"op": "lstm", "units": layer.units}
 
+    def name_leaf(self, node, name):
+        """A leaf's name in the description (networks.Named): the worker finds its profiler nodes by it."""
+        return {**node, "name": name}
+
     def sequential(self, children):
         return {"op": "sequential", "children": children}
 
@@ -116,7 +121,33 @@ class CntkPlanner:
 
 
 def plan(description: networks.Network) -> dict:
-    return networks.build(description, CntkPlanner())
+    return networks.build(description, networks.Named(CntkPlanner()))
+
+
+def layer_steps(events: list[dict], layers: dict[str, list[str]]) -> list[dict[str, tuple[float, float]]]:
+    """Each step's per-layer (forward, backward) seconds from CNTK's profiler detail log (chrome://tracing
+    events: ``B`` and ``E`` of ``<node>Forward`` and ``<node>Backward``, microseconds, inside each step's
+    ``_Minibatch Iteration`` on the training thread; an event is written when it ends, so a step's own pair
+    follows its nodes'), summed over the primitive nodes of each layer (``layers``: the worker's, in the
+    description's order). The parameters', the inputs' and the loss's nodes belong to no layer: their time is
+    the unaccounted share."""
+    owner = {node: name for name, nodes in layers.items() for node in nodes}
+    main = {event["tid"] for event in events if event["name"] == STEP_EVENT}
+    opened, spans = {}, []  # (name, start, end), paired by name on the training thread
+    for event in (event for event in events if event["tid"] in main):
+        if event["ph"] == "B":
+            opened[event["name"]] = event["ts"]
+        elif event["ph"] == "E":
+            spans.append((event["name"], opened.pop(event["name"]), event["ts"]))
+    steps = sorted((start, end) for name, start, end in spans if name == STEP_EVENT)
+    times = [{layer: [0.0, 0.0] for layer in layers} for _ in steps]
+    for name, start, end in spans:
+        for phase, suffix in enumerate(("Forward", "Backward")):
+            node = name[:-len(suffix)] if name.endswith(suffix) else None
+            within = [k for k, (first, last) in enumerate(steps) if first <= start and end <= last]
+            if node in owner and within:
+                times[within[0]][owner[node]][phase] += (end - start) / 1e6
+    return [{layer: tuple(seconds) for layer, seconds in step.items()} for step in times]
 
 
 def worker_python() -> str:
@@ -180,7 +211,7 @@ def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -
     config = {"plan": plan(description), "input_shape": list(description.input_shape),
               "num_classes": description.num_classes, "batch_size": spec.batch_size_global, "ranks": count,
               "learning_rate": spec.learning_rate, "optimizer": asdict(networks.optimizer(spec.network)),
-              "threads": max(1, spec.threads // count), "gpus": spec.gpus,
+              "threads": max(1, spec.threads // count), "gpus": spec.gpus, "profile": spec.task == "profile",
               "synthetic_images": None, "synthetic_labels": None, "input_scale": None,
               "map_file": None, "test_map_file": None, "mean_file": None}
     if spec.data_mode == "synthetic":
@@ -205,6 +236,30 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class LayerProfiler:
+    METHOD = ("CNTK's profiler with per-node timing (C.debugging.set_node_timing, start_profiler with sync_gpu; its "
+              "chrome://tracing detail log): each primitive node's Forward and Backward events summed by the layer "
+              "whose CNTK call made it (the primitives, blocks' insides too, between the layer's input and output: "
+              "C.logging.graph.depth_first_search); parameters', inputs' and the loss's nodes count for no layer")
+
+    def __init__(self, harness: Harness, names: list[str]):
+        self.harness, self.names, self.steps = harness, names, []
+
+    def __enter__(self):
+        self.harness.synchronize()
+        self.harness.command("profile start")
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.harness.synchronize()
+        stopped = self.harness.command("profile stop")
+        if set(stopped["layers"]) != set(self.names):  # the worker builds a shortcut before its residual's body
+            raise RuntimeError(f"the CNTK worker's layers {sorted(stopped['layers'])} are not the description's "
+                               f"{sorted(self.names)}")
+        self.steps = layer_steps(json.loads(Path(stopped["trace"]).read_text()),
+                                 {name: stopped["layers"][name] for name in self.names})
+
+
 class Harness:
     INFERENCE_IDIOM = "model.eval(batch) in the CNTK worker (each call includes the runner's socket round trip)"
 
@@ -216,7 +271,7 @@ class Harness:
         self.scratch = tempfile.TemporaryDirectory(prefix="dlbench-cntk-",
                                                    dir=Path(lifeline_file).parent if lifeline_file else None)
         self.process, self.connections, self.ranks = None, [], []
-        self.batch_size = spec.batch_size_global
+        self.batch_size, self.layer_names = spec.batch_size_global, networks.layer_names(description)
         try:
             self._start(spec, description, python, Path(self.scratch.name))
         except BaseException:
@@ -333,12 +388,19 @@ class Harness:
         while self.pending:
             self._wait_for_oldest_step()
 
+    def command(self, command: str) -> dict:
+        """Rank 0's reply to a command that no step is in flight behind."""
+        self._send(command)
+        return self._replies()[0]
+
+    def layer_profiler(self) -> LayerProfiler:
+        return LayerProfiler(self, self.layer_names)
+
     def test_logits(self):
         """Rank 0's evaluation of the test map file (its reader's centre crop, in the file's order), which the
         worker stores beside its config."""
         self.synchronize()
-        self._send("test")
-        stored = self._replies()[0]
+        stored = self.command("test")
         logits, labels = np.load(stored["logits"]), np.load(stored["labels"])
         for start in range(0, len(labels), self.batch_size):
             yield logits[start:start + self.batch_size], labels[start:start + self.batch_size]
