@@ -1,5 +1,6 @@
 """The accuracy task (seed 003): whole epochs in each framework's own input pipeline, the test split
 evaluated after each, time to a target accuracy; its cases and its record."""
+import dataclasses
 import json
 import os
 import subprocess
@@ -174,6 +175,34 @@ def test_every_pipeline_resizes_grey_digits_to_the_same_rgb_images(generated_mni
     for framework, images in batches.items():
         tolerance = 1 / (0.3081 * 255) if framework == "mxnet" else 1e-4  # a grey level, normalised
         assert np.abs(images - reference).max() < tolerance, framework
+
+
+@pytest.mark.slow
+def test_cntk_s_reader_resizes_grey_digits_as_the_others_do(generated_mnist, cntk_worker_python):
+    """CNTK's evaluation reader for input_size 224 subtracts the mean image, then scales (linear, as the others'
+    bilinear) and makes RGB; the graph divides by the std. Resizing is linear: its images are PyTorch's
+    un-normalised, less the resized mean image."""
+    import torch
+    from dlbench.backends import cntk, pytorch
+    from dlbench.formats import cntk_map
+
+    spec = RunSpec("pytorch", "mnist-generated", "resnet18", "cpu", 1, 4, 4, 0, 0.01, 2, task="accuracy", epochs=1,
+                   input_size=224, data_dir=str(_converted(generated_mnist, "lmdb", sys.executable)))
+    description = datasets.description("resnet18", "mnist", 224)
+    reference = next(pytorch.Batches(spec, description, torch.device("cpu")).test())[0].numpy()
+    data = _converted(generated_mnist, "cntk", sys.executable)
+    config = cntk.worker_config(dataclasses.replace(spec, framework="cntk", data_dir=str(data)), description,
+                                generated_mnist)
+    found = subprocess.run([cntk_worker_python, str(ROOT / "tests" / "in_framework" / "cntk_resized.py"),
+                            str(cntk.WORKER), json.dumps(config), str(data / "test_map.txt")],
+                           capture_output=True, text=True, check=False, cwd=data)
+    assert found.returncode == 0, found.stderr[-3000:]
+    images = np.asarray(json.loads(found.stdout.splitlines()[-1])["images"])
+    (mean,), (std,) = datasets.FAMILIES["mnist"].mean, datasets.FAMILIES["mnist"].std
+    mean_image = torch.from_numpy(cntk_map.read_mean(data / cntk_map.MEAN_FILE)[None])
+    resized_mean = torch.nn.functional.interpolate(mean_image, size=(224, 224), mode="bilinear").numpy()
+    expected = reference * std * 255 + mean * 255 - resized_mean
+    assert images.shape == (4, 3, 224, 224) and np.abs(images - expected).max() < 0.5  # half a grey level
 
 
 def test_input_size_trains_the_imagenet_layout_with_the_datasets_classes():

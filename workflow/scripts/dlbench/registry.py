@@ -62,7 +62,6 @@ REGISTRY = {framework.name: framework for framework in (
     Framework("mxnet", "mxnet", "mxnet", "recordio", cpu_precisions=("fp32", "bf16"), gpu_precisions=("fp32", "fp16"),
               always_compiled="Gluon hybridize (static graph)"),
     Framework("cntk", "cntk", "cntk", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
-              cannot_resize="the scale transform of CNTK's ImageDeserializer is not wired yet",
               optimizer_differences={"rmsprop": "the mean square starts at the first squared gradient, not at 0, "
                                                 "and has no epsilon: the first steps are rate x sign(g), "
                                                 "about a third of the others' (with rho 0.9)"}),

@@ -152,15 +152,19 @@ def select_device(gpus, rank):
 
 def image_source(config, map_file, train):
     """CNTK's ImageDeserializer on a map file, as CNTK's CIFAR-10 and ImageNet examples read it: for training,
-    a random crop to the input (with its flip) of colour images, in random order, sweep after sweep; for
-    evaluation, the centre crop, in the map file's order, one sweep; then scale, mean image subtracted."""
+    a random crop to the stored size (with its flip) of colour images, in random order, sweep after sweep; for
+    evaluation, the centre crop, in the map file's order, one sweep; then scale to the input, mean image
+    subtracted. Where a case resizes (input_size), the mean image (the stored size's) is subtracted before the
+    scale, linear interpolation as the other frameworks' bilinear, to the input's channels (grey made RGB)."""
     import cntk as C
     from cntk.io import transforms
     channels, height, width = config["input_shape"]
+    stored_channels, stored_height, stored_width = config["stored_shape"]
     crop = "randomside" if train else "center"
-    steps = [transforms.crop(crop_type=crop, crop_size=height)] if channels == 3 else []
-    steps += [transforms.scale(width=width, height=height, channels=channels, interpolations="linear"),
-              transforms.mean(config["mean_file"])]
+    steps = [transforms.crop(crop_type=crop, crop_size=stored_height)] if stored_channels == 3 else []
+    scale = transforms.scale(width=width, height=height, channels=channels, interpolations="linear")
+    mean = transforms.mean(config["mean_file"])
+    steps += [mean, scale] if (stored_height, stored_width) != (height, width) else [scale, mean]
     deserializer = C.io.ImageDeserializer(map_file, C.io.StreamDefs(
         features=C.io.StreamDef(field="image", transforms=steps),
         labels=C.io.StreamDef(field="label", shape=config["num_classes"])))

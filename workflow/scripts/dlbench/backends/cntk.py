@@ -209,6 +209,7 @@ def worker_command(python: str, spec: RunSpec, config_path: Path, socket_name: s
 def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
     count = ranks(spec)
     config = {"plan": plan(description), "input_shape": list(description.input_shape),
+              "stored_shape": list(inputs.stored_shape(spec, description)),
               "num_classes": description.num_classes, "batch_size": spec.batch_size_global, "ranks": count,
               "learning_rate": spec.learning_rate, "optimizer": asdict(networks.optimizer(spec.network)),
               "threads": max(1, spec.threads // count), "gpus": spec.gpus, "profile": spec.task == "profile",
