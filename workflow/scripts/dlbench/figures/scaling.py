@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..tables import target_rank
 from ..tables.appendix import gpu_over_cpu, scaling
-from . import FRAMEWORK_COLOURS, framework_order, save, with_notes
+from . import FRAMEWORK_COLOURS, framework_order, plain_log, save, with_notes
 
 
 def scaling_figure(table: pd.DataFrame, dataset: str, outputs: list[Path], hardware: Sequence[str] = ()) -> None:
@@ -40,6 +40,7 @@ def scaling_figure(table: pd.DataFrame, dataset: str, outputs: list[Path], hardw
             ax.axhline(devices, linestyle="--", color="gray", linewidth=1)
         else:  # a GPU over a CPU spans decades from network to network
             ax.set_yscale("log")
+            plain_log(ax.yaxis, max(bars["speedup"].max(), 1) / min(bars["speedup"].min(), 1))
         ax.axhline(1, color="black", linewidth=0.8)
         handles = dict(zip(*reversed(ax.get_legend_handles_labels())))
         ax.legend([handles[f] for f in frameworks], frameworks, fontsize=7, loc="lower right")
