@@ -128,8 +128,7 @@ def test_accuracy_cases_train_whole_epochs_of_the_known_training_set():
                         "benchmarks": [{"dataset": "mnist", "data": "generated", "networks": ["lenet"],
                                         "tasks": ["train", "accuracy"], "iterations": 50, "epochs": 3}]})
     found = {(case.framework, case.task): case for case in cases(config)}
-    # CNTK's evaluation is not wired yet: its cells are made, and recorded unavailable with why; ONNX Runtime
-    # cannot train, and has none
+    # ONNX Runtime cannot train, and has none
     assert sorted(found) == [("cntk", "accuracy"), ("cntk", "train"), ("pytorch", "accuracy"), ("pytorch", "train")]
     accuracy = found[("pytorch", "accuracy")]
     assert (accuracy.iterations, accuracy.warmup_iterations, accuracy.epochs) == (3 * (1000 // 64), 0, 3)
