@@ -1,6 +1,6 @@
-"""Run by tests/unit/test_accuracy.py inside a framework's environment: the first test batch of generated MNIST
-as the framework's evaluation pipeline hands it to a ResNet-18 for a case's input_size 224 (resized,
-made RGB, normalised), as NCHW float32; printed as JSON lists (a few images)."""
+"""Run by tests/unit/test_accuracy.py inside a framework's environment: the first test batch of a generated
+dataset (MNIST, or the family named third) as the framework's evaluation pipeline hands it to a ResNet-18 for
+a case's input_size 224 (resized, made RGB, normalised), as NCHW float32; printed as JSON lists (a few images)."""
 import json
 import sys
 
@@ -8,10 +8,10 @@ import numpy as np
 from dlbench import datasets
 from dlbench.spec import RunSpec
 
-framework, data_dir = sys.argv[1], sys.argv[2]
-spec = RunSpec(framework, "mnist-generated", "resnet18", "cpu", 1, 4, 4, 0, 0.01, 2, data_dir=data_dir,
+framework, data_dir, family = sys.argv[1], sys.argv[2], (sys.argv[3:] or ["mnist"])[0]
+spec = RunSpec(framework, f"{family}-generated", "resnet18", "cpu", 1, 4, 4, 0, 0.01, 2, data_dir=data_dir,
                task="accuracy", epochs=1, input_size=224)
-description = datasets.description("resnet18", "mnist", 224)
+description = datasets.description("resnet18", family, 224)
 if framework == "pytorch":
     import torch
     from dlbench.backends import pytorch
@@ -22,6 +22,12 @@ elif framework == "tensorflow":
     from dlbench.backends import tensorflow
 
     images = next(iter(tensorflow.test_dataset(spec, description)))[0].numpy().transpose(0, 3, 1, 2)
+elif framework == "caffe":
+    from dlbench.backends import caffe
+
+    net = caffe.Harness(spec, description).test_net()[0]
+    net.forward()
+    images = net.blobs["data"].data
 elif framework == "mxnet":
     from dlbench.backends import mxnet
 

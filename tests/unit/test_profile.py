@@ -1,10 +1,13 @@
 """The profile task (seed 004): each layer's forward and backward time under the framework's own profiler,
 named as the shared description names it; the profiler's overhead and the share no layer accounts for."""
+import gzip
 import sys
+from pathlib import Path
 
 import jsonschema
 import pytest
-from dlbench import backends, monitor, networks
+from dlbench import backends, datasets, monitor, networks
+from dlbench.backends import xla_profile
 from dlbench.config import cases
 from dlbench.figures.layers import layer_times
 from dlbench.record import load_records, write_record
@@ -59,34 +62,53 @@ def test_a_profile_names_every_layer_of_the_description_and_times_both_passes(pr
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["tensorflow", "mxnet", "caffe"])
+@pytest.mark.parametrize("framework", ["tensorflow", "mxnet", "caffe", "keras-tensorflow", "keras-jax", "keras-torch"])
 def test_each_frameworks_profiler_times_the_same_layers(framework, request):
-    python = request.getfixturevalue(f"{framework}_python")
+    environment = {"keras-tensorflow": "tensorflow", "keras-jax": "jax"}.get(framework, framework)
+    python = sys.executable if framework == "keras-torch" else request.getfixturevalue(f"{environment}_python")
     result = run_in(python, "profile_in_framework.py", framework)
     profile = layer_profile(_spec(framework=framework), result, None)
     layers = {layer["name"]: layer for layer in profile["layers"]}
     assert list(layers) == networks.layer_names(networks.network("alexnet", "cifar10")) and profile["steps"] == 4
     assert all(layers[name]["backward_ms"] > 0 for name in layers if layers[name]["kind"] in ("conv", "dense"))
     assert profile["accounted_ms"] > 0 and profile["overhead"] > 0.5
-    if framework == "tensorflow":  # a convolution's forward is fused with its bias and ReLU, named after the ReLU
-        assert all(layers[f"relu{k}"]["forward_ms"] > 0 for k in range(1, 6))
-    else:  # one layer after another (caffe time's way; MXNet's operators in order), nothing overlapping
+    if framework in ("tensorflow", "keras-tensorflow"):  # a convolution's forward is fused with its bias and ReLU,
+        assert all(layers[f"relu{k}"]["forward_ms"] > 0 for k in range(1, 6))  # named after the ReLU
+    else:
         assert all(layers[f"conv{k}"]["forward_ms"] > 0 for k in range(1, 6))
+    if framework in ("mxnet", "caffe", "keras-torch"):  # one layer after another, nothing overlapping
         assert 0 <= profile["unaccounted_share"] < 1
     if framework == "mxnet":  # its operators carry no layer names: only a chain of layers maps onto them
         assert "matched in order" in profile["method"]
         assert "sequential networks" in run_in(python, "profile_in_framework.py", framework, "googlenet")["unavailable"]
 
 
-def test_frameworks_whose_profiler_is_not_wired_and_runs_on_several_devices_say_why():
-    with pytest.raises(backends.Unavailable, match=r"profile: keras-jax runs train, inference, accuracy only \("
-                                                   "profiling through Keras"):
-        backends.require_task(_spec(framework="keras-jax"))
+def test_a_profile_on_several_devices_says_why():
     with pytest.raises(backends.Unavailable, match=r"profile on 2xcpu: profile runs on one device \(cpu, gpu1\)"):
         backends.require_task(_spec(device="2xcpu"))
     assert layer_profile(_spec(), {}, "see the run's reason (unavailable)")["reasons"]["overhead"] == (
         "see the run's reason (unavailable)")
     assert layer_profile(_spec(task="train"), {}, None) is None
+
+
+def test_jax_s_trace_times_each_layer_s_xla_ops_by_their_hlo_op_names():
+    """A real trace (keras_jax_profile.xplane.pb.gz: two steps of Keras on JAX 0.10.2 training LeNet on synthetic
+    MNIST, batch 16, on this machine's CPU, under jax.profiler as the LayerProfiler starts it; kept: the train
+    step's HLO and its ops' and calls' events): every XLA op names its HLO instruction, whose op_name names
+    the Keras layer; the transposed computation is the backward pass."""
+    space = xla_profile.read_space(gzip.decompress((Path(__file__).parent / "keras_jax_profile.xplane.pb.gz")
+                                                   .read_bytes()))
+    names = networks.layer_names(datasets.description("lenet", "mnist"))
+    steps = xla_profile.per_step(space, names, "PjitFunction(train_step)", xla_profile.HOST_PLANE)
+    assert len(steps) == 2 and all(list(step) == names for step in steps)
+    for step in steps:
+        assert all(step[name][0] > 0 and step[name][1] > 0 for name in ("conv1", "conv2", "dense1", "dense2"))
+        assert step["flatten1"][0] == 0  # a reshape XLA does without an op
+    assert xla_profile.layer_of("jit(train_step)/transpose(jvp(conv2))/conv_general_dilated", set(names)) == (
+        "conv2", True)
+    assert xla_profile.layer_of("jit(train_step)/jvp(compile_loss)/exp", set(names)) == (None, False)
+    # no step is found where the trace has no call of the step's name
+    assert xla_profile.per_step(space, names, "PjitFunction(other_step)", xla_profile.HOST_PLANE) == []
 
 
 def test_the_layers_table_and_figure_read_the_same_layer_across_frameworks(profiled, tmp_path):
@@ -112,6 +134,5 @@ def test_profile_cases_take_a_training_runs_iterations():
         {"dataset": "cifar10", "data": "synthetic", "networks": ["alexnet"], "tasks": ["profile"],
          "iterations": 12, "warmup_iterations": 2}]})
     found = {case.framework: case for case in cases(config)}
-    # Keras's is recorded unavailable, saying why; ONNX Runtime has none
-    assert sorted(found) == ["keras-jax", "pytorch"]
+    assert sorted(found) == ["keras-jax", "pytorch"]  # ONNX Runtime cannot train
     assert (found["pytorch"].iterations, found["pytorch"].warmup_iterations) == (12, 2)

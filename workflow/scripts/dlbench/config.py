@@ -123,10 +123,6 @@ def accuracy_iterations(config: dict, bench: dict, where: str, batch: int) -> in
                           f"are read; allowed: {known}, and generated imagenet")
     if images < batch:
         raise ConfigError(f"{where}.batch_size: {batch} is more than the {images} training images of one epoch")
-    several = [device for device in config["devices"] if parse_device(device)[0] > 1]
-    if several:
-        raise ConfigError(f"devices: {', '.join(several)}: accuracy runs in one process (cpu, gpuN); "
-                          "a data-parallel group's epochs are not wired")
     return bench.get("epochs", EPOCHS) * (images // batch)
 
 

@@ -31,7 +31,6 @@ class Framework:
     tasks: tuple[str, ...] = tuple(TASKS)  # of tasks.TASKS, those it can run (ONNX Runtime cannot train)
     # Of those, the ones its backend does not run yet, and why: their cells are made, and recorded unavailable
     not_yet: dict[str, str] = field(default_factory=dict)
-    cannot_resize: str | None = None  # why its input pipeline cannot resize a case's images (input_size)
     # The native framework it runs on (Keras's backend; the exporter ONNX Runtime runs the network of):
     # the API-cost table gives its numbers relative to that one's (seed 002's question).
     runs_on: str | None = None
@@ -43,15 +42,12 @@ class Framework:
 
 
 MIXED = ("bf16", "fp16")
-KERAS_NOT_YET = {"profile": "profiling through Keras on its three backends is not wired yet"}
 # The one place a framework is added: the thesis's five, then Keras 3's high-level API on three
 # backends (seed 001's keras-mxnet comparison in its modern form), then ONNX Runtime on the network
 # PyTorch exports (seed 002's low-level reference, inference only). config/schema.yaml, the run
 # record's schema and README's table are checked against it (tests/unit/test_registry.py).
 REGISTRY = {framework.name: framework for framework in (
     Framework("caffe", "caffe", "caffe", "lmdb", always_compiled="Caffe's static net",
-              cannot_resize="Caffe's Data layer crops and mirrors but does not resize (convert_imageset "
-                            "--resize_height and --resize_width would store resized copies: not wired)",
               optimizer_differences={"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}),
     Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (tf.function jit_compile)",
@@ -67,12 +63,12 @@ REGISTRY = {framework.name: framework for framework in (
                                                 "about a third of the others' (with rho 0.9)"}),
     Framework("keras-tensorflow", "keras_api", "tensorflow", "lmdb", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (Keras jit_compile)",
-              always_compiled="tf.function graph", runs_on="tensorflow", not_yet=KERAS_NOT_YET),
+              always_compiled="tf.function graph", runs_on="tensorflow"),
     Framework("keras-jax", "keras_api", "jax", "lmdb", cpu_precisions=("fp32", "bf16"),
-              gpu_precisions=("fp32", "tf32", *MIXED), always_compiled="jax.jit (XLA)", not_yet=KERAS_NOT_YET),
+              gpu_precisions=("fp32", "tf32", *MIXED), always_compiled="jax.jit (XLA)"),
     Framework("keras-torch", "keras_api", "pytorch", "lmdb", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile (Keras jit_compile)",
-              runs_on="pytorch", not_yet=KERAS_NOT_YET),
+              runs_on="pytorch"),
     Framework("onnxruntime", "onnx_runtime", "pytorch", "lmdb", always_compiled="ONNX Runtime's graph optimisations",
               tasks=("inference",), runs_on="pytorch"),
 )}

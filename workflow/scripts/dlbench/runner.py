@@ -14,7 +14,6 @@ set-up before the first step took (import, build).
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 import traceback
@@ -27,12 +26,6 @@ from .spec import RunSpec
 RESULT_UNWRITTEN = 3  # the exit status when the result file could not be written (a full disk)
 
 
-def _first_process() -> bool:
-    """One process of a data-parallel group (rank 0; torchrun sets RANK) speaks for the run: it
-    prints the progress and writes the result. Each step ends with the gradients of all."""
-    return os.environ.get("RANK", "0") == "0"
-
-
 def _quiet(*args, **kwargs) -> None:
     pass
 
@@ -40,7 +33,6 @@ def _quiet(*args, **kwargs) -> None:
 def run(spec: RunSpec) -> dict:
     backends.require_numerics(spec)
     backends.require_task(spec)
-    backends.require_input(spec)
     started = time.perf_counter()
     backend = backends.load(spec.framework)
     result = backends.describe(backend)
@@ -50,7 +42,7 @@ def run(spec: RunSpec) -> dict:
         result["gpu_code"] = backends.check_gpu_code(backend.gpu_code())
     with backends.closing(backend.Harness(spec, description(spec.network, spec.family, spec.input_size))) as harness:
         result.update(import_seconds=imported - started, build_seconds=time.perf_counter() - imported)
-        progress = print if _first_process() else _quiet
+        progress = print if tasks.first_process() else _quiet
         progress(f"{spec.framework} {result['framework_version']}: {spec.task} {spec.network} on {spec.dataset}, "
                  f"{spec.device}, {spec.variant}, batch {spec.batch_size_global}, {spec.iterations} iterations "
                  f"({spec.warmup_iterations} warm-up), {spec.threads} threads", flush=True)
@@ -78,7 +70,7 @@ def main(argv: list[str]) -> int:
         with contextlib.suppress(OSError):  # the log's disk may be the full one
             traceback.print_exc()
         result, code = {"status": "failed", "reason": f"{_error_name(error)}: {error}"}, 1
-    if _first_process():
+    if tasks.first_process():
         try:
             files.write_json(result_path, result)
         except OSError as error:  # a full disk: the monitor finds no result and says why

@@ -173,13 +173,6 @@ def require_task(spec: RunSpec) -> None:
                           f"({', '.join(SINGLE_DEVICES)}); " + SINGLE_DEVICE_TASKS[spec.task])
 
 
-def require_input(spec: RunSpec) -> None:
-    """The framework's input pipeline can resize the images where the case asks for it (input_size)."""
-    why = REGISTRY[spec.framework].cannot_resize
-    if spec.input_size and spec.data_mode != "synthetic" and why:
-        raise Unavailable(f"input_size {spec.input_size}: {why}")
-
-
 def execution(spec: RunSpec) -> dict:
     """How the run's math is done, for its record: what its precision and compile setting mean in
     its framework, and the network's optimizer (:class:`dlbench.networks.Optimizer`)."""

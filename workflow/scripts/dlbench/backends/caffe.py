@@ -199,12 +199,12 @@ class CaffeBuilder:
         return emit
 
 
-def net_parameter(description: networks.Network, data_layers: list[caffe_pb2.LayerParameter], batch: int,
+def net_parameter(description: networks.Network, pipeline: list[caffe_pb2.LayerParameter], batch: int,
                   loss: bool) -> tuple[caffe_pb2.NetParameter, dict[str, str]]:
     """The network on the ``data`` blob of ``batch`` the given layers produce; with ``loss``, a softmax loss
     on ``label``. And which description layer each Caffe layer is part of."""
     writer = NetWriter(f"{description.name}_{description.sized_for}", batch)
-    writer.net.layer.extend(data_layers)
+    writer.net.layer.extend(pipeline)
     logits = networks.build(description, networks.Named(CaffeBuilder()))(writer, "data", False)
     if loss:
         writer.net.layer.add(name="loss", type="SoftmaxWithLoss", bottom=[logits, "label"], top=["loss"])
@@ -247,19 +247,63 @@ def forward_shape(model: Built, images: np.ndarray) -> tuple:
     return model.net.forward()[model.net.outputs[0]].shape
 
 
-def data_layer(spec: RunSpec, description: networks.Network, shard: Path) -> caffe_pb2.LayerParameter:
-    """Caffe's LMDB reader with the reference pipelines' transformation (in the TRAIN phase a random crop
-    to the input and a mirror for colour images; in the TEST phase the centre crop). Its normalisation
-    is one scale for all channels: 1 / mean std."""
+def data_layers(spec: RunSpec, description: networks.Network, shard: Path,
+                train: bool) -> list[caffe_pb2.LayerParameter]:
+    """Caffe's LMDB reader with the reference pipelines' transformation: for training a random crop to the
+    stored shape and a random mirror of colour images; for testing the centre crop (Caffe's phase) and no
+    mirror (which Caffe's transformer does in either phase). Its normalisation is one scale for all channels:
+    1 / mean std. A case's ``input_size``: then resized (:func:`resizing_layers`)."""
     mean, std = inputs.pixel_statistics(spec)
-    channels, height, _ = description.input_shape
-    return caffe_pb2.LayerParameter(
-        name="data", type="Data", top=["data", "label"],
+    stored = inputs.stored_shape(spec, description)
+    channels, height, _ = stored
+    reader = caffe_pb2.LayerParameter(
+        name="data", type="Data", top=["stored" if stored != description.input_shape else "data", "label"],
         data_param=caffe_pb2.DataParameter(source=str(shard), backend=caffe_pb2.DataParameter.LMDB,
                                            batch_size=spec.batch_size_global),
         transform_param=caffe_pb2.TransformationParameter(
             mean_value=[float(m) for m in mean], scale=float(1 / std.mean()), crop_size=height,
-            mirror=channels == 3))
+            mirror=train and channels == 3))
+    if stored == description.input_shape:
+        return [reader]
+    return [reader, *resizing_layers("stored", stored, description.input_shape)]
+
+
+def resizing_layers(bottom: str, stored: tuple, shape: tuple) -> list[caffe_pb2.LayerParameter]:
+    """The normalised images of ``bottom`` resized to ``shape`` (bilinear, half-pixel centres, edges clamped:
+    PyTorch's interpolate, TensorFlow's resize) and grey made RGB, on the ``data`` blob, in BVLC Caffe's own
+    layers, frozen: its upsampling idiom (a Deconvolution of the bilinear filler, stride the integer factor),
+    which near the edges weighs pixels beyond them as zero, then divided by the weight that fell inside the
+    image (a ones image upsampled the same way; 1 but within half a factor of an edge), which leaves there
+    the nearest pixel alone, as a clamped edge does."""
+    (channels, height, width), (out_channels, out_height, out_width) = stored, shape
+    factor = out_height // height
+    if (height * factor, width * factor) != (out_height, out_width) or channels not in (1, out_channels):
+        raise Unavailable(f"Caffe resizes {stored} to {shape}: its bilinear upsampling needs one integer factor "
+                          "and grey or the same channels")
+    frozen = caffe_pb2.ParamSpec(lr_mult=0, decay_mult=0)
+
+    def upsampled(name: str, source: str, inputs: int, outputs: int) -> caffe_pb2.LayerParameter:
+        return caffe_pb2.LayerParameter(
+            name=name, type="Deconvolution", bottom=[source], top=[name], param=[frozen],
+            convolution_param=caffe_pb2.ConvolutionParameter(
+                num_output=outputs, group=inputs if inputs == outputs else 1, bias_term=False,
+                kernel_size=[2 * factor - factor % 2], stride=[factor], pad=[factor // 2],
+                weight_filler=caffe_pb2.FillerParameter(type="bilinear")))
+    return [
+        upsampled("resized", bottom, channels, out_channels),
+        caffe_pb2.LayerParameter(name="resize_ones", type="DummyData", top=["resize_ones"],
+                                 dummy_data_param=caffe_pb2.DummyDataParameter(
+                                     shape=[caffe_pb2.BlobShape(dim=[1, 1, height, width])],
+                                     data_filler=[_constant(1)])),
+        upsampled("resize_inside", "resize_ones", 1, 1),
+        caffe_pb2.LayerParameter(name="resize_divisor", type="Power", bottom=["resize_inside"],
+                                 top=["resize_divisor"], power_param=caffe_pb2.PowerParameter(power=-1)),
+        caffe_pb2.LayerParameter(name="resize_map", type="Reshape", bottom=["resize_divisor"], top=["resize_map"],
+                                 reshape_param=caffe_pb2.ReshapeParameter(
+                                     shape=caffe_pb2.BlobShape(dim=[out_height, out_width]))),
+        caffe_pb2.LayerParameter(name="resize", type="Scale", bottom=["resized", "resize_map"], top=["data"],
+                                 scale_param=caffe_pb2.ScaleParameter(axis=2)),
+    ]
 
 
 def solver_rule(rule: networks.Optimizer) -> dict:
@@ -334,14 +378,15 @@ class Harness:
         directory = Path(self.scratch.name)
         batch = (spec.batch_size_global, *description.input_shape)
         if spec.data_mode == "synthetic":
-            data_layers = [input_layer("data", batch), input_layer("label", batch[:1])]
+            pipeline = [input_layer("data", batch), input_layer("label", batch[:1])]
         else:
             shards = inputs.train_shards(spec)
             if len(shards) > 1:
                 print(f"Caffe's Data layer reads one LMDB: shard {shards[0].name} of {len(shards)}, cycled", flush=True)
-            data_layers = [data_layer(spec, description, shards[0])]
+            pipeline = data_layers(spec, description, shards[0], train=True)
         net_path = directory / "train.prototxt"
-        parameter, self.described = net_parameter(description, data_layers, spec.batch_size_global, loss=True)
+        parameter, self.described = net_parameter(description, pipeline, spec.batch_size_global, loss=True)
+        self.pipeline_end = pipeline[-1].name  # the layer whose top the network reads (resized, if the case asks)
         net_path.write_text(text_format.MessageToString(parameter))
         solver_path = directory / "solver.prototxt"
         solver_path.write_text(text_format.MessageToString(caffe_pb2.SolverParameter(
@@ -372,20 +417,25 @@ class Harness:
                               "kernels (caffe time's CUDA-event timer); CPU runs only")
         return LayerProfiler(self, networks.layer_names(self.description))
 
-    def test_logits(self):
-        """A TEST-phase net on the test split's LMDB sharing the solver's weights; Caffe's Data layer cycles
-        its LMDB, so the last batch's images taken again from the start are left out."""
+    def test_net(self) -> tuple[caffe.Net, str, int]:
+        """A TEST-phase net on the test split's LMDB sharing the solver's weights, its logits' blob, and the
+        split's image count."""
         shards = inputs.test_shards(self.spec)
         if len(shards) > 1:
             raise Unavailable(f"Caffe's Data layer reads one LMDB; this test split has {len(shards)} shards")
         images = json.loads((Path(self.spec.data_dir) / CONVERTED_RECORD).read_text())["splits"]["test"]["images"]
-        parameter, _ = net_parameter(self.description, [data_layer(self.spec, self.description, shards[0])],
+        parameter, _ = net_parameter(self.description, data_layers(self.spec, self.description, shards[0], train=False),
                                      self.spec.batch_size_global, loss=False)
         path = self.directory / "test.prototxt"
         path.write_text(text_format.MessageToString(parameter))
         net = caffe.Net(str(path), caffe.TEST)
         net.share_with(self.solver.net)
-        logits = parameter.layer[-1].top[0]
+        return net, parameter.layer[-1].top[0], images
+
+    def test_logits(self):
+        """The test split once: Caffe's Data layer cycles its LMDB, so the last batch's images taken again
+        from the start are left out."""
+        net, logits, images = self.test_net()
         for start in range(0, images, self.spec.batch_size_global):
             kept = min(self.spec.batch_size_global, images - start)
             net.forward()
@@ -393,7 +443,7 @@ class Harness:
 
     def inference(self, batch_size: int):
         train_net = self.solver.net
-        train_net.forward(end="data")  # the Data layer's next batch (Input layers: the resident one)
+        train_net.forward(end=self.pipeline_end)  # the Data layer's next batch (Input layers: the resident one)
         path = self.directory / f"inference-{batch_size}.prototxt"
         data = input_layer("data", (batch_size, *self.description.input_shape))
         parameter, _ = net_parameter(self.description, [data], batch_size, loss=False)

@@ -12,6 +12,8 @@ in-process in runs of stored records.
 """
 from __future__ import annotations
 
+import contextlib
+
 import keras
 import numpy as np
 
@@ -98,6 +100,31 @@ def _configure(spec: RunSpec) -> None:
     set_precision(spec.precision)
 
 
+# What starts a step of train_on_batch in the profiler's trace: the tf.function Keras's TensorFlow trainer runs
+# for it, the jitted train_step of its JAX trainer (keras/src/backend/<backend>/trainer.py).
+TENSORFLOW_STEP, JAX_STEP = "one_step_on_data", "PjitFunction(train_step)"
+
+
+@contextlib.contextmanager
+def call_scopes(layers: dict[str, keras.Layer]):
+    """While open, each Keras layer's ``call`` runs inside a ``record_function`` named after it. On torch a
+    Keras layer is a torch module, but Keras's own ``__call__`` bypasses the module's hooks."""
+    import torch
+
+    def scoped(name: str, call):
+        def call_in_scope(*args, **kwargs):
+            with torch.profiler.record_function(name):
+                return call(*args, **kwargs)
+        return call_in_scope
+    for name, layer in layers.items():
+        layer.call = scoped(name, layer.call)
+    try:
+        yield
+    finally:
+        for layer in layers.values():
+            del layer.call  # the class's again
+
+
 def normalised(images: np.ndarray, mean: np.ndarray, std: np.ndarray, shape: tuple) -> np.ndarray:
     """Keras's layout, channels last: the per-channel statistics apply along the last axis. Images stored at
     another size than ``shape`` (a case's input_size) are resized (bilinear) and made RGB, by the backend."""
@@ -123,6 +150,7 @@ class Harness:
         mean, std = inputs.pixel_statistics(spec)
         shape = description.input_shape
         self.test_source = (spec, inputs.stored_shape(spec, description), mean, std, shape)
+        self.description = description
         if spec.data_mode == "synthetic":
             images, labels = inputs.synthetic_batch(spec, description)
             resident = (keras.ops.convert_to_tensor(normalised(images, mean, std, shape)),
@@ -154,6 +182,27 @@ class Harness:
             self.model.predict_on_batch(images)
             return already_finished  # predict_on_batch returns the predictions as a NumPy array
         return forward
+
+    def layer_profiler(self):
+        """The Keras backend's framework's own profiler, with the Keras layers, named after the description's:
+        TensorFlow's and JAX's by name scope, torch's by a record_function around each layer's call."""
+        backend, names = keras.backend.backend(), networks.layer_names(self.description)
+        if self.gpus and backend == "tensorflow":
+            raise Unavailable("TensorFlow's profile of GPU kernels per layer is not wired yet (CPU runs only)")
+        if backend == "tensorflow":
+            from .tensorflow import LayerProfiler as TensorFlowProfiler
+
+            return TensorFlowProfiler(names, TENSORFLOW_STEP)
+        if backend == "torch":
+            from .pytorch import LayerProfiler as TorchProfiler
+
+            layers = {layer.name: layer for layer in self.model.layers if layer.name in names}
+            return TorchProfiler(names, bool(self.gpus), call_scopes(layers), method=(
+                "torch.profiler under Keras: a record_function around each Keras layer's call (named after the "
+                "description's layers), each layer's backward the autograd functions of its ops' sequence numbers"))
+        from .xla_profile import LayerProfiler as JaxProfiler
+
+        return JaxProfiler(names, JAX_STEP, bool(self.gpus))
 
     def test_logits(self):
         spec, stored, mean, std, shape = self.test_source

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import os
 from collections.abc import Iterator
@@ -194,17 +195,20 @@ class LmdbDataset(torch.utils.data.Dataset):
 
 
 class ShuffledRuns(torch.utils.data.Sampler):
-    """:func:`shuffled_runs` as a batch sampler: a new order of the runs every epoch."""
+    """:func:`shuffled_runs` as a batch sampler: a new order of the runs every epoch. Of ``world`` processes,
+    each takes every ``world``-th run of the same order from its ``rank`` on (as DistributedSampler shares an
+    epoch), so that an epoch of the group reads each stored image once; the generator is the same in all."""
 
-    def __init__(self, size: int, batch_size: int, generator: torch.Generator):
+    def __init__(self, size: int, batch_size: int, generator: torch.Generator, rank: int = 0, world: int = 1):
         self.size, self.batch_size, self.generator = size, batch_size, generator
+        self.rank, self.world = rank, world
 
     def __len__(self) -> int:
-        return self.size // self.batch_size
+        return self.size // self.batch_size // self.world
 
     def __iter__(self):
-        order = torch.randperm(len(self), generator=self.generator).tolist()
-        return shuffled_runs(self.size, self.batch_size, order)
+        order = torch.randperm(self.size // self.batch_size, generator=self.generator).tolist()
+        return shuffled_runs(self.size, self.batch_size, order[self.rank::self.world][:len(self)])
 
 
 def _as_tensors(batch: tuple[np.ndarray, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -232,10 +236,10 @@ class Batches:
             return
         self.synthetic = None
         dataset = LmdbDataset(inputs.train_shards(spec), inputs.stored_shape(spec, description), spec.seed + rank)
-        require_one_batch(spec, len(dataset), self.batch)
+        require_one_batch(spec, len(dataset), spec.batch_size_global)
         workers = spec.loader_workers
-        generator = torch.Generator().manual_seed(spec.seed + rank)  # each process its own order
-        self.loader = DataLoader(dataset, batch_sampler=ShuffledRuns(len(dataset), self.batch, generator),
+        generator = torch.Generator().manual_seed(spec.seed)  # one order, shared out
+        self.loader = DataLoader(dataset, batch_sampler=ShuffledRuns(len(dataset), self.batch, generator, rank, world),
                                  num_workers=workers, persistent_workers=workers > 0,
                                  prefetch_factor=4 if workers else None, pin_memory=device.type == "cuda",
                                  collate_fn=_as_tensors)
@@ -271,40 +275,54 @@ class Batches:
         return self._normalise(images), labels.to(self.device, non_blocking=True)
 
 
+@contextlib.contextmanager
+def module_scopes(modules: dict[str, nn.Module]):
+    """While open, each description layer's module call runs inside a ``record_function`` named after the
+    layer (module hooks)."""
+    scopes, handles = {}, []
+
+    def enter(name: str, module, args) -> None:
+        scopes[name] = torch.profiler.record_function(name).__enter__()
+
+    def leave(name: str, module, args, output) -> None:
+        scopes.pop(name).__exit__(None, None, None)
+    for name, module in modules.items():
+        handles += [module.register_forward_pre_hook(functools.partial(enter, name)),
+                    module.register_forward_hook(functools.partial(leave, name))]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 class LayerProfiler:
-    """``torch.profiler`` over the steps taken under it. Each description layer's call is wrapped in a
-    ``record_function`` named after it (module hooks): its forward time is that scope's; its backward time
-    is that of the autograd functions whose sequence numbers the ops in its scope were given (the link
-    PyTorch's own profiler keeps between a forward op and its backward). CPU time on a CPU; on a GPU, the
-    time of the CUDA kernels they launched. A step begins with the first layer's call."""
+    """``torch.profiler`` over the steps taken under it. ``scopes`` wraps each description layer's call in
+    a ``record_function`` named after it (:func:`module_scopes`; Keras's layers on torch:
+    keras_api.call_scopes): its forward time is that scope's; its backward time is that of the autograd
+    functions whose sequence numbers the ops in its scope were given (the link PyTorch's own profiler
+    keeps between a forward op and its backward). CPU time on a CPU; on a GPU, the time of the CUDA
+    kernels they launched. A step begins with the first layer's call."""
 
     METHOD = ("torch.profiler: a record_function per description layer (module hooks), each layer's backward "
               "the autograd functions of its ops' sequence numbers")
     BACKWARD = "autograd::engine::evaluate_function: "
 
-    def __init__(self, layers: dict[str, nn.Module], cuda: bool):
-        self.layers, self.cuda = layers, cuda
-        self.scopes, self.handles, self.steps = {}, [], []
+    def __init__(self, layers: list[str], cuda: bool, scopes: contextlib.AbstractContextManager,
+                 method: str = METHOD):
+        self.layers, self.cuda, self.scopes, self.METHOD = layers, cuda, scopes, method
+        self.steps = []
 
     def __enter__(self) -> Self:
-        for name, module in self.layers.items():
-            self.handles += [module.register_forward_pre_hook(functools.partial(self._enter_layer, name)),
-                             module.register_forward_hook(functools.partial(self._exit_layer, name))]
+        self.scopes.__enter__()
         activities = [ProfilerActivity.CPU, *[ProfilerActivity.CUDA] * self.cuda]
         self.profiler = torch.profiler.profile(activities=activities)
         self.profiler.__enter__()
         return self
 
-    def _enter_layer(self, name: str, module, args) -> None:
-        self.scopes[name] = torch.profiler.record_function(name).__enter__()
-
-    def _exit_layer(self, name: str, module, args, output) -> None:
-        self.scopes.pop(name).__exit__(None, None, None)
-
     def __exit__(self, *exception) -> None:
         self.profiler.__exit__(*exception)
-        for handle in self.handles:
-            handle.remove()
+        self.scopes.__exit__(*exception)
         if exception[0] is None:
             self.steps = self._per_step(self.profiler.events())
 
@@ -312,8 +330,8 @@ class LayerProfiler:
         return (event.device_time_total if self.cuda else event.time_range.elapsed_us()) / 1e6
 
     def _per_step(self, events) -> list[dict[str, tuple[float, float]]]:
-        first = next(iter(self.layers))
-        scopes = [event for event in events if event.name in self.layers]
+        first, layers = self.layers[0], set(self.layers)
+        scopes = [event for event in events if event.name in layers]
         starts = sorted(event.time_range.start for event in scopes if event.name == first)
         times = [{name: [0.0, 0.0] for name in self.layers} for _ in starts]
         owners = {}  # an op's sequence number -> (step, layer) of the scope it ran in
@@ -424,14 +442,17 @@ class Harness:
         return forward
 
     def layer_profiler(self) -> LayerProfiler:
-        return LayerProfiler(self.layers, self.devices[0].type == "cuda")
+        return LayerProfiler(list(self.layers), self.devices[0].type == "cuda", module_scopes(self.layers))
 
     def test_logits(self):
+        """The first process of a group alone evaluates (tasks.accuracy): with its own module, not through
+        DistributedDataParallel, whose forward would wait for the others."""
         self.model.eval()
+        model = self.model.module if isinstance(self.model, DistributedDataParallel) else self.forward
         try:
             with torch.inference_mode(), self.autocast:
                 for images, labels in self.batches.test():
-                    yield self.forward(images).float().cpu().numpy(), labels.numpy()
+                    yield model(images).float().cpu().numpy(), labels.numpy()
         finally:
             self.model.train()
 

@@ -11,6 +11,7 @@ config import it everywhere.
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -38,6 +39,13 @@ TASKS = {
 # The devices of the tasks that run on one: on any other such a run is recorded unavailable with the reason.
 SINGLE_DEVICES = ("cpu", "gpu1")
 SINGLE_DEVICE_TASKS = {name: task.single_device for name, task in TASKS.items() if task.single_device}
+
+
+def first_process() -> bool:
+    """One process of a data-parallel group (rank 0; torchrun sets RANK) speaks for the run: it prints the
+    progress, evaluates an accuracy run's epochs and writes the result. Each step ends with the gradients
+    of all."""
+    return os.environ.get("RANK", "0") == "0"
 
 
 def load(name: str) -> ModuleType:

@@ -6,6 +6,7 @@ import functools
 import time
 
 from ..spec import RunSpec
+from . import first_process
 from .loop import prefixed, timed_loop
 
 
@@ -30,23 +31,26 @@ def evaluate(harness) -> dict:
 def run(harness, spec: RunSpec, progress=print) -> dict:
     """An accuracy run: ``spec.epochs`` epochs of training steps, each timed as speed runs time theirs (no
     warm-up: the first steps count, as they do for a user), each followed by an evaluation on the test split.
-    The timed window runs from the first step to the last epoch's end; its seconds are the training steps'."""
-    steps = spec.iterations // spec.epochs
+    The timed window runs from the first step to the last epoch's end; its seconds are the training steps'.
+    Over several processes the first evaluates (the weights are the same in all), the others wait for it
+    in the next epoch's first step."""
+    steps, evaluating = spec.iterations // spec.epochs, first_process()
     epochs, times, elapsed, window = [], [], 0.0, {}
     for epoch in range(1, spec.epochs + 1):
         timing = timed_loop(harness, steps, 0, functools.partial(prefixed, progress, f"epoch {epoch}/{spec.epochs}, "))
         trained = timing["timed_window"]
         train_loss = harness.final_loss()
         started = time.perf_counter()
-        scores = evaluate(harness)
+        scores = evaluate(harness) if evaluating else {}
         evaluated = time.perf_counter() - started
         elapsed += trained["seconds"] + evaluated
         epochs.append({"epoch": epoch, "steps": steps, "train_seconds": trained["seconds"],
                        "images_per_second": steps * spec.batch_size_global / trained["seconds"],
                        "train_loss": train_loss, **scores, "eval_seconds": evaluated, "elapsed_seconds": elapsed})
-        progress(f"epoch {epoch}/{spec.epochs}: test accuracy {scores['test_accuracy']:.4f}, loss "
-                 f"{scores['test_loss']:.4f} ({scores['test_images']} images), {trained['seconds']:.1f} s training, "
-                 f"{evaluated:.1f} s evaluating", flush=True)
+        if evaluating:
+            progress(f"epoch {epoch}/{spec.epochs}: test accuracy {scores['test_accuracy']:.4f}, loss "
+                     f"{scores['test_loss']:.4f} ({scores['test_images']} images), {trained['seconds']:.1f} s "
+                     f"training, {evaluated:.1f} s evaluating", flush=True)
         times += timing["iteration_seconds"]
         waited = trained["input_wait_seconds"]
         window = {"start_epoch": window.get("start_epoch", trained["start_epoch"]), "end_epoch": trained["end_epoch"],
