@@ -260,3 +260,12 @@ def test_real_cntk_trains_over_two_mpi_ranks_that_end_with_the_same_weights(cntk
     printed = "".join(capfd.readouterr())
     assert "using 2 out of 2 MPI nodes" in printed and "CNTK: 2 ranks, batch 8 each" in printed
     assert 0 < result["final_loss"] < 10
+    # its profile over the two: each rank's own detail log, summed by layer per step (one left out)
+    result = _run(_spec(device="2xcpu", task="profile", iterations=6, warmup_iterations=2), tmp_path)
+    assert result["status"] == "ok", result["reason"]
+    devices = result["profile"]["devices"]
+    assert len(devices) == 2 and devices[0] == result["profile"]["layers"]
+    assert all(len(steps) == 4 and all(forward > 0 and backward > 0 for step in steps
+                                       for name, (forward, backward) in step.items() if name != "flatten1")
+               for steps in devices)
+    assert result["profile"]["all_reduce_seconds"] == []  # CNTK's log has no event of the MPI all-reduce

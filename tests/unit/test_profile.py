@@ -6,7 +6,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from dlbench import backends, datasets, monitor, networks
+from dlbench import datasets, monitor, networks
 from dlbench.backends import xla_profile
 from dlbench.config import cases
 from dlbench.figures.layers import layer_times
@@ -83,12 +83,35 @@ def test_each_frameworks_profiler_times_the_same_layers(framework, request):
         assert "sequential networks" in run_in(python, "profile_in_framework.py", framework, "googlenet")["unavailable"]
 
 
-def test_a_profile_on_several_devices_says_why():
-    with pytest.raises(backends.Unavailable, match=r"profile on 2xcpu: profile runs on one device \(cpu, gpu1\)"):
-        backends.require_task(_spec(device="2xcpu"))
+def test_two_processes_profile_each_device_s_layers_and_the_all_reduce(tmp_path, record_schema):
+    """PyTorch over two real processes (torchrun, gloo; seed 004's two-GPU profile on CPUs): each times its own
+    layers, the first gathers them, and each step's all-reduces (gloo's own events) are timed apart."""
+    path = tmp_path / "rep1.json"
+    record = monitor.run(_spec(device="2xcpu"), sys.executable, tmp_path / "run.log", 300, 20, "sha")
+    write_record(record, path)
+    record = load_records([path])[0]
+    jsonschema.validate({key: value for key, value in record.items() if key != "path"}, record_schema)
+    assert record["status"] == "ok", record["reason"]
+    profile, names = record["profile"], networks.layer_names(networks.network("alexnet", "cifar10"))
+    assert [device["process"] for device in profile["devices"]] == [0, 1]
+    for device in profile["devices"]:
+        assert [layer["name"] for layer in device["layers"]] == names
+        assert all(layer["backward_ms"] > 0 for layer in device["layers"] if layer["kind"] in ("conv", "dense"))
+    assert profile["devices"][0]["layers"] == profile["layers"]  # the first process's are the run's
+    assert profile["all_reduce_ms"] > 0
+    assert profile["all_reduce_share"] == pytest.approx(profile["all_reduce_ms"] / profile["iteration_ms"])
+
+
+def test_a_profile_says_why_it_has_no_device_apart_or_no_layers():
     assert layer_profile(_spec(), {}, "see the run's reason (unavailable)")["reasons"]["overhead"] == (
         "see the run's reason (unavailable)")
     assert layer_profile(_spec(task="train"), {}, None) is None
+    one = {"iteration_seconds": [0.1] * 6, "profile": {"method": "m", "iteration_seconds": [0.2] * 4,
+                                                        "layers": [{"conv1": (0.05, 0.06)}] * 4}}
+    block = layer_profile(_spec(), one, None)
+    assert block["all_reduce_ms"] is None and block["reasons"]["all_reduce_share"] == "one device: no all-reduce"
+    several = layer_profile(_spec(framework="tensorflow", device="gpu2"), one, None)
+    assert several["reasons"]["devices"] == "tensorflow's profile does not time a step's devices apart"
 
 
 def test_jax_s_trace_times_each_layer_s_xla_ops_by_their_hlo_op_names():

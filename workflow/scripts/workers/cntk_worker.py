@@ -234,7 +234,7 @@ class Worker:
             if scale else features
         self.layers = {} if config["profile"] else None  # each named leaf's profiler nodes
         self.model = build(config["plan"], scaled, self.layers)
-        self.config, self.features, self.labels, self.device = config, features, labels, device
+        self.config, self.features, self.labels, self.device, self.rank = config, features, labels, device, rank
         loss = C.cross_entropy_with_softmax(self.model, labels)
         learner = make_learner(config["optimizer"], self.model.parameters, config["learning_rate"])
         if self.distributed:  # gradients summed over the ranks (MPI all-reduce) before each update
@@ -288,7 +288,7 @@ class Worker:
         in its detail log, inside each step's "_Minibatch Iteration" (sync_gpu: a GPU node's event ends when its
         kernels have)."""
         import cntk as C
-        self.profiler_directory = os.path.join(directory, "profiler")
+        self.profiler_directory = os.path.join(directory, f"profiler-{self.rank}")  # each rank its own log
         C.debugging.set_node_timing(True)
         C.debugging.start_profiler(dir=self.profiler_directory, sync_gpu=True)
         C.debugging.enable_profiler()

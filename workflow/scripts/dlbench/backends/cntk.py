@@ -245,20 +245,26 @@ class LayerProfiler:
 
     def __init__(self, harness: Harness, names: list[str]):
         self.harness, self.names, self.steps = harness, names, []
+        self.all_reduce = self.devices = None  # its detail log has no event of the MPI all-reduce
 
     def __enter__(self):
         self.harness.synchronize()
-        self.harness.command("profile start")
+        self.harness.command_all("profile start")
         return self
 
     def __exit__(self, *exception) -> None:
         self.harness.synchronize()
-        stopped = self.harness.command("profile stop")
+        devices = [self._steps(stopped) for stopped in self.harness.command_all("profile stop")]
+        self.steps = devices[0]
+        if len(devices) > 1:  # each rank's own detail log
+            self.devices = devices
+
+    def _steps(self, stopped: dict) -> list[dict[str, tuple[float, float]]]:
         if set(stopped["layers"]) != set(self.names):  # the worker builds a shortcut before its residual's body
             raise RuntimeError(f"the CNTK worker's layers {sorted(stopped['layers'])} are not the description's "
                                f"{sorted(self.names)}")
-        self.steps = layer_steps(json.loads(Path(stopped["trace"]).read_text()),
-                                 {name: stopped["layers"][name] for name in self.names})
+        return layer_steps(json.loads(Path(stopped["trace"]).read_text()),
+                           {name: stopped["layers"][name] for name in self.names})
 
 
 class Harness:
@@ -391,8 +397,12 @@ class Harness:
 
     def command(self, command: str) -> dict:
         """Rank 0's reply to a command that no step is in flight behind."""
+        return self.command_all(command)[0]
+
+    def command_all(self, command: str) -> list[dict]:
+        """Every rank's reply to a command that no step is in flight behind, in rank order."""
         self._send(command)
-        return self._replies()[0]
+        return self._replies()
 
     def layer_profiler(self) -> LayerProfiler:
         return LayerProfiler(self, self.layer_names)

@@ -403,6 +403,9 @@ class Harness:
         return forward
 
     def layer_profiler(self) -> LayerProfiler:
+        if len(self.contexts) > 1:  # LayerProfiler matches the operators to the layers in order, one chain
+            raise Unavailable(f"{len(self.contexts)} devices: mx.profiler's operator events name neither their "
+                              "layer nor their device, so the chains of several devices cannot be told apart")
         return LayerProfiler(self.net, self.profiled_layers)
 
     def test_logits(self):

@@ -302,16 +302,20 @@ class LayerProfiler:
     keras_api.call_scopes): its forward time is that scope's; its backward time is that of the autograd
     functions whose sequence numbers the ops in its scope were given (the link PyTorch's own profiler
     keeps between a forward op and its backward). CPU time on a CPU; on a GPU, the time of the CUDA
-    kernels they launched. A step begins with the first layer's call."""
+    kernels they launched. A step begins with the first layer's call. Over several processes
+    (DistributedDataParallel) each profiles its own steps, the first gathers them all (``devices``), and
+    each step's all-reduces (gloo's or NCCL's, which run beside the backward pass) are timed apart
+    (``all_reduce``)."""
 
     METHOD = ("torch.profiler: a record_function per description layer (module hooks), each layer's backward "
               "the autograd functions of its ops' sequence numbers")
     BACKWARD = "autograd::engine::evaluate_function: "
+    ALL_REDUCE = ("gloo:all_reduce", "nccl:all_reduce")  # the process group's own events
 
     def __init__(self, layers: list[str], cuda: bool, scopes: contextlib.AbstractContextManager,
                  method: str = METHOD):
         self.layers, self.cuda, self.scopes, self.METHOD = layers, cuda, scopes, method
-        self.steps = []
+        self.steps, self.all_reduce, self.devices = [], None, None
 
     def __enter__(self) -> Self:
         self.scopes.__enter__()
@@ -325,6 +329,9 @@ class LayerProfiler:
         self.scopes.__exit__(*exception)
         if exception[0] is None:
             self.steps = self._per_step(self.profiler.events())
+            if distributed.is_initialized() and distributed.get_world_size() > 1:
+                self.devices = [None] * distributed.get_world_size()
+                distributed.all_gather_object(self.devices, self.steps)
 
     def _seconds(self, event) -> float:
         return (event.device_time_total if self.cuda else event.time_range.elapsed_us()) / 1e6
@@ -344,10 +351,17 @@ class LayerProfiler:
                 if child.sequence_nr >= 0:
                     owners[child.sequence_nr] = (step, event.name)
                 stack += child.cpu_children
+        reducing = [0.0 for _ in starts]
         for event in events:
             if event.name.startswith(self.BACKWARD) and event.sequence_nr in owners:
                 step, name = owners[event.sequence_nr]
                 times[step][name][1] += self._seconds(event)
+            elif event.name in self.ALL_REDUCE:
+                step = bisect.bisect_right(starts, event.time_range.start) - 1
+                if step >= 0:
+                    reducing[step] += self._seconds(event)
+        if distributed.is_initialized() and distributed.get_world_size() > 1:
+            self.all_reduce = reducing
         return [{name: tuple(pair) for name, pair in step.items()} for step in times]
 
 
@@ -442,6 +456,10 @@ class Harness:
         return forward
 
     def layer_profiler(self) -> LayerProfiler:
+        if len(self.devices) > 1:
+            raise Unavailable(f"{len(self.devices)} GPUs in one process (nn.DataParallel): its replicas run each "
+                              "layer's hooks in threads at once, so a layer's scope holds every device's kernels; "
+                              "a profile over several GPUs runs one process each (<n>xgpu1)")
         return LayerProfiler(list(self.layers), self.devices[0].type == "cuda", module_scopes(self.layers))
 
     def test_logits(self):

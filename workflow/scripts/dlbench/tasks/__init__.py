@@ -33,8 +33,8 @@ TASKS = {
                      ("test_logits",)),
     "profile": Task("training steps timed as for train, then as many again under the framework's own profiler: "
                     "each layer's forward and backward time, the profiler's overhead, the share no layer accounts "
-                    "for", ("layer_profiler",),
-                    "a layer's time on several devices is not wired (seed 004's two-GPU profile)"),
+                    "for; over several devices, each device's layers and the all-reduce's share where the "
+                    "framework's profiler times them apart", ("layer_profiler",)),
 }
 # The devices of the tasks that run on one: on any other such a run is recorded unavailable with the reason.
 SINGLE_DEVICES = ("cpu", "gpu1")

@@ -12,41 +12,67 @@ from .loop import prefixed, timed_loop
 def run(harness, spec: RunSpec, progress=print) -> dict:
     """A profile run: the training steps timed as a training run's, with no profiler (the speed); then as
     many timed steps again, and one before them that is left out (the profiler starting), under the
-    framework's own profiler, which records each layer's forward and backward time per step."""
+    framework's own profiler, which records each layer's forward and backward time per step. Over several
+    devices, where the profiler times them apart: each device's layers, and each step's all-reduce."""
     result = timed_loop(harness, spec.iterations, spec.warmup_iterations, progress)
     with harness.layer_profiler() as profiler:
         profiled = timed_loop(harness, spec.iterations - spec.warmup_iterations + 1, 1,
                               functools.partial(prefixed, progress, "profiled, "))
     return {**result, "final_loss": harness.final_loss(),
             "profile": {"method": profiler.METHOD, "iteration_seconds": profiled["iteration_seconds"][1:],
-                        "layers": profiler.steps[1:]}}
+                        "layers": profiler.steps[1:], "devices": [steps[1:] for steps in profiler.devices or ()],
+                        "all_reduce_seconds": (profiler.all_reduce or [])[1:]}}
 
 
 PROFILE_FIELDS = ("iteration_ms", "unprofiled_iteration_ms", "overhead", "accounted_ms", "unaccounted_share")
+SEVERAL_DEVICES_FIELDS = ("all_reduce_ms", "all_reduce_share", "devices")
+
+
+def _ms(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values) * 1e3, (statistics.stdev(values) if len(values) > 1 else 0.0) * 1e3
+
+
+def _layers(steps: list[dict]) -> list[dict]:
+    """Each layer's mean and sd of its forward and backward times over the steps, in walk order."""
+    layers = []
+    for name in steps[0]:
+        (forward, forward_sd), (backward, backward_sd) = (_ms([step[name][phase] for step in steps])
+                                                          for phase in (0, 1))
+        layers.append({"name": name, "kind": name.rstrip("0123456789"), "forward_ms": forward,
+                       "forward_sd_ms": forward_sd, "backward_ms": backward, "backward_sd_ms": backward_sd})
+    return layers
 
 
 def layer_profile(spec: RunSpec, result: dict, not_ok: str | None) -> dict | None:
     """A profile run's layers (mean and sd of their forward and backward times over the profiled steps),
     the profiler's overhead (a profiled step's mean time over an unprofiled one's) and the share of a
-    profiled step that no layer accounts for (seed 004's two findings)."""
+    profiled step that no layer accounts for (seed 004's two findings). Over several devices each device's
+    layers (the first's are ``layers``) and the all-reduce's mean time per step and share of the step."""
     if spec.task != "profile":
         return None
     found = result.get("profile") or {}
     steps = found.get("layers") or []
     if not steps:
-        return {"method": found.get("method"), "steps": 0, **dict.fromkeys(PROFILE_FIELDS), "layers": [],
-                "reasons": dict.fromkeys(PROFILE_FIELDS, not_ok or "no step was profiled")}
-
-    def ms(values: list[float]) -> tuple[float, float]:
-        return statistics.fmean(values) * 1e3, (statistics.stdev(values) if len(values) > 1 else 0.0) * 1e3
-    layers = []
-    for name in steps[0]:
-        (forward, forward_sd), (backward, backward_sd) = (ms([step[name][phase] for step in steps]) for phase in (0, 1))
-        layers.append({"name": name, "kind": name.rstrip("0123456789"), "forward_ms": forward,
-                       "forward_sd_ms": forward_sd, "backward_ms": backward, "backward_sd_ms": backward_sd})
-    iteration = ms(found["iteration_seconds"])[0]
-    unprofiled = ms(result["iteration_seconds"][spec.warmup_iterations:])[0]
-    accounted = ms([sum(forward + backward for forward, backward in step.values()) for step in steps])[0]
-    return {"method": found["method"], "steps": len(steps), "iteration_ms": iteration,
-            "unprofiled_iteration_ms": unprofiled, "overhead": iteration / unprofiled, "accounted_ms": accounted,
-            "unaccounted_share": 1 - accounted / iteration, "layers": layers, "reasons": {}}
+        return {"method": found.get("method"), "steps": 0, **dict.fromkeys(PROFILE_FIELDS + SEVERAL_DEVICES_FIELDS),
+                "layers": [], "reasons": dict.fromkeys(PROFILE_FIELDS, not_ok or "no step was profiled")}
+    iteration = _ms(found["iteration_seconds"])[0]
+    unprofiled = _ms(result["iteration_seconds"][spec.warmup_iterations:])[0]
+    accounted = _ms([sum(forward + backward for forward, backward in step.values()) for step in steps])[0]
+    block = {"method": found["method"], "steps": len(steps), "iteration_ms": iteration,
+             "unprofiled_iteration_ms": unprofiled, "overhead": iteration / unprofiled, "accounted_ms": accounted,
+             "unaccounted_share": 1 - accounted / iteration, "layers": _layers(steps), "reasons": {},
+             **dict.fromkeys(SEVERAL_DEVICES_FIELDS)}
+    if found.get("devices"):
+        block["devices"] = [{"process": rank, "layers": _layers(device)}
+                            for rank, device in enumerate(found["devices"])]
+    if found.get("all_reduce_seconds"):
+        block["all_reduce_ms"] = _ms(found["all_reduce_seconds"])[0]
+        block["all_reduce_share"] = block["all_reduce_ms"] / iteration
+    if spec.processes * max(spec.gpus, 1) == 1:
+        why = dict.fromkeys(SEVERAL_DEVICES_FIELDS, "one device: no all-reduce")
+    else:
+        why = {"devices": f"{spec.framework}'s profile does not time a step's devices apart",
+               **dict.fromkeys(("all_reduce_ms", "all_reduce_share"),
+                               f"{spec.framework}'s profile does not time the all-reduce apart")}
+    block["reasons"] = {field: why[field] for field in SEVERAL_DEVICES_FIELDS if block[field] is None}
+    return block
