@@ -93,6 +93,10 @@ class LayerProfiler(Protocol):
 
     steps: list[dict[str, tuple[float, float]]]  # after exit: per step, each layer's (forward, backward) seconds,
     # the layers named as networks.layer_names names them
+    # Over several devices, where it times them apart (else None): each device's steps as ``steps`` (the first's
+    # are ``steps``), and each step's all-reduce seconds
+    devices: list[list[dict[str, tuple[float, float]]]] | None
+    all_reduce: list[float] | None
 
 
 class WorkerHarness(Harness, Protocol):

@@ -344,6 +344,7 @@ class LayerProfiler:
 
     METHOD = ("caffe time's per-layer forward and backward (Net::ForwardFromTo, BackwardFromTo one layer at a time "
               "through pycaffe, host clock), mapped to the description's layers; a profiled step makes no update")
+    devices = all_reduce = None  # it profiles one device
 
     def __init__(self, harness: Harness, layers: list[str]):
         self.harness, self.layers, self.steps = harness, layers, []

@@ -250,6 +250,7 @@ class LayerProfiler:
     METHOD = ("MXNet's profiler (mx.profiler, its Chrome trace): operators, named by type only, matched in order to a "
               "sequential network's layers (forward in the description's order, backward in reverse) and the count "
               "checked; bulked execution off while profiling, so that each operator is its own event")
+    devices = all_reduce = None  # it profiles one device
 
     def __init__(self, net: nn.HybridBlock, layers: list[str]):
         self.net, self.layers, self.steps = net, layers, []

@@ -126,6 +126,7 @@ class LayerProfiler:
               "scope (named after the description's layers), the gradient tape's ops as its backward; fused ops "
               "count for the layer that names them (a convolution's forward for the ReLU after it); ops run on "
               "several threads at once, so the layers' times can sum to more than the step")
+    devices = all_reduce = None  # it profiles one device
 
     def __init__(self, layers: list[str], step_name: str):
         self.layers, self.step_name, self.steps = set(layers), step_name, []

@@ -172,6 +172,7 @@ class LayerProfiler:
               "ops as its backward; a fusion counts for the layer its op_name names, an op XLA rewrote without "
               "one for none; ops run on several threads at once, so the layers' times can sum to more than "
               "the step")
+    devices = all_reduce = None  # it profiles one device
 
     def __init__(self, layers: list[str], step_event: str, gpu: bool):
         self.layers, self.step_event, self.steps = layers, step_event, []
