@@ -187,12 +187,10 @@ class Harness:
         """The Keras backend's framework's own profiler, with the Keras layers, named after the description's:
         TensorFlow's and JAX's by name scope, torch's by a record_function around each layer's call."""
         backend, names = keras.backend.backend(), networks.layer_names(self.description)
-        if self.gpus and backend == "tensorflow":
-            raise Unavailable("TensorFlow's profile of GPU kernels per layer is not wired yet (CPU runs only)")
         if backend == "tensorflow":
             from .tensorflow import LayerProfiler as TensorFlowProfiler
 
-            return TensorFlowProfiler(names, TENSORFLOW_STEP)
+            return TensorFlowProfiler(names, TENSORFLOW_STEP, bool(self.gpus))
         if backend == "torch":
             from .pytorch import LayerProfiler as TorchProfiler
 

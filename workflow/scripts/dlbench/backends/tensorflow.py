@@ -128,7 +128,9 @@ class LayerProfiler:
               "several threads at once, so the layers' times can sum to more than the step")
     devices = all_reduce = None  # it profiles one device
 
-    def __init__(self, layers: list[str], step_name: str):
+    def __init__(self, layers: list[str], step_name: str, gpu: bool):
+        if gpu:  # the kernels of a GPU run are on the device's planes, by another key
+            raise Unavailable("TensorFlow's profile of GPU kernels per layer is not wired yet (CPU runs only)")
         self.layers, self.step_name, self.steps = set(layers), step_name, []
         self.order = layers
 
@@ -254,9 +256,7 @@ class Harness:
         return forward
 
     def layer_profiler(self) -> LayerProfiler:
-        if self.gpus:  # the kernels of a GPU run are on the device's planes, by another key
-            raise Unavailable("TensorFlow's profile of GPU kernels per layer is not wired yet (CPU runs only)")
-        return LayerProfiler(self.layer_names, self.train_step.__name__)
+        return LayerProfiler(self.layer_names, self.train_step.__name__, bool(self.gpus))
 
     def test_logits(self):
         predict = tf.function(lambda batch: self.model(batch, training=False), jit_compile=self.compile,
