@@ -7,7 +7,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from dlbench import datasets, monitor, networks
-from dlbench.backends import xla_profile
+from dlbench.backends import xspace
 from dlbench.config import cases
 from dlbench.figures.layers import layer_times
 from dlbench.record import load_records, write_record
@@ -110,8 +110,8 @@ def test_a_profile_says_why_it_has_no_device_apart_or_no_layers():
                                                         "layers": [{"conv1": (0.05, 0.06)}] * 4}}
     block = layer_profile(_spec(), one, None)
     assert block["all_reduce_ms"] is None and block["reasons"]["all_reduce_share"] == "one device: no all-reduce"
-    several = layer_profile(_spec(framework="tensorflow", device="gpu2"), one, None)
-    assert several["reasons"]["devices"] == "tensorflow's profile does not time a step's devices apart"
+    several = layer_profile(_spec(framework="mxnet", device="gpu2"), one, None)
+    assert several["reasons"]["devices"] == "mxnet's profile does not time a step's devices apart"
 
 
 def test_jax_s_trace_times_each_layer_s_xla_ops_by_their_hlo_op_names():
@@ -119,19 +119,97 @@ def test_jax_s_trace_times_each_layer_s_xla_ops_by_their_hlo_op_names():
     MNIST, batch 16, on this machine's CPU, under jax.profiler as the LayerProfiler starts it; kept: the train
     step's HLO and its ops' and calls' events): every XLA op names its HLO instruction, whose op_name names
     the Keras layer; the transposed computation is the backward pass."""
-    space = xla_profile.read_space(gzip.decompress((Path(__file__).parent / "keras_jax_profile.xplane.pb.gz")
+    space = xspace.read_space(gzip.decompress((Path(__file__).parent / "keras_jax_profile.xplane.pb.gz")
                                                    .read_bytes()))
     names = networks.layer_names(datasets.description("lenet", "mnist"))
-    steps = xla_profile.per_step(space, names, "PjitFunction(train_step)", xla_profile.HOST_PLANE)
+    steps = xspace.per_step(space, names, "PjitFunction(train_step)", xspace.HOST_PLANE)
     assert len(steps) == 2 and all(list(step) == names for step in steps)
     for step in steps:
         assert all(step[name][0] > 0 and step[name][1] > 0 for name in ("conv1", "conv2", "dense1", "dense2"))
         assert step["flatten1"][0] == 0  # a reshape XLA does without an op
-    assert xla_profile.layer_of("jit(train_step)/transpose(jvp(conv2))/conv_general_dilated", set(names)) == (
+    assert xspace.layer_of("jit(train_step)/transpose(jvp(conv2))/conv_general_dilated", set(names)) == (
         "conv2", True)
-    assert xla_profile.layer_of("jit(train_step)/jvp(compile_loss)/exp", set(names)) == (None, False)
+    assert xspace.layer_of("jit(train_step)/jvp(compile_loss)/exp", set(names)) == (None, False)
     # no step is found where the trace has no call of the step's name
-    assert xla_profile.per_step(space, names, "PjitFunction(other_step)", xla_profile.HOST_PLANE) == []
+    assert xspace.per_step(space, names, "PjitFunction(other_step)", xspace.HOST_PLANE) == []
+
+
+class _Trace:
+    """An XSpace with the planes and stats TensorFlow's GPU profile has (XLA's CUPTI collector,
+    xla/backends/profiler/gpu/cupti_collector.cc, writes them for TensorFlow 2.21 and JAX): on ``/host:CPU``
+    the step's call; on ``/host:CUPTI`` a line per host thread, each kernel launch (``cuLaunchKernel``) with
+    its ``correlation_id``; on ``/device:GPU:<n>`` a line per stream (``Stream #14(Kernel)``), each kernel named
+    by its function with the same ``correlation_id`` (uint64) and a ``tf_op`` stat whose ``ref_value`` names a
+    stat metadata: the op whose annotation was open when the kernel was launched (``name:type``). Times in ms
+    from the line's start; lines start at 1 s."""
+
+    def __init__(self):
+        self.space, self.correlation = xspace.MESSAGES["XSpace"](), 0
+
+    def _line(self, plane_name: str):
+        plane = next((plane for plane in self.space.planes if plane.name == plane_name), None)
+        if plane is None:
+            plane = self.space.planes.add(name=plane_name)
+            plane.lines.add(name="Stream #14(Kernel)" if "GPU" in plane_name else "Host Threads/4242",
+                            timestamp_ns=1_000_000_000)
+        return plane, plane.lines[0]
+
+    def _metadata(self, entries, name: str) -> int:
+        found = next((entry.key for entry in entries if entry.value.name == name), None)
+        if found is None:
+            found = len(entries) + 1
+            entries.add(key=found).value.name = name
+        return found
+
+    def event(self, plane_name: str, name: str, start_ms: float, duration_ms: float, **stats):
+        plane, line = self._line(plane_name)
+        event = line.events.add(metadata_id=self._metadata(plane.event_metadata, name),
+                                offset_ps=int(start_ms * 1e9), duration_ps=int(duration_ms * 1e9))
+        for key, value in stats.items():
+            stat = event.stats.add(metadata_id=self._metadata(plane.stat_metadata, key))
+            if isinstance(value, str):
+                stat.ref_value = self._metadata(plane.stat_metadata, value)
+            else:
+                stat.uint64_value = value
+
+    def kernel(self, gpu: int, name: str, op: str, launched_ms: float | None, start_ms: float, duration_ms: float):
+        self.correlation += 1
+        if launched_ms is not None:
+            self.event(xspace.CUPTI_PLANE, "cuLaunchKernel", launched_ms, 0.01, correlation_id=self.correlation)
+        self.event(f"{xspace.GPU_PLANE}{gpu}", name, start_ms, duration_ms, correlation_id=self.correlation,
+                   tf_op=op)
+
+
+def test_tensorflow_s_gpu_trace_times_each_layer_s_kernels_in_the_step_that_launched_them():
+    """A documented TensorFlow GPU trace (_Trace) of three steps on two GPUs (MirroredStrategy): each kernel
+    counts for the layer of the op that launched it, in the step whose call launched it, even where the GPU
+    ran it after the next step's call began; the second replica's ops (``replica_1/``) for the same layers on
+    the second GPU; NCCL's all-reduce kernels for no layer, timed apart on the first GPU."""
+    trace = _Trace()
+    for step in range(3):
+        trace.event(xspace.HOST_PLANE, "train_step", 10 * step, 4)
+        for gpu, replica in ((0, ""), (1, "replica_1/")):
+            trace.kernel(gpu, "implicit_convolve_sgemm", f"{replica}sequential/conv1_1/Conv2D:Conv2D",
+                         10 * step + 1, 10 * step + 2, 1.0 + gpu)
+            trace.kernel(gpu, "gemv2T_kernel", f"{replica}sequential/dense1/MatMul:MatMul", 10 * step + 1.5,
+                         10 * step + 3.5, 0.25)
+            # launched in this step, run after the next step's call began (one step in flight)
+            trace.kernel(gpu, "wgrad_alg0_engine", f"{replica}gradient_tape/sequential/conv1_1/Conv2D/"
+                         "Conv2DBackpropFilter:Conv2DBackpropFilter", 10 * step + 2, 10 * step + 10.5, 0.5)
+            trace.kernel(gpu, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "NcclAllReduce:NcclAllReduce",
+                         10 * step + 3, 10 * step + 11, 0.75)
+    trace.kernel(0, "redzone_checker", "", None, 35, 9.0)  # no op, no launch traced: counts for nothing
+    devices, all_reduce = xspace.tensorflow_per_step(trace.space, ["conv1", "dense1", "dense2"], "train_step", 2)
+    assert len(devices) == 2 and all(len(steps) == 3 for steps in devices)
+    for gpu, steps in enumerate(devices):
+        for step in steps:
+            assert step["conv1"] == pytest.approx((1.0e-3 + gpu * 1e-3, 0.5e-3))
+            assert step["dense1"] == pytest.approx((0.25e-3, 0.0)) and step["dense2"] == (0.0, 0.0)
+    assert all_reduce == pytest.approx([0.75e-3] * 3)
+    one_gpu, no_all_reduce = xspace.tensorflow_per_step(trace.space, ["conv1", "dense1"], "train_step", 1)
+    assert len(one_gpu) == 1 and no_all_reduce is None
+    assert xspace.tensorflow_layer_of("replica_1/gradient_tape/sequential/conv2_1/Relu/ReluGrad:ReluGrad",
+                                      {"conv2"}) == ("conv2", True)
 
 
 def test_the_layers_table_and_figure_read_the_same_layer_across_frameworks(profiled, tmp_path):

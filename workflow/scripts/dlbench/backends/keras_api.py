@@ -190,7 +190,7 @@ class Harness:
         if backend == "tensorflow":
             from .tensorflow import LayerProfiler as TensorFlowProfiler
 
-            return TensorFlowProfiler(names, TENSORFLOW_STEP, bool(self.gpus))
+            return TensorFlowProfiler(names, TENSORFLOW_STEP, self.gpus)
         if backend == "torch":
             from .pytorch import LayerProfiler as TorchProfiler
 
@@ -198,7 +198,7 @@ class Harness:
             return TorchProfiler(names, bool(self.gpus), call_scopes(layers), method=(
                 "torch.profiler under Keras: a record_function around each Keras layer's call (named after the "
                 "description's layers), each layer's backward the autograd functions of its ops' sequence numbers"))
-        from .xla_profile import LayerProfiler as JaxProfiler
+        from .xspace import LayerProfiler as JaxProfiler
 
         return JaxProfiler(names, JAX_STEP, bool(self.gpus))
 

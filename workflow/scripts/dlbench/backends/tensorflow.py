@@ -9,8 +9,6 @@ iterator staying outside it.
 """
 from __future__ import annotations
 
-import bisect
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,12 +16,11 @@ from typing import Self
 
 import keras
 import tensorflow as tf
-from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
 from .. import networks
 from ..formats import TFRECORD_FILE
 from ..spec import RunSpec
-from . import GpuCode, InputClock, Unavailable, already_finished, inputs, require_gpus
+from . import GpuCode, InputClock, already_finished, inputs, require_gpus, xspace
 from .keras_layers import build, forward_shape, keras_layout, keras_optimizer, set_precision, trainable_parameters  # noqa: F401 - the backend interface
 
 SHUFFLE_BUFFER = 10_000  # records, as the model garden's ImageNet input
@@ -115,24 +112,28 @@ def test_dataset(spec: RunSpec, description: networks.Network) -> tf.data.Datase
 
 
 class LayerProfiler:
-    """TensorFlow's profiler (``tf.profiler.experimental``) over the steps taken under it, its trace read
-    back from the XSpace protobuf it writes. Each op's kernel time on the host's threads counts for the
-    description layer in its name scope (the Keras layers are named after the description's), the gradient
-    tape's ops for that layer's backward; an op TensorFlow fused across layers (a dense layer's matrix
-    product with the ReLU after it, say) counts for the layer that names it. Ops run on several threads
-    at once: their times can sum to more than the step. A step begins with its ``train_step`` call."""
+    """TensorFlow's profiler (``tf.profiler.experimental``) over the steps taken under it, its trace (an XSpace)
+    read by ``xspace.tensorflow_per_step``. Each op's time counts for the description layer in its name scope
+    (the Keras layers are named after the description's), the gradient tape's ops for that layer's backward;
+    an op TensorFlow fused across layers (a dense layer's matrix product with the ReLU after it, say) counts
+    for the layer that names it. On a CPU: each op's kernel time on the host's threads, where ops run on
+    several threads at once and their times can sum to more than the step. On GPUs: each GPU kernel's time by
+    the op that launched it, in the step that launched it; over several GPUs (MirroredStrategy) each GPU's
+    layers, and the all-reduce's kernels (NCCL's) apart. A step begins with its ``step_name`` call."""
 
-    METHOD = ("TensorFlow's profiler (tf.profiler.experimental): host op times by the Keras layer in their name "
-              "scope (named after the description's layers), the gradient tape's ops as its backward; fused ops "
-              "count for the layer that names them (a convolution's forward for the ReLU after it); ops run on "
-              "several threads at once, so the layers' times can sum to more than the step")
-    devices = all_reduce = None  # it profiles one device
+    CPU_METHOD = ("TensorFlow's profiler (tf.profiler.experimental): host op times by the Keras layer in their name "
+                  "scope (named after the description's layers), the gradient tape's ops as its backward; fused ops "
+                  "count for the layer that names them (a convolution's forward for the ReLU after it); ops run on "
+                  "several threads at once, so the layers' times can sum to more than the step")
+    GPU_METHOD = ("TensorFlow's profiler (tf.profiler.experimental): GPU kernel times by the op that launched them "
+                  "(the kernel's tf_op), by the Keras layer in its name scope (named after the description's "
+                  "layers), the gradient tape's ops as its backward, each in the step that launched it; fused ops "
+                  "count for the layer that names them; NCCL's all-reduce kernels apart")
 
-    def __init__(self, layers: list[str], step_name: str, gpu: bool):
-        if gpu:  # the kernels of a GPU run are on the device's planes, by another key
-            raise Unavailable("TensorFlow's profile of GPU kernels per layer is not wired yet (CPU runs only)")
-        self.layers, self.step_name, self.steps = set(layers), step_name, []
-        self.order = layers
+    def __init__(self, layers: list[str], step_name: str, gpus: int):
+        self.layers, self.step_name, self.gpus = layers, step_name, gpus
+        self.METHOD = self.GPU_METHOD if gpus else self.CPU_METHOD
+        self.steps, self.devices, self.all_reduce = [], None, None
 
     def __enter__(self) -> Self:
         self.logdir = tempfile.mkdtemp(prefix="dlbench-tfprofile-")
@@ -144,25 +145,12 @@ class LayerProfiler:
         try:
             if exception[0] is None:
                 (path,) = Path(self.logdir).glob("plugins/profile/*/*.xplane.pb")
-                space = xplane_pb2.XSpace()
-                space.ParseFromString(path.read_bytes())
-                self.steps = self._per_step(next(plane for plane in space.planes if plane.name == "/host:CPU"))
+                space = xspace.read_space(path.read_bytes())
+                devices, self.all_reduce = xspace.tensorflow_per_step(space, self.layers, self.step_name, self.gpus)
+                self.steps = devices[0]
+                self.devices = devices if len(devices) > 1 else None
         finally:
             shutil.rmtree(self.logdir, ignore_errors=True)
-
-    def _per_step(self, plane) -> list[dict[str, tuple[float, float]]]:
-        names = plane.event_metadata
-        events = [(line.timestamp_ns * 1000 + event.offset_ps, event.duration_ps, names[event.metadata_id].name)
-                  for line in plane.lines for event in line.events]
-        starts = sorted(start for start, _, name in events if name == self.step_name)
-        times = [{name: [0.0, 0.0] for name in self.order} for _ in starts]
-        for start, duration, name in events:
-            scope = name.partition(":")[0].split("/")  # TensorFlow suffixes a scope used again: conv2_1
-            layer = next((part for part in (re.sub(r"_\d+$", "", part) for part in scope) if part in self.layers), None)
-            step = bisect.bisect_right(starts, start) - 1
-            if layer and ":" in name and step >= 0:
-                times[step][layer][scope[0] == "gradient_tape"] += duration / 1e12
-        return [{name: tuple(pair) for name, pair in step.items()} for step in times]
 
 
 def configure_runtime(threads: int, precision: str = "fp32") -> int:
@@ -256,7 +244,7 @@ class Harness:
         return forward
 
     def layer_profiler(self) -> LayerProfiler:
-        return LayerProfiler(self.layer_names, self.train_step.__name__, bool(self.gpus))
+        return LayerProfiler(self.layer_names, self.train_step.__name__, len(self.gpus))
 
     def test_logits(self):
         predict = tf.function(lambda batch: self.model(batch, training=False), jit_compile=self.compile,

@@ -1,12 +1,22 @@
-"""JAX's profiler (``jax.profiler``) over jitted training steps, mapped to the description's layers: Keras on
-JAX (keras_api).
+"""Profiles as XSpace traces (TSL's ``xplane.proto``), which TensorFlow's profiler (``tf.profiler.experimental``)
+and JAX's (``jax.profiler``) both write, read per description layer; and JAX's LayerProfiler (Keras on JAX).
 
-The profiler writes an XSpace (TSL's ``xplane.proto``): on the host's plane, or on a GPU's, each op XLA ran
-is an event carrying its HLO instruction's name and its module's ``program_id``; the metadata plane holds
-each module's optimised HLO (``HloProto``, under that id), whose instructions carry the ``op_name`` JAX gave
-them: the named scopes they were traced in (Keras names a layer's ops after it) inside ``jvp(...)`` for the
-forward pass and ``transpose(jvp(...))`` for the backward one. jaxlib ships neither message's Python class;
-the few fields read here are declared below with protobuf's descriptors (unknown fields are skipped).
+An XSpace has planes: the host's (``/host:CPU``: each thread's events, the training step's call among them),
+the CUDA driver calls (``/host:CUPTI``: each kernel launch, with its ``correlation_id``), each GPU's
+(``/device:GPU:<n>``: a line per stream, each kernel an event with the same ``correlation_id``, as XLA's CUPTI
+collector, ``xla/backends/profiler/gpu/cupti_collector.cc``, writes it for both frameworks) and, from JAX, the
+metadata plane. What names an event's layer differs by framework:
+
+- TensorFlow: an op's name scope (``sequential/conv1_1/Conv2D:Conv2D``; the gradient tape's ops under
+  ``gradient_tape/``), the name of a host op's event, or on a GPU the kernel's ``tf_op`` stat (the op whose
+  annotation was open when the kernel was launched).
+- JAX: each XLA op (a host event, or a GPU kernel) carries its HLO instruction's name and its module's
+  ``program_id``; the metadata plane holds each module's optimised HLO (``HloProto``, under that id), whose
+  instructions carry the ``op_name`` JAX gave them: the named scopes they were traced in (Keras names a
+  layer's ops after it) inside ``jvp(...)`` for the forward pass and ``transpose(jvp(...))`` for the backward.
+
+jaxlib ships neither message's Python class, so the few fields read here are declared below with protobuf's
+descriptors (unknown fields are skipped); TensorFlow's traces are read the same way.
 """
 from __future__ import annotations
 
@@ -19,7 +29,10 @@ from typing import Self
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-HOST_PLANE, METADATA_PLANE = "/host:CPU", "/host:metadata"
+HOST_PLANE, METADATA_PLANE, CUPTI_PLANE, GPU_PLANE = "/host:CPU", "/host:metadata", "/host:CUPTI", "/device:GPU:"
+CORRELATION, TF_OP = "correlation_id", "tf_op"  # a kernel's and its launch's stat; the op that launched it
+TAPE = "gradient_tape"  # the name scope of TensorFlow's backward ops
+ALL_REDUCE = re.compile(r"all_?reduce", re.IGNORECASE)  # NCCL's kernels: ncclDevKernel_AllReduce_Sum_f32_RING_LL
 HLO_PROTO = "Hlo Proto"  # the metadata plane's stat holding a module's serialised HloProto
 STAT_VALUES = ("str_value", "bytes_value", "int64_value", "uint64_value")
 BACKWARD = "transpose("  # JAX's reverse-mode pass: the transpose of the forward pass's linearisation
@@ -28,7 +41,7 @@ BACKWARD = "transpose("  # JAX's reverse-mode pass: the transpose of the forward
 def _message_classes() -> dict:
     """XSpace and HloProto with the fields read here, as in xplane.proto and hlo.proto (their numbers);
     a map<int64, ...> is on the wire a repeated {key = 1, value = 2}."""
-    file = descriptor_pb2.FileDescriptorProto(name="dlbench/xla_profile.proto", package="dlbench_xla")
+    file = descriptor_pb2.FileDescriptorProto(name="dlbench/xspace.proto", package="dlbench_xla")
     kinds = {"int64": descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
              "uint64": descriptor_pb2.FieldDescriptorProto.TYPE_UINT64,
              "string": descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
@@ -79,9 +92,12 @@ def read_space(data: bytes):
     return space
 
 
-def _stats(plane, stats) -> dict:
+def _stat_names(plane) -> dict[int, str]:
+    return {entry.key: entry.value.name for entry in plane.stat_metadata}
+
+
+def _stats(names: dict[int, str], stats) -> dict:
     """An event's or metadata's stats by name; a ref_value names a stat metadata (XLA's repeated strings)."""
-    names = {entry.key: entry.value.name for entry in plane.stat_metadata}
     found = {}
     for stat in stats:
         if stat.HasField("ref_value"):
@@ -92,6 +108,49 @@ def _stats(plane, stats) -> dict:
     return found
 
 
+def events(plane):
+    """A plane's events as (start in ps, duration in ps, name, stats by name)."""
+    names, stat_names = {entry.key: entry.value.name for entry in plane.event_metadata}, _stat_names(plane)
+    for line in plane.lines:
+        for event in line.events:
+            yield (line.timestamp_ns * 1000 + event.offset_ps, event.duration_ps, names.get(event.metadata_id, ""),
+                   _stats(stat_names, event.stats))
+
+
+def _plane(space, name: str):
+    return next((plane for plane in space.planes if plane.name == name), None)
+
+
+def step_starts(space, step_event: str) -> list[int]:
+    """When each call of the training step began on the host: a host event of that name, the outermost where
+    two of that name nest (JAX's call has one nested in it)."""
+    host = _plane(space, HOST_PLANE)
+    calls = sorted((start, start + duration) for start, duration, name, _ in (events(host) if host else ())
+                   if name == step_event)
+    starts, end = [], 0
+    for start, stop in calls:
+        if start >= end:
+            starts.append(start)
+            end = stop
+    return starts
+
+
+def launches(space) -> dict[int, int]:
+    """When each GPU kernel was launched on the host, by its correlation id."""
+    cupti = _plane(space, CUPTI_PLANE)
+    return {stats[CORRELATION]: start for start, _, _, stats in (events(cupti) if cupti else ())
+            if CORRELATION in stats}
+
+
+def timed_events(space, plane_name: str):
+    """The events of one plane with the time that places each in a step: on the host, its start; on a GPU,
+    its launch on the host (the loop dispatches a step before the one before it has finished on the GPU, so a
+    kernel can run after the next step's call began), its own start where no launch is traced."""
+    plane, launched = _plane(space, plane_name), launches(space) if plane_name != HOST_PLANE else {}
+    for start, duration, name, stats in (events(plane) if plane else ()):
+        yield launched.get(stats.get(CORRELATION), start), duration, name, stats
+
+
 def op_names(space) -> dict[int, dict[str, str]]:
     """Per program id, each HLO instruction's op_name, from the modules' HLO on the metadata plane. An
     instruction XLA made without one (a fusion, say) takes the first its called computations' have."""
@@ -99,8 +158,9 @@ def op_names(space) -> dict[int, dict[str, str]]:
     for plane in space.planes:
         if plane.name != METADATA_PLANE:
             continue
+        stat_names = _stat_names(plane)
         for entry in plane.event_metadata:
-            stats = _stats(plane, entry.value.stats)
+            stats = _stats(stat_names, entry.value.stats)
             if isinstance(stats.get(HLO_PROTO), bytes):
                 proto = MESSAGES["HloProto"]()
                 proto.ParseFromString(stats[HLO_PROTO])
@@ -123,41 +183,65 @@ def _named(module) -> dict[str, str]:
 
 
 def layer_of(op_name: str, layers: set[str]) -> tuple[str | None, bool]:
-    """The description layer whose named scope an op was traced in (its outermost), and whether the op is
+    """The description layer whose named scope a JAX op was traced in (its outermost), and whether the op is
     of the backward pass."""
     layer = next((token for token in re.findall(r"[\w.-]+", op_name) if token in layers), None)
     return layer, BACKWARD in op_name
 
 
-def per_step(space, layers: list[str], step_event: str, plane_name: str) -> list[dict[str, tuple[float, float]]]:
-    """Each layer's (forward, backward) seconds per step: the ops of ``plane_name`` (the host's, or a GPU's)
-    that ran after a host event ``step_event`` began (the jitted step's call; the outermost where they nest),
-    by their HLO's op_name."""
-    programs, wanted = op_names(space), set(layers)
-    calls, ops = [], []
-    for plane in space.planes:
-        names = {entry.key: entry.value.name for entry in plane.event_metadata}
-        for line in plane.lines:
-            for event in line.events:
-                start = line.timestamp_ns * 1000 + event.offset_ps
-                if plane.name == HOST_PLANE and names.get(event.metadata_id) == step_event:
-                    calls.append((start, start + event.duration_ps))
-                if plane.name == plane_name:
-                    stats = _stats(plane, event.stats)
-                    if "hlo_op" in stats and "program_id" in stats:
-                        ops.append((start, event.duration_ps, stats["program_id"], stats["hlo_op"]))
-    starts, end = [], 0
-    for start, stop in sorted(calls):  # the call's event has one nested in it of the same name
-        if start >= end:
-            starts.append(start)
-            end = stop
+def tensorflow_layer_of(op: str, layers: set[str]) -> tuple[str | None, bool]:
+    """The description layer in a TensorFlow op's name scope (``scope/.../Name:Type``; TensorFlow suffixes a
+    scope used again, ``conv2_1``; MirroredStrategy's other replicas prefix theirs, ``replica_1/``), and
+    whether it is the gradient tape's (the backward pass)."""
+    scope = op.partition(":")[0].split("/")
+    layer = next((part for part in (re.sub(r"_\d+$", "", part) for part in scope) if part in layers), None)
+    return layer, TAPE in scope
+
+
+def _in_steps(starts: list[int], layers: list[str], timed) -> list[dict[str, tuple[float, float]]]:
+    """Sums (when, duration, layer, backward) into each step's (forward, backward) seconds per layer."""
     times = [{name: [0.0, 0.0] for name in layers} for _ in starts]
-    for start, duration, program, hlo_op in ops:
-        step = bisect.bisect_right(starts, start) - 1
-        layer, backward = layer_of(programs.get(int(program), {}).get(hlo_op, ""), wanted)
+    for when, duration, layer, backward in timed:
+        step = bisect.bisect_right(starts, when) - 1
         if layer and step >= 0:
             times[step][layer][backward] += duration / 1e12
     return [{name: tuple(pair) for name, pair in step.items()} for step in times]
+
+
+def per_step(space, layers: list[str], step_event: str, plane_name: str) -> list[dict[str, tuple[float, float]]]:
+    """JAX: each layer's (forward, backward) seconds per step from the XLA ops of ``plane_name`` (the host's,
+    or a GPU's) by their HLO's op_name; a step from the host's call of ``step_event`` (the jitted step)."""
+    programs, wanted = op_names(space), set(layers)
+
+    def timed():
+        for when, duration, _, stats in timed_events(space, plane_name):
+            if "hlo_op" in stats and "program_id" in stats:
+                op_name = programs.get(int(stats["program_id"]), {}).get(stats["hlo_op"], "")
+                yield when, duration, *layer_of(op_name, wanted)
+    return _in_steps(step_starts(space, step_event), layers, timed())
+
+
+def tensorflow_per_step(space, layers: list[str], step_event: str, gpus: int):
+    """TensorFlow: each profiled device's steps (each layer's forward and backward seconds per step) and, over
+    several GPUs, each step's all-reduce seconds on the first (its collective's kernels, which no layer owns).
+    On a CPU the host's op events; on GPUs each GPU's kernels by their ``tf_op``."""
+    starts, wanted = step_starts(space, step_event), set(layers)
+    if not gpus:
+        return [_in_steps(starts, layers, ((when, duration, *tensorflow_layer_of(name, wanted))
+                                           for when, duration, name, _ in timed_events(space, HOST_PLANE)
+                                           if ":" in name))], None
+    devices, reducing = [], [0.0 for _ in starts]
+    for index in range(gpus):
+        kernels = list(timed_events(space, f"{GPU_PLANE}{index}"))
+        devices.append(_in_steps(starts, layers, (
+            (when, duration, *tensorflow_layer_of(stats.get(TF_OP) or "", wanted))
+            for when, duration, name, stats in kernels if not ALL_REDUCE.search(name))))
+        if index == 0:
+            for when, duration, name, _ in kernels:
+                step = bisect.bisect_right(starts, when) - 1
+                if ALL_REDUCE.search(name) and step >= 0:
+                    reducing[step] += duration / 1e12
+    return devices, reducing if gpus > 1 else None
 
 
 class LayerProfiler:
@@ -176,7 +260,7 @@ class LayerProfiler:
 
     def __init__(self, layers: list[str], step_event: str, gpu: bool):
         self.layers, self.step_event, self.steps = layers, step_event, []
-        self.plane = "/device:GPU:0" if gpu else HOST_PLANE
+        self.plane = f"{GPU_PLANE}0" if gpu else HOST_PLANE
 
     def __enter__(self) -> Self:
         import jax
