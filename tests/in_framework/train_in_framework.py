@@ -39,7 +39,8 @@ for mode in ("synthetic", "generated"):
         harness.step()
         harness.synchronize()
         losses.append(harness.final_loss())
-    result[mode] = {"replicas": replicas, "per_replica_batch": per_replica, "losses": losses}
+    result[mode] = {"replicas": replicas, "per_replica_batch": per_replica, "losses": losses,
+                    "data_parallel": harness.data_parallel}
 if framework == "mxnet":
     # 256 images in batches of 100: the third batch ends the epoch and must hold no blank filler.
     spec = RunSpec(framework, "mnist-generated", "lenet", "cpu", 1, 100, 1, 0, 0.01, 2, data_dir=data_dir)

@@ -94,6 +94,8 @@ def test_data_parallel_training_splits_the_global_batch(tmp_path, framework, req
     for mode in ("synthetic", "generated"):
         run = result[mode]
         assert run["replicas"] == 2 and run["per_replica_batch"] == [16, 16], mode  # global batch 32
+        assert run["data_parallel"].startswith(("tf.distribute.MirroredStrategy over /cpu:0, /cpu:1",
+                                                "gluon.Trainer's kvstore 'device' over 2 contexts")), mode
         assert all(math.isfinite(loss) for loss in run["losses"]), mode
     losses = result["synthetic"]["losses"]
     assert losses[-1] < 0.5 * losses[0]  # the summed gradients of both replicas fit the resident batch
@@ -106,8 +108,24 @@ def test_data_parallel_training_splits_the_global_batch(tmp_path, framework, req
 def test_gpu_runs_on_a_cpu_only_caffe_are_unavailable_not_an_abort(caffe_python):
     assert run_in(caffe_python, "caffe_without_cuda.py") == {
         "gpu1": "this Caffe has no CUDA support (a CPU_ONLY build)",
-        "gpu2": "multi-GPU Caffe: this Caffe's Python interface has no parallel solver (no caffe.NCCL, "
-                "set_solver_count, set_solver_rank)"}
+        "gpu2": "this Caffe has no CUDA support (a CPU_ONLY build)"}
+
+
+@pytest.mark.slow
+def test_multi_gpu_caffe_trains_in_caffe_train_whose_logged_iterations_the_steps_follow(caffe_python, tmp_path):
+    """The thesis's two-GPU Caffe (``caffe train --gpu 0,1``), its path taken here on the CPU: the same tool
+    and solver without ``--gpu``, on generated MNIST in Caffe's LMDB."""
+    converted = tmp_path / "lmdb"
+    formats.convert("lmdb", "mnist", _generated(tmp_path, "mnist", train=256), converted, seed=7, log=lambda line: None)
+    result = run_in(caffe_python, "caffe_train_tool.py", converted)
+    assert result["command"][:2] == ["train", result["command"][1]] and result["command"][1].startswith("--solver=")
+    assert len(result["command"]) == 2  # no --gpu: the CPU
+    assert result["two_gpus"] == ["train", "--solver=solver.prototxt", "--gpu=0,1"]
+    assert result["timed_steps"] == 29 and math.isfinite(result["last_loss"])
+    assert result["last_loss"] < 0.8 * result["first_loss"]  # the tool's solver trains the network the harness wrote
+    assert result["exit_code"] is not None  # closing the harness ends the tool
+    assert result["failed"].startswith("caffe train ended (")
+    assert "no-such-solver.prototxt" in result["failed"]
 
 
 def _two_reference_steps(rule: networks.Optimizer, rate: float, gradient: list[float],

@@ -68,7 +68,24 @@ HEADER = """class HardSwishLayer : public NeuronLayer<Dtype> {
 """
 
 
+# tools/caffe.cpp's train() as the tree has it: Caffe 1.0's NCCL class, which its rc3 library does not have
+TOOL_TRAINING = """  LOG(INFO) << "Starting Optimization";
+  if (gpus.size() > 1) {
+#ifdef USE_NCCL
+    caffe::NCCL<float> nccl(solver);
+    nccl.Run(gpus, FLAGS_snapshot.size() > 0 ? FLAGS_snapshot.c_str() : NULL);
+#else
+    LOG(FATAL) << "Multi-GPU execution not available - rebuild with USE_NCCL";
+#endif
+  } else {
+    solver->Solve();
+  }
+"""
+
+
 def _tree(root: Path, kernels: str | None) -> Path:
+    (root / "tools").mkdir(parents=True)
+    (root / "tools" / "caffe.cpp").write_text(TOOL_TRAINING)
     (root / "src" / "caffe" / "layers").mkdir(parents=True)
     (root / "include" / "caffe" / "layers").mkdir(parents=True)
     (root / "src" / "caffe" / "common.cpp").write_text(DEVICE_QUERY)
@@ -92,6 +109,10 @@ def test_for_cuda_13_the_removed_device_properties_go_and_gpu_methods_without_ke
             "      const vector<Blob<Dtype>*>& bottom) {\n"
             "    Backward_cpu(top, propagate_down, bottom);\n  }") in header
     assert "Backward_cpu(const vector<Blob<Dtype>*>& top,\n      const vector<bool>& propagate_down, " in header
+    # caffe train --gpu 0,1 runs the library's own multi-GPU training, P2PSync, not a fatal error
+    assert (tree / "tools" / "caffe.cpp").read_text() == TOOL_TRAINING.replace(
+        TOOL_TRAINING[TOOL_TRAINING.index("#ifdef"):TOOL_TRAINING.index("  } else")],
+        "    caffe::P2PSync<float> sync(solver, NULL, solver->param());\n    sync.Run(gpus);\n")
 
 
 def test_a_layer_without_a_cu_file_runs_its_cpu_code_and_a_changed_tree_is_not_patched_blindly(tmp_path):

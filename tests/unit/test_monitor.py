@@ -136,6 +136,7 @@ def test_numerics_a_framework_lacks_are_unavailable_before_it_is_loaded(tmp_path
     record = run(tmp_path, spec(**changes))
     assert (record["status"], record["reason"]) == ("unavailable", reason)
     assert record["execution"]["precision"] == record["run"]["precision"] == changes.get("precision", "fp32")
+    assert record["execution"]["data_parallel"] is None  # one device
     record.pop("path")
     jsonschema.validate(record, record_schema)
 

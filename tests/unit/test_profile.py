@@ -210,6 +210,8 @@ def test_tensorflow_s_gpu_trace_times_each_layer_s_kernels_in_the_step_that_laun
     assert len(one_gpu) == 1 and no_all_reduce is None
     assert xspace.tensorflow_layer_of("replica_1/gradient_tape/sequential/conv2_1/Relu/ReluGrad:ReluGrad",
                                       {"conv2"}) == ("conv2", True)
+    with pytest.raises(ValueError, match="no kernel on /device:GPU:2"):  # a GPU the trace holds nothing of
+        xspace.tensorflow_per_step(trace.space, ["conv1"], "train_step", 3)
 
 
 def test_the_layers_table_and_figure_read_the_same_layer_across_frameworks(profiled, tmp_path):

@@ -62,6 +62,11 @@ CPU_FALLBACK = {
                     "      const vector<Blob<Dtype>*>& bottom) {\n"
                     "    Backward_cpu(top, propagate_down, bottom);\n  }"}
 GPU_METHOD = re.compile(r"\n *virtual void ((?:Forward|Backward)_gpu)\([^;{]*\);")
+# The tool's multi-GPU training: this tree's caffe.cpp calls Caffe 1.0's NCCL class, which its library (Caffe
+# 1.0.0-rc3) does not have; rc3's own caffe.cpp ran its P2PSync there, which the library has.
+MULTI_GPU_TRAINING = re.compile(r"#ifdef USE_NCCL\n *caffe::NCCL<float> nccl\(solver\);\n.*?#endif\n", re.DOTALL)
+P2P_TRAINING = "    caffe::P2PSync<float> sync(solver, NULL, solver->param());\n    sync.Run(gpus);\n"
+TOOL = "caffe.bin"  # `caffe train`, installed beside pycaffe's library (dlbench.backends.caffe.TrainTool)
 
 
 def find_nvcc() -> tuple[Path | None, str]:
@@ -145,14 +150,20 @@ def makefile_config(python: Path, cuda: CudaToolkit | None = None) -> str:
 
 def patch_for_cuda(source: Path) -> None:
     """What the tree needs to compile with CUDA 13: DeviceQuery without the device properties CUDA 13 removed,
-    and a body for each layer's GPU method that is declared and defined nowhere (HardSwish's, Upsample's,
-    ProposalLayer's backward, ...: the link fails on them, or a .cu file's instantiation of them does), which
-    runs the layer's CPU code, as Caffe's Layer does for any layer without GPU code."""
+    ``caffe train --gpu 0,1`` with the library's own multi-GPU training (P2PSync), and a body for each layer's
+    GPU method that is declared and defined nowhere (HardSwish's, Upsample's, ProposalLayer's backward, ...: the
+    link fails on them, or a .cu file's instantiation of them does), which runs the layer's CPU code, as Caffe's
+    Layer does for any layer without GPU code."""
     common = source / "src" / "caffe" / "common.cpp"
     text, removed = REMOVED_DEVICE_FIELDS.subn("", common.read_text())
     if removed != 3:
         raise RuntimeError(f"{common}: {removed} of DeviceQuery's 3 lines of removed CUDA device properties found")
     common.write_text(text)
+    tool = source / "tools" / "caffe.cpp"
+    text, replaced = MULTI_GPU_TRAINING.subn(P2P_TRAINING, tool.read_text())
+    if replaced != 1:
+        raise RuntimeError(f"{tool}: its multi-GPU training (#ifdef USE_NCCL ... #endif) not found")
+    tool.write_text(text)
     kernels = "".join(path.read_text() for path in (source / "src" / "caffe").rglob("*.cu"))
 
     def defined(header: str, method: re.Match) -> str:
@@ -236,10 +247,11 @@ def build(venv_dir: Path, jobs: int, log) -> dict:
     shutil.copytree(tree / "python" / "caffe", package)
     for library in (tree / "build" / "lib").glob("libcaffe.so.*"):
         shutil.copy2(library, package)
+    shutil.copy2(tree / "build" / "tools" / TOOL, package)  # it finds libcaffe.so beside it by LD_LIBRARY_PATH
     version = _ask(python, *cuda_wheels.preloading("import caffe; print(caffe.__version__)",
                                                    [path for path in cuda_libraries if path.exists()]))[0]
     log.write(f"pycaffe {version}, built in {tree}, imports from {package}\n")
-    return {"status": "ok", "caffe_version": version, "caffe_tool": str(tree / "build" / "tools" / "caffe.bin")}
+    return {"status": "ok", "caffe_version": version, "caffe_tool": str(package / TOOL)}
 
 
 def _ask(python: Path, *arguments: str) -> list[str]:

@@ -127,7 +127,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         "run": spec.record_block(result.get("framework_version")),
         "status": result["status"],
         "reason": result["reason"],
-        "execution": backends.execution(spec),
+        "execution": {**backends.execution(spec), "data_parallel": result.get("data_parallel")},
         "timing": timing,
         "memory": memory,
         "power": power,

@@ -48,6 +48,7 @@ def run(spec: RunSpec) -> dict:
                  f"({spec.warmup_iterations} warm-up), {spec.threads} threads", flush=True)
         result.update(tasks.load(spec.task).run(harness, spec, progress))
         result["framework_allocator_peak_mib"] = harness.allocator_peak_mib()
+        result["data_parallel"] = getattr(harness, "data_parallel", None)
     return result
 
 

@@ -72,6 +72,8 @@ class Harness(Protocol):
 
     # Optional, where the harness holds more than memory (a worker process, a scratch directory):
     # ``close()`` releases it; the runner calls it once, however the run ends (:func:`closing`).
+    # Optional, on a run over several devices: ``data_parallel``, how it trains over them (the record's
+    # execution.data_parallel: the framework's mechanism and its collective).
 
     INFERENCE_IDIOM: str  # for the record: the framework's call that runs a forward pass in inference
 

@@ -8,6 +8,7 @@ iteration, so the runner times Caffe like every other backend.
 """
 from __future__ import annotations
 
+import collections
 import json
 import os
 import re
@@ -30,6 +31,7 @@ from caffe.proto import caffe_pb2
 from google.protobuf import text_format
 
 from .. import networks
+from ..caffe_build import TOOL
 from ..formats import CONVERTED_RECORD
 from ..spec import RunSpec
 from . import GpuCode, Unavailable, already_finished, inputs
@@ -247,19 +249,20 @@ def forward_shape(model: Built, images: np.ndarray) -> tuple:
     return model.net.forward()[model.net.outputs[0]].shape
 
 
-def data_layers(spec: RunSpec, description: networks.Network, shard: Path,
-                train: bool) -> list[caffe_pb2.LayerParameter]:
+def data_layers(spec: RunSpec, description: networks.Network, shard: Path, train: bool,
+                batch: int | None = None) -> list[caffe_pb2.LayerParameter]:
     """Caffe's LMDB reader with the reference pipelines' transformation: for training a random crop to the
     stored shape and a random mirror of colour images; for testing the centre crop (Caffe's phase) and no
     mirror (which Caffe's transformer does in either phase). Its normalisation is one scale for all channels:
-    1 / mean std. A case's ``input_size``: then resized (:func:`resizing_layers`)."""
+    1 / mean std. A case's ``input_size``: then resized (:func:`resizing_layers`). Batches of the case's
+    size, or of ``batch`` (a GPU's share, where each GPU runs a solver of its own)."""
     mean, std = inputs.pixel_statistics(spec)
     stored = inputs.stored_shape(spec, description)
     channels, height, _ = stored
     reader = caffe_pb2.LayerParameter(
         name="data", type="Data", top=["stored" if stored != description.input_shape else "data", "label"],
         data_param=caffe_pb2.DataParameter(source=str(shard), backend=caffe_pb2.DataParameter.LMDB,
-                                           batch_size=spec.batch_size_global),
+                                           batch_size=batch or spec.batch_size_global),
         transform_param=caffe_pb2.TransformationParameter(
             mean_value=[float(m) for m in mean], scale=float(1 / std.mean()), crop_size=height,
             mirror=train and channels == 3))
@@ -317,11 +320,6 @@ def _select_device(spec: RunSpec) -> None:
     if spec.gpus == 0:
         caffe.set_mode_cpu()
         return
-    if spec.gpus > 1:
-        if not hasattr(caffe, "NCCL"):
-            raise Unavailable("multi-GPU Caffe: this Caffe's Python interface has no parallel solver (no caffe.NCCL, "
-                              "set_solver_count, set_solver_rank)")
-        raise Unavailable("multi-GPU Caffe (pycaffe's caffe.NCCL, one process per GPU) is not wired into the runner")
     # A CPU_ONLY Caffe aborts the process (glog FATAL) on first GPU use, as does a CUDA one without a usable GPU:
     # ask a child process first.
     code = cuda_wheels.preloading("import caffe; caffe.set_device(0)", CUDA_LIBRARIES)
@@ -332,8 +330,65 @@ def _select_device(spec: RunSpec) -> None:
         lines = probe.stderr.strip().splitlines() or ["no output"]
         fatal = next((line.split("] ", 1)[1] for line in lines if GLOG_FATAL.match(line)), lines[-1])
         raise Unavailable(f"Caffe cannot use GPU 0: {fatal}")
+    if spec.gpus > 1:
+        if spec.data_mode == "synthetic":
+            raise Unavailable("multi-GPU Caffe trains in `caffe train`, whose solvers read their batches through a "
+                              "data layer: the resident synthetic batch (pycaffe's Input blobs) cannot be given to it")
+        if spec.batch_size_global % spec.gpus:
+            raise Unavailable(f"multi-GPU Caffe: each GPU's solver takes an equal share of the batch; "
+                              f"{spec.batch_size_global} images do not split over {spec.gpus} GPUs")
+        return  # the GPUs are caffe train's
     caffe.set_device(0)
     caffe.set_mode_gpu()
+
+
+class TrainTool:
+    """Caffe's own training loop, ``caffe train``, in a child process: as the thesis ran Caffe on two GPUs
+    (``--gpu 0,1``: a solver per GPU on batches of the prototxt's size, their gradients summed over a tree of
+    peer-to-peer copies, the library's P2PSync). With ``display: 1`` it logs a line for each iteration after
+    the iteration's forward and backward pass: :meth:`next_iteration` waits for the next."""
+
+    ITERATION = re.compile(r"\] Iteration (\d+), loss = (\S+)")
+    SOLVING = "] Solving "  # logged as the solver starts its iterations, the nets set up
+
+    PACKAGE = Path(caffe.__file__).parent  # the tool beside libcaffe.so (dlbench.caffe_build)
+
+    @classmethod
+    def command_for(cls, solver: Path, gpus: int) -> list[str]:
+        devices = [f"--gpu={','.join(str(index) for index in range(gpus))}"] if gpus else []
+        return [str(cls.PACKAGE / TOOL), "train", f"--solver={solver}", *devices]
+
+    def __init__(self, solver: Path, gpus: int):
+        self.command = self.command_for(solver, gpus)
+        libraries = [str(self.PACKAGE), *dict.fromkeys(str(path.parent) for path in CUDA_LIBRARIES),
+                     *filter(None, [os.environ.get("LD_LIBRARY_PATH")])]
+        logging = {"GLOG_minloglevel": "0", "GLOG_logtostderr": "1"}  # its INFO lines, to its stderr
+        self.process = subprocess.Popen(
+            self.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, **logging, "LD_LIBRARY_PATH": ":".join(libraries)})
+        self.said: collections.deque[str] = collections.deque(maxlen=20)  # for the reason, if it fails
+        self.loss: float | None = None
+        self._read_until(lambda line: self.SOLVING in line)
+
+    def _read_until(self, found) -> str:
+        for line in self.process.stderr:
+            self.said.append(line.rstrip())
+            if found(line):
+                return line
+        code = self.process.wait()
+        fatal = next((line.split("] ", 1)[1] for line in self.said if GLOG_FATAL.match(line)),
+                     self.said[-1] if self.said else "no output")
+        raise RuntimeError(f"caffe train ended ({code}): {fatal}")
+
+    def next_iteration(self) -> None:
+        self.loss = float(self.ITERATION.search(self._read_until(self.ITERATION.search))[2])
+
+    def close(self) -> None:
+        """Stop it: after its last iteration it would pass the net forward once more, only to log the loss."""
+        if self.process.poll() is None:
+            self.process.terminate()
+        self.process.wait()
+        self.process.stderr.close()
 
 
 class LayerProfiler:
@@ -370,49 +425,70 @@ class LayerProfiler:
 
 
 class Harness:
+    """pycaffe's solver, one ``step(1)`` per training step; over several GPUs (or with ``train_tool``: tests, on
+    the CPU) Caffe's own ``caffe train`` (:class:`TrainTool`), whose iterations the steps follow."""
+
     INFERENCE_IDIOM = "net.forward() of a TEST-phase net sharing the solver's weights"
 
-    def __init__(self, spec: RunSpec, description: networks.Network):
+    def __init__(self, spec: RunSpec, description: networks.Network, train_tool: bool = False):
         _select_device(spec)
         caffe.set_random_seed(spec.seed)
         self.scratch = tempfile.TemporaryDirectory(prefix="dlbench-caffe-")
         directory = Path(self.scratch.name)
-        batch = (spec.batch_size_global, *description.input_shape)
+        tool = train_tool or spec.gpus > 1
+        batch = spec.batch_size_global // max(spec.gpus, 1) if tool else spec.batch_size_global  # each solver's
         if spec.data_mode == "synthetic":
-            pipeline = [input_layer("data", batch), input_layer("label", batch[:1])]
+            shape = (batch, *description.input_shape)
+            pipeline = [input_layer("data", shape), input_layer("label", shape[:1])]
         else:
             shards = inputs.train_shards(spec)
             if len(shards) > 1:
                 print(f"Caffe's Data layer reads one LMDB: shard {shards[0].name} of {len(shards)}, cycled", flush=True)
-            pipeline = data_layers(spec, description, shards[0], train=True)
+            pipeline = data_layers(spec, description, shards[0], train=True, batch=batch)
         net_path = directory / "train.prototxt"
-        parameter, self.described = net_parameter(description, pipeline, spec.batch_size_global, loss=True)
+        parameter, self.described = net_parameter(description, pipeline, batch, loss=True)
         self.pipeline_end = pipeline[-1].name  # the layer whose top the network reads (resized, if the case asks)
         net_path.write_text(text_format.MessageToString(parameter))
         solver_path = directory / "solver.prototxt"
         solver_path.write_text(text_format.MessageToString(caffe_pb2.SolverParameter(
             train_net=str(net_path), base_lr=spec.learning_rate, lr_policy="fixed",
             **solver_rule(networks.optimizer(spec.network)),
-            max_iter=spec.iterations, display=0, snapshot_after_train=False, random_seed=spec.seed,
+            max_iter=spec.iterations, display=int(tool), snapshot_after_train=False, random_seed=spec.seed,
             solver_mode=caffe_pb2.SolverParameter.GPU if spec.gpus else caffe_pb2.SolverParameter.CPU)))
-        self.solver = caffe.get_solver(str(solver_path))
         self.spec, self.description, self.directory = spec, description, directory
         self.profiler: LayerProfiler | None = None
+        self.steps = 0
+        self.tool = TrainTool(solver_path, spec.gpus) if tool else None
+        if spec.gpus > 1:
+            self.data_parallel = (f"caffe train --gpu: a solver per GPU on batches of {batch}, gradients summed over "
+                                  "peer-to-peer copies (Caffe 1.0.0-rc3's P2PSync)")
+        if self.tool:
+            print(f"caffe train over {max(spec.gpus, 1)} {'GPUs' if spec.gpus else 'CPU'}, batch {batch} each: "
+                  f"{' '.join(self.tool.command)}", flush=True)
+            return
+        self.solver = caffe.get_solver(str(solver_path))
         if spec.data_mode == "synthetic":
             net = self.solver.net
             net.blobs["data"].data[...], net.blobs["label"].data[...] = inputs.normalised_synthetic_batch(
                 spec, description)  # Input layers leave their blobs as set: a resident batch
-        self.steps = 0
 
     def step(self):
+        self.steps += 1
+        if self.tool:
+            return self.tool.next_iteration  # the tool runs its iterations on: the loop waits for each
         if self.profiler:
             self.profiler.step(self.solver.net)
         else:
             self.solver.step(1)
-        self.steps += 1
         return already_finished  # the solver reads the loss back to the host at the end of each step
 
+    def _in_process(self, task: str) -> None:
+        if self.tool:
+            raise Unavailable(f"{task} of multi-GPU Caffe: its training runs in caffe train, whose nets pycaffe "
+                              "cannot reach")
+
     def layer_profiler(self) -> LayerProfiler:
+        self._in_process("a profile")
         if self.spec.gpus:  # caffe time's CUDA-event timer is not in pycaffe; the host clock cannot wait for a layer
             raise Unavailable("Caffe's per-layer profile on a GPU: pycaffe exposes no way to wait for one layer's "
                               "kernels (caffe time's CUDA-event timer); CPU runs only")
@@ -421,6 +497,7 @@ class Harness:
     def test_net(self) -> tuple[caffe.Net, str, int]:
         """A TEST-phase net on the test split's LMDB sharing the solver's weights, its logits' blob, and the
         split's image count."""
+        self._in_process("the accuracy")
         shards = inputs.test_shards(self.spec)
         if len(shards) > 1:
             raise Unavailable(f"Caffe's Data layer reads one LMDB; this test split has {len(shards)} shards")
@@ -443,6 +520,7 @@ class Harness:
             yield net.blobs[logits].data[:kept].copy(), net.blobs["label"].data[:kept].astype(np.int64)
 
     def inference(self, batch_size: int):
+        self._in_process("inference")
         train_net = self.solver.net
         train_net.forward(end=self.pipeline_end)  # the Data layer's next batch (Input layers: the resident one)
         path = self.directory / f"inference-{batch_size}.prototxt"
@@ -462,7 +540,14 @@ class Harness:
         pass  # every step finished before it returned
 
     def final_loss(self) -> float | None:
+        if self.tool:
+            return self.tool.loss
         return float(self.solver.net.blobs["loss"].data) if self.steps else None
+
+    def close(self) -> None:
+        if self.tool:
+            self.tool.close()
+        self.scratch.cleanup()
 
     def allocator_peak_mib(self) -> None:
         return None  # Caffe keeps no allocator statistics

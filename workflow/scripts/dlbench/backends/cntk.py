@@ -279,6 +279,9 @@ class Harness:
                                                    dir=Path(lifeline_file).parent if lifeline_file else None)
         self.process, self.connections, self.ranks = None, [], []
         self.batch_size, self.layer_names = spec.batch_size_global, networks.layer_names(description)
+        if ranks(spec) > 1:
+            self.data_parallel = (f"data_parallel_distributed_learner over {ranks(spec)} MPI ranks: gradients "
+                                  "all-reduced by CNTK's MPI communicator")
         try:
             self._start(spec, description, python, Path(self.scratch.name))
         except BaseException:

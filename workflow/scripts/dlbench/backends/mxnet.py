@@ -349,6 +349,9 @@ class Harness:
         self.trainer = gluon.Trainer(self.net.collect_params(),
                                      *optimizer(networks.optimizer(spec.network), spec.learning_rate),
                                      kvstore="device" if len(self.contexts) > 1 else None)
+        if len(self.contexts) > 1:
+            self.data_parallel = (f"gluon.Trainer's kvstore 'device' over {len(self.contexts)} contexts: "
+                                  "gradients summed")
         self.loss_scaling = spec.precision == "fp16"
         if self.loss_scaling:
             amp.init_trainer(self.trainer)  # dynamic loss scaling

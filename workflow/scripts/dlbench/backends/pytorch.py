@@ -408,9 +408,13 @@ class Harness:
             model = DistributedDataParallel(model, device_ids=[self.devices[0].index] if spec.gpus else None)
             print(f"rank {rank} of {world}: {self.devices[0]}, batch {spec.batch_size_global // world}, "
                   f"{distributed.get_backend()}", flush=True)
+            self.data_parallel = (f"DistributedDataParallel over {world} processes: gradients all-reduced by "
+                                  f"{distributed.get_backend()}")
         elif len(self.devices) > 1:
             # Single-process data parallelism: the global batch is split over the GPUs.
             model = nn.DataParallel(model, device_ids=[d.index for d in self.devices])
+            self.data_parallel = (f"nn.DataParallel over {len(self.devices)} GPUs in one process: the batch scattered, "
+                                  "gradients summed on the first")
         self.model = model.train()
         self.forward = torch.compile(model) if spec.compile else model  # compiles in the first (warm-up) steps
         self.optimizer = optimizer(networks.optimizer(spec.network), model.parameters(), spec.learning_rate)

@@ -186,6 +186,9 @@ class Harness:
         # about a tenth of its step time on CPU).
         self.strategy = strategy = (tf.distribute.MirroredStrategy(devices) if len(devices) > 1
                                     else tf.distribute.get_strategy())
+        if len(devices) > 1:
+            self.data_parallel = (f"tf.distribute.MirroredStrategy over {', '.join(devices)}: gradients all-reduced "
+                                  "(its default: NCCL between GPUs, a reduction to one device between CPUs)")
         keras.utils.set_random_seed(spec.seed)
         set_precision(spec.precision)
         with strategy.scope(), tf.device(devices[0]):

@@ -233,6 +233,8 @@ def tensorflow_per_step(space, layers: list[str], step_event: str, gpus: int):
     devices, reducing = [], [0.0 for _ in starts]
     for index in range(gpus):
         kernels = list(timed_events(space, f"{GPU_PLANE}{index}"))
+        if not kernels:  # CUPTI traced nothing: no layer took no time
+            raise ValueError(f"TensorFlow's trace has no kernel on {GPU_PLANE}{index}")
         devices.append(_in_steps(starts, layers, (
             (when, duration, *tensorflow_layer_of(stats.get(TF_OP) or "", wanted))
             for when, duration, name, stats in kernels if not ALL_REDUCE.search(name))))
