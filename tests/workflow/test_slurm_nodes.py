@@ -1,0 +1,48 @@
+"""A two-node Slurm cluster on this machine (TwoNodeSlurm: each slurmd in a network namespace of its own): its
+nodes are hosts of their own to Slurm and to the jobs, and it leaves nothing behind."""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .slurm_cluster import SLURM_CONF, TwoNodeSlurm
+
+
+def _namespaces() -> set[str]:
+    return set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout.split())
+
+
+def _ours() -> set[str]:
+    return {TwoNodeSlurm.namespace(host) for host in TwoNodeSlurm.ADDRESSES}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces and Slurm's daemons need root")
+def test_two_nodes_run_a_job_s_tasks_as_two_hosts_and_leave_nothing_behind():
+    before = _namespaces()
+    subprocess.run(["ip", "netns", "add", TwoNodeSlurm.namespace("dlnode2")], check=True)  # one a killed test left
+    cluster = TwoNodeSlurm()
+    try:
+        cluster.start()
+        partitions = subprocess.run(cluster.client(["sinfo", "--noheader", "--Node", "--format=%P %N %f"]),
+                                    capture_output=True, text=True, check=True).stdout.split("\n")
+        assert sorted(filter(None, partitions)) == ["both* dlnode1 first", "both* dlnode2 second",
+                                                    "first dlnode1 first", "second dlnode2 second"]
+        # one task per node: each on its host, each resolving the other by name and reaching it over the bridge
+        tasks = subprocess.run(cluster.client(
+            ["srun", "--nodes=2", "--ntasks-per-node=1", "--label", "python3", "-c",
+             ("import os, socket; print(socket.gethostname(), os.environ['SLURMD_NODENAME'], "
+              "socket.gethostbyname('dlnode1'), socket.gethostbyname('dlnode2'))")]),
+            capture_output=True, text=True, check=True, timeout=60).stdout
+        assert sorted(tasks.splitlines()) == ["0: dlnode1 dlnode1 10.231.0.11 10.231.0.12",
+                                              "1: dlnode2 dlnode2 10.231.0.11 10.231.0.12"]
+        outside = subprocess.run(cluster.as_host("dlnode1", ["python3", "-c", (
+            "import socket\ntry: socket.create_connection(('1.1.1.1', 53), timeout=2)\n"
+            "except OSError as error: print(error.errno)")]), capture_output=True, text=True, check=True).stdout
+        assert outside.strip() == "101"  # ENETUNREACH: the nodes have no route out
+    finally:
+        cluster.stop()
+    assert _namespaces() == before - _ours()
+    assert not SLURM_CONF.exists() or "dlbench" not in SLURM_CONF.read_text()
+    assert not subprocess.run(["pgrep", "-f", "slurm(ctl)?d -D"], capture_output=True, check=False).stdout
+    assert not Path(f"/run/netns/{TwoNodeSlurm.namespace('dlctl')}").exists() and not cluster.spool.exists()
