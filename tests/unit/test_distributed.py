@@ -1,5 +1,6 @@
 """Data parallelism over processes (<n>x<device>): PyTorch over two real processes on this machine
 (torchrun, gloo), the Slurm launch command, and what the other frameworks and a bad batch say."""
+import socket
 import sys
 
 import pytest
@@ -19,8 +20,9 @@ def test_pytorch_trains_over_two_processes_with_gloo(tmp_path):
         assert f"rank {rank} of 2: cpu, batch 16, gloo" in log
     assert log.count("iteration 20/20 (timed)") == 1  # rank 0 alone reports and writes the result
     assert len(record["timing"]["iteration_seconds"]) == 20 and record["timing"]["images_per_second_mean"] > 0
-    assert record["execution"]["data_parallel"] == ("DistributedDataParallel over 2 processes: gradients all-reduced "
-                                                    "by gloo")
+    host = socket.gethostname()
+    assert record["execution"]["data_parallel"] == (f"DistributedDataParallel over 2 processes on {host}, {host}: "
+                                                    "gradients all-reduced by gloo")
 
 
 def test_in_a_slurm_allocation_each_node_starts_one_process_that_meets_at_the_first():

@@ -1,12 +1,19 @@
 """A two-node Slurm cluster on this machine (TwoNodeSlurm: each slurmd in a network namespace of its own): its
-nodes are hosts of their own to Slurm and to the jobs, and it leaves nothing behind."""
+nodes are hosts of their own to Slurm and to the jobs, it leaves nothing behind, and a data-parallel run spans
+both."""
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from dlbench.record import load_records
+from dlbench.spec import RunSpec
 
+from ..conftest import ROOT
 from .slurm_cluster import SLURM_CONF, TwoNodeSlurm
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces and Slurm's daemons need root")
 
 
 def _namespaces() -> set[str]:
@@ -17,7 +24,6 @@ def _ours() -> set[str]:
     return {TwoNodeSlurm.namespace(host) for host in TwoNodeSlurm.ADDRESSES}
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces and Slurm's daemons need root")
 def test_two_nodes_run_a_job_s_tasks_as_two_hosts_and_leave_nothing_behind():
     before = _namespaces()
     subprocess.run(["ip", "netns", "add", TwoNodeSlurm.namespace("dlnode2")], check=True)  # one a killed test left
@@ -46,3 +52,29 @@ def test_two_nodes_run_a_job_s_tasks_as_two_hosts_and_leave_nothing_behind():
     assert not SLURM_CONF.exists() or "dlbench" not in SLURM_CONF.read_text()
     assert not subprocess.run(["pgrep", "-f", "slurm(ctl)?d -D"], capture_output=True, check=False).stdout
     assert not Path(f"/run/netns/{TwoNodeSlurm.namespace('dlctl')}").exists() and not cluster.spool.exists()
+
+
+def test_pytorch_trains_over_two_nodes_one_process_each_meeting_at_the_first(tmp_path):
+    """``2xcpu`` in an allocation of the two nodes: the monitor (here on the controller's host) starts one process
+    per node with srun, torchrun's c10d rendezvous at the first node, DDP over gloo across the bridge; the
+    record names both hosts, and the run checks that both ranks ended with the same weights."""
+    spec = RunSpec("pytorch", "mnist-synthetic", "lenet", "2xcpu", 1, 32, 12, 2, 0.01, 2)
+    spec.dump(tmp_path / "spec.json")
+    cluster = TwoNodeSlurm()
+    try:
+        cluster.start()
+        allocation = subprocess.run(cluster.client(
+            ["salloc", "--nodes=2", "--ntasks-per-node=1", sys.executable,
+             str(ROOT / "tests" / "workflow" / "monitored_run.py"), str(tmp_path / "spec.json"), str(tmp_path)]),
+            capture_output=True, text=True, timeout=300, check=False,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts")})
+    finally:
+        cluster.stop()
+    assert allocation.returncode == 0, allocation.stderr[-3000:]
+    (record,) = load_records([tmp_path / "rep1.json"])
+    log = (tmp_path / "run.log").read_text()
+    assert record["status"] == "ok", f"{record['reason']}\n{log[-3000:]}"
+    assert "srun --nodes=2 --ntasks=2 --ntasks-per-node=1" in log and "--rdzv-endpoint=dlnode1:29500" in log
+    assert record["execution"]["data_parallel"] == ("DistributedDataParallel over 2 processes on dlnode1, dlnode2: "
+                                                    "gradients all-reduced by gloo")
+    assert len(record["timing"]["iteration_seconds"]) == 12 and record["timing"]["images_per_second_mean"] > 0

@@ -6,7 +6,9 @@ from __future__ import annotations
 import bisect
 import contextlib
 import functools
+import math
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
@@ -408,8 +410,10 @@ class Harness:
             model = DistributedDataParallel(model, device_ids=[self.devices[0].index] if spec.gpus else None)
             print(f"rank {rank} of {world}: {self.devices[0]}, batch {spec.batch_size_global // world}, "
                   f"{distributed.get_backend()}", flush=True)
-            self.data_parallel = (f"DistributedDataParallel over {world} processes: gradients all-reduced by "
-                                  f"{distributed.get_backend()}")
+            hosts = [None] * world  # each rank's, in rank order
+            distributed.all_gather_object(hosts, socket.gethostname())
+            self.data_parallel = (f"DistributedDataParallel over {world} processes on {', '.join(hosts)}: gradients "
+                                  f"all-reduced by {distributed.get_backend()}")
         elif len(self.devices) > 1:
             # Single-process data parallelism: the global batch is split over the GPUs.
             model = nn.DataParallel(model, device_ids=[d.index for d in self.devices])
@@ -484,6 +488,14 @@ class Harness:
                 torch.cuda.synchronize(device)
 
     def final_loss(self) -> float | None:
+        """The loss of this process's last step; over several processes, once every rank is seen to hold the same
+        weights (the group trained as one: each rank calls it)."""
+        if isinstance(self.model, DistributedDataParallel):
+            total = float(sum(parameter.detach().double().sum() for parameter in self.model.parameters()))
+            sums = [None] * distributed.get_world_size()
+            distributed.all_gather_object(sums, total)
+            if not all(math.isclose(other, sums[0], rel_tol=1e-6, abs_tol=1e-9) for other in sums):
+                raise RuntimeError(f"the ranks ended with different weights (sums {sums}): they did not train as one")
         return None if self.loss is None else float(self.loss)
 
     def allocator_peak_mib(self) -> float | None:
