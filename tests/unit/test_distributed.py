@@ -33,13 +33,20 @@ def test_in_a_slurm_allocation_each_node_starts_one_process_that_meets_at_the_fi
                        "--rdzv-id=41", "--rdzv-endpoint=node7:29500", "-m", "dlbench.runner", "spec.json",
                        "result.json"]
     assert launch.local_processes(2, env) == 1 and launch.local_processes(2, {}) == 2
+    # TensorFlow's workers are srun's tasks themselves, one per node
+    assert launch.runner_command("python", "tensorflow", 2, ["spec.json", "result.json"], env) == [
+        "srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "python", "-m", "dlbench.runner", "spec.json",
+        "result.json"]
 
 
 def test_other_frameworks_over_processes_are_unavailable(tmp_path):
     record = run(tmp_path, spec(framework="mxnet", device="2xcpu"), python=sys.executable)
     assert record["status"] == "unavailable"
     assert record["reason"] == ("2xcpu: 2 processes: data parallelism over processes is wired for "
-                                "pytorch, cntk only")
+                                "tensorflow, pytorch, cntk only")
+    one_machine = run(tmp_path, spec(framework="tensorflow", device="2xcpu"), python=sys.executable)
+    assert one_machine["reason"] == ("2xcpu: 2 processes: tensorflow runs one per node of a Slurm allocation of 2 "
+                                     "nodes (srun); here they would share one machine")
 
 
 def test_the_global_batch_must_split_over_every_device():

@@ -54,18 +54,15 @@ def test_two_nodes_run_a_job_s_tasks_as_two_hosts_and_leave_nothing_behind():
     assert not Path(f"/run/netns/{TwoNodeSlurm.namespace('dlctl')}").exists() and not cluster.spool.exists()
 
 
-def test_pytorch_trains_over_two_nodes_one_process_each_meeting_at_the_first(tmp_path):
-    """``2xcpu`` in an allocation of the two nodes: the monitor (here on the controller's host) starts one process
-    per node with srun, torchrun's c10d rendezvous at the first node, DDP over gloo across the bridge; the
-    record names both hosts, and the run checks that both ranks ended with the same weights."""
-    spec = RunSpec("pytorch", "mnist-synthetic", "lenet", "2xcpu", 1, 32, 12, 2, 0.01, 2)
+def _over_two_nodes(tmp_path, spec: RunSpec, python: str = sys.executable) -> tuple[dict, str]:
+    """The run in an allocation of the two nodes, its monitor on the controller's host: its record and log."""
     spec.dump(tmp_path / "spec.json")
     cluster = TwoNodeSlurm()
     try:
         cluster.start()
+        monitored = [str(ROOT / "tests" / "workflow" / "monitored_run.py"), str(tmp_path / "spec.json"), str(tmp_path)]
         allocation = subprocess.run(cluster.client(
-            ["salloc", "--nodes=2", "--ntasks-per-node=1", sys.executable,
-             str(ROOT / "tests" / "workflow" / "monitored_run.py"), str(tmp_path / "spec.json"), str(tmp_path)]),
+            ["salloc", "--nodes=2", "--ntasks-per-node=1", sys.executable, *monitored, python]),
             capture_output=True, text=True, timeout=300, check=False,
             env={**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts")})
     finally:
@@ -74,7 +71,28 @@ def test_pytorch_trains_over_two_nodes_one_process_each_meeting_at_the_first(tmp
     (record,) = load_records([tmp_path / "rep1.json"])
     log = (tmp_path / "run.log").read_text()
     assert record["status"] == "ok", f"{record['reason']}\n{log[-3000:]}"
+    assert len(record["timing"]["iteration_seconds"]) == spec.iterations
+    return record, log
+
+
+def test_pytorch_trains_over_two_nodes_one_process_each_meeting_at_the_first(tmp_path):
+    """``2xcpu`` in an allocation of the two nodes: the monitor starts one process per node with srun,
+    torchrun's c10d rendezvous at the first node, DDP over gloo across the bridge; the record names both hosts,
+    and the run checks that both ranks ended with the same weights."""
+    record, log = _over_two_nodes(tmp_path, RunSpec("pytorch", "mnist-synthetic", "lenet", "2xcpu", 1, 32, 12, 2,
+                                                    0.01, 2))
     assert "srun --nodes=2 --ntasks=2 --ntasks-per-node=1" in log and "--rdzv-endpoint=dlnode1:29500" in log
     assert record["execution"]["data_parallel"] == ("DistributedDataParallel over 2 processes on dlnode1, dlnode2: "
                                                     "gradients all-reduced by gloo")
-    assert len(record["timing"]["iteration_seconds"]) == 12 and record["timing"]["images_per_second_mean"] > 0
+
+
+@pytest.mark.slow
+def test_tensorflow_trains_over_two_nodes_each_worker_finding_the_others_from_slurm(tmp_path, tensorflow_python):
+    """``2xcpu`` of TensorFlow: srun starts a worker per node; MultiWorkerMirroredStrategy with
+    SlurmClusterResolver, its collectives between the nodes; both workers end with the same weights."""
+    record, log = _over_two_nodes(tmp_path, RunSpec("tensorflow", "mnist-synthetic", "lenet", "2xcpu", 1, 32, 12, 2,
+                                                    0.01, 2), tensorflow_python)
+    assert "runner: srun --nodes=2 --ntasks=2 --ntasks-per-node=1 " in log
+    assert record["execution"]["data_parallel"] == (
+        "tf.distribute.MultiWorkerMirroredStrategy over 2 processes on dlnode1:29510, dlnode2:29510: gradients "
+        "all-reduced by its collectives")

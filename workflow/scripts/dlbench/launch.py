@@ -1,10 +1,11 @@
 """How the monitor starts a run's training processes: one runner, or a data-parallel group of them.
 
 A run on ``<n>x<device>`` trains over n processes. PyTorch's launcher, torchrun, starts them and
-tells each its rank: on one machine as n local processes (``--standalone``); inside a Slurm
-allocation of n nodes as one process per node, started by ``srun``, that meet at the first node
-(c10d rendezvous). CNTK's one runner starts its MPI ranks itself (``backends.cntk``). The other
-frameworks' launchers (README: several nodes) are not wired in.
+tells each its rank: on one machine as n local processes (``--standalone``); inside a Slurm allocation
+of n nodes as one process per node, started by ``srun``, that meet at the first node (c10d rendezvous).
+TensorFlow's runners are started by ``srun`` itself, one per node of an allocation of n nodes; each finds
+the others from Slurm's variables (``SlurmClusterResolver``). CNTK's one runner starts its MPI ranks
+itself (``backends.cntk``). MXNet's (``kvstore=dist_sync``) are not wired in.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import subprocess
 from .registry import REGISTRY
 
 RENDEZVOUS_PORT = 29500
+TENSORFLOW_PORT = 29510  # each node's TensorFlow worker serves its collectives here (gRPC)
 
 
 class NotLaunchable(Exception):
@@ -43,9 +45,15 @@ def runner_command(python: str, framework: str, processes: int, arguments: list[
         raise NotLaunchable(f"{processes} processes: data parallelism over processes is wired for {wired} only")
     if launcher == "mpiexec":
         return [python, *runner]
+    one_per_node = ["srun", f"--nodes={processes}", f"--ntasks={processes}", "--ntasks-per-node=1"]
+    if launcher == "srun":
+        if local_processes(processes, env) == processes:
+            raise NotLaunchable(f"{processes} processes: {framework} runs one per node of a Slurm allocation of "
+                                f"{processes} nodes (srun); here they would share one machine")
+        return [*one_per_node, python, *runner]
     torchrun = [python, "-m", "torch.distributed.run"]
     if local_processes(processes, env) == processes:
         return [*torchrun, "--standalone", f"--nproc-per-node={processes}", *runner]
-    return ["srun", f"--nodes={processes}", f"--ntasks={processes}", "--ntasks-per-node=1", *torchrun,
+    return [*one_per_node, *torchrun,
             f"--nnodes={processes}", "--nproc-per-node=1", "--rdzv-backend=c10d", f"--rdzv-id={env['SLURM_JOB_ID']}",
             f"--rdzv-endpoint={first_node(env['SLURM_JOB_NODELIST'])}:{RENDEZVOUS_PORT}", *runner]

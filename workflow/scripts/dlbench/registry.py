@@ -17,7 +17,8 @@ class Framework:
     environment: str  # envs/<environment>.*, .venvs/<environment>: Keras shares its backend's
     data_format: str  # the format its input pipeline reads (dlbench.formats)
     # Who starts the processes of a run over several (<n>x<device>; dlbench.launch): "torchrun" starts n
-    # runners; "mpiexec" is started by the one runner's backend, one MPI rank per device (gpu<g> too).
+    # runners; "srun" starts one per node of a Slurm allocation; "mpiexec" is started by the one runner's
+    # backend, one MPI rank per device (gpu<g> too).
     launcher: str | None = None
     # Of spec.PRECISIONS, those the backend sets up (tf32: a switch for both its cuDNN and its
     # cuBLAS calls; NVIDIA_TF32_OVERRIDE=0 can only switch TF32 off). TF32 is a GPU math mode.
@@ -49,7 +50,7 @@ MIXED = ("bf16", "fp16")
 REGISTRY = {framework.name: framework for framework in (
     Framework("caffe", "caffe", "caffe", "lmdb", always_compiled="Caffe's static net",
               optimizer_differences={"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}),
-    Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord", cpu_precisions=("fp32", "bf16"),
+    Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord", launcher="srun", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (tf.function jit_compile)",
               always_compiled="tf.function graph"),
     Framework("pytorch", "pytorch", "pytorch", "lmdb", launcher="torchrun", cpu_precisions=("fp32", "bf16"),

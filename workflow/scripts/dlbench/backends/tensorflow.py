@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Self
 
 import keras
+import numpy as np
 import tensorflow as tf
 
-from .. import networks
+from .. import launch, networks
 from ..formats import TFRECORD_FILE
 from ..spec import RunSpec
 from . import GpuCode, InputClock, already_finished, inputs, require_gpus, xspace
@@ -165,6 +166,16 @@ def configure_runtime(threads: int, precision: str = "fp32") -> int:
     return len(gpus)
 
 
+def _worker_strategy(spec: RunSpec) -> tf.distribute.Strategy:
+    """One worker of a group over processes, one per node started by srun (dlbench.launch): the others found
+    from Slurm's variables, the collectives served on launch.TENSORFLOW_PORT. The resolver hands each task GPUs;
+    on CPUs it is told of one per task it does not hand out (with none, it fails to number the tasks)."""
+    resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
+        port_base=launch.TENSORFLOW_PORT, gpus_per_node=max(spec.gpus, 1), gpus_per_task=max(spec.gpus, 1),
+        auto_set_gpu=spec.gpus > 0)
+    return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+
+
 def _devices(spec: RunSpec) -> list[str]:
     visible = configure_runtime(spec.threads, spec.precision)
     if spec.gpus == 0:
@@ -184,9 +195,14 @@ class Harness:
         # Data parallelism: the global batch is split over the replicas, gradients summed. One device
         # takes the default strategy, which adds nothing to the step (OneDeviceStrategy cost LeNet
         # about a tenth of its step time on CPU).
-        self.strategy = strategy = (tf.distribute.MirroredStrategy(devices) if len(devices) > 1
+        self.strategy = strategy = (_worker_strategy(spec) if spec.processes > 1
+                                    else tf.distribute.MirroredStrategy(devices) if len(devices) > 1
                                     else tf.distribute.get_strategy())
-        if len(devices) > 1:
+        if spec.processes > 1:
+            self.data_parallel = (f"tf.distribute.MultiWorkerMirroredStrategy over {spec.processes} processes on "
+                                  f"{', '.join(strategy.cluster_resolver.cluster_spec().as_dict()['worker'])}: "
+                                  "gradients all-reduced by its collectives")
+        elif len(devices) > 1:
             self.data_parallel = (f"tf.distribute.MirroredStrategy over {', '.join(devices)}: gradients all-reduced "
                                   "(its default: NCCL between GPUs, a reduction to one device between CPUs)")
         keras.utils.set_random_seed(spec.seed)
@@ -260,6 +276,14 @@ class Harness:
             self.loss.numpy()
 
     def final_loss(self) -> float | None:
+        """The last step's loss; over several processes, once every worker is seen to hold the same weights (the
+        group trained as one: each worker calls it)."""
+        if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            local = tf.add_n([tf.reduce_sum(tf.cast(weight, tf.float64)) for weight in self.model.trainable_variables])
+            sums = self.strategy.gather(self.strategy.run(lambda: tf.reshape(local, [1])), axis=0).numpy()
+            if not np.allclose(sums, sums[0], rtol=1e-6, atol=1e-9):
+                raise RuntimeError(f"the workers ended with different weights (sums {sums.tolist()}): they did not "
+                                   "train as one")
         return None if self.loss is None else float(self.loss)
 
     def allocator_peak_mib(self) -> float | None:

@@ -42,10 +42,10 @@ SINGLE_DEVICE_TASKS = {name: task.single_device for name, task in TASKS.items() 
 
 
 def first_process() -> bool:
-    """One process of a data-parallel group (rank 0; torchrun sets RANK) speaks for the run: it prints the
-    progress, evaluates an accuracy run's epochs and writes the result. Each step ends with the gradients
-    of all."""
-    return os.environ.get("RANK", "0") == "0"
+    """One process of a data-parallel group (rank 0: torchrun sets RANK, srun SLURM_PROCID) speaks for the run:
+    it prints the progress, evaluates an accuracy run's epochs and writes the result. Each step ends with the
+    gradients of all."""
+    return os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")) == "0"
 
 
 def load(name: str) -> ModuleType:
