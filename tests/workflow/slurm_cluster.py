@@ -2,8 +2,10 @@
 PID: one node (LocalSlurm), or two nodes in network namespaces of their own (TwoNodeSlurm). Both need root
 and envs/slurm.apt.txt (``make test`` installs it on Debian). They raise, never skip, when Slurm cannot be
 started."""
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -21,7 +23,8 @@ def _memory_mb(share: float) -> int:
 
 
 def _conf(spool: Path, controller: str, nodes: str, partitions: str) -> str:
-    """slurm.conf; ``%n`` (the node's name) keeps each slurmd's files apart where two run on this machine."""
+    """slurm.conf; ``%n`` (the node's name) keeps each slurmd's files apart where two run on this machine. A
+    cancelled job's processes get SIGKILL 5 s after SIGTERM (KillWait; 30 s by default)."""
     return f"""{MARKER}
 ClusterName=dlbench
 SlurmctldHost={controller}
@@ -42,6 +45,7 @@ ReturnToService=2
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 MinJobAge=600
+KillWait=5
 {nodes}
 {partitions}
 """
@@ -207,10 +211,24 @@ class TwoNodeSlurm(LocalSlurm):
             self._ip("-n", controller, "link", "set", port, "up")
         super().start(timeout_s)
 
+    def _kill_what_runs_in_the_namespaces(self) -> None:
+        """Whatever the daemons left (a job step's slurmstepd outlives its slurmd, and its processes with it)."""
+        for _ in range(50):
+            pids = [int(pid) for name in self.namespaces for pid in subprocess.run(
+                ["ip", "netns", "pids", name], capture_output=True, text=True, check=False).stdout.split()]
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.1)
+        raise RuntimeError(f"processes in the cluster's namespaces survived SIGKILL: {pids}")
+
     def stop(self) -> None:
         try:
             super().stop()
         finally:  # deleting a namespace deletes its links; the bridge's ports go with the nodes' veths
+            self._kill_what_runs_in_the_namespaces()
             for name in reversed(self.namespaces):
                 subprocess.run(["ip", "netns", "del", name], check=False, capture_output=True)
             shutil.rmtree(self.spool, ignore_errors=True)

@@ -4,6 +4,7 @@ both."""
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,45 @@ def test_tensorflow_trains_over_two_nodes_each_worker_finding_the_others_from_sl
     assert record["execution"]["data_parallel"] == (
         "tf.distribute.MultiWorkerMirroredStrategy over 2 processes on dlnode1:29510, dlnode2:29510: gradients "
         "all-reduced by its collectives")
+
+
+def test_scancel_mid_run_leaves_no_process_of_the_run_on_either_node(tmp_path):
+    """A two-node PyTorch run as a batch job (its monitor on the first node), cancelled while both ranks train:
+    Slurm ends the job's steps on both nodes, and nothing of the run is left running."""
+    RunSpec("pytorch", "mnist-synthetic", "lenet", "2xcpu", 1, 32, 100_000, 2, 0.01, 2).dump(tmp_path / "spec.json")
+    monitored = [str(ROOT / "tests" / "workflow" / "monitored_run.py"), str(tmp_path / "spec.json"), str(tmp_path)]
+    cluster = TwoNodeSlurm()
+    try:
+        cluster.start()
+        job = subprocess.run(cluster.client(
+            ["sbatch", "--parsable", "--nodes=2", "--ntasks-per-node=1", f"--output={tmp_path / 'job.out'}",
+             "--wrap", " ".join([sys.executable, *monitored])]), capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts")}).stdout.strip()
+        log = tmp_path / "run.log"
+        deadline = time.monotonic() + 120
+        while not all(f"rank {rank} of 2" in (log.read_text() if log.exists() else "") for rank in (0, 1)):
+            assert time.monotonic() < deadline, (tmp_path / "job.out").read_text()[-3000:]
+            time.sleep(0.5)
+        time.sleep(2)  # both ranks in their training loop
+        running = _run_processes()
+        assert len(running) >= 2, running  # a rank on each node (and torchrun's agents)
+        subprocess.run(cluster.client(["scancel", job]), check=True)
+        while subprocess.run(cluster.client(["squeue", "--noheader", "--jobs", job]), capture_output=True, text=True,
+                             check=False).stdout.strip():
+            assert time.monotonic() < deadline + 60, "the cancelled job stayed in the queue"
+            time.sleep(0.5)
+        left = _run_processes()
+        for _ in range(40):  # SIGTERM, then SIGKILL after the cluster's KillWait (5 s)
+            if not left:
+                break
+            time.sleep(0.5)
+            left = _run_processes()
+        assert not left, left
+    finally:
+        cluster.stop()
+
+
+def _run_processes() -> list[str]:
+    found = subprocess.run(["pgrep", "-af", "dlbench.runner|monitored_run.py|torch.distributed.run"],
+                           capture_output=True, text=True, check=False).stdout
+    return [line for line in found.splitlines() if "pgrep" not in line]
