@@ -157,7 +157,8 @@ class TwoNodeSlurm(LocalSlurm):
         return f"{cls.PREFIX}{host.removeprefix('dl')}"
 
     def conf(self) -> str:
-        cpus, memory = os.cpu_count(), _memory_mb(0.9 / len(self.NODES))
+        # Each node is this machine: its cores and memory, shared (the workflow's jobs ask for 16 GB)
+        cpus, memory = os.cpu_count(), _memory_mb(0.9)
         nodes = "\n".join(f"NodeName={node} NodeAddr={self.ADDRESSES[node]} CPUs={cpus} RealMemory={memory} "
                           f"Features={self.FEATURES[node]} State=UNKNOWN" for node in self.NODES)
         both = f"PartitionName=both Nodes={','.join(self.NODES)} Default=YES MaxTime=INFINITE State=UP"

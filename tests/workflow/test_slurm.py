@@ -21,15 +21,16 @@ def slurm(tmp_path_factory):
         cluster.stop()
 
 
-def through_slurm(config: dict, directory) -> list[dict]:
-    """The workflow run on ``config`` with --profile profiles/slurm in ``directory``: its records."""
+def through_slurm(config: dict, directory, client=lambda command: command) -> list[dict]:
+    """The workflow run on ``config`` with --profile profiles/slurm in ``directory`` (as the cluster's ``client``
+    runs a command): its records."""
     (directory / "config.yaml").write_text(yaml.safe_dump(config))
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
                "--directory", str(directory), "--configfile", str(directory / "config.yaml"),
                "--profile", str(ROOT / "profiles" / "slurm"),
                # this cluster keeps no accounting (no slurmdbd): sacct would hang, squeue answers
                "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2"]
-    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=1800)
+    result = subprocess.run(client(command), capture_output=True, text=True, check=False, timeout=1800)
     assert result.returncode == 0, result.stderr[-6000:]
     return [json.loads(path.read_text()) for path in sorted((directory / "results" / "runs").rglob("rep*.json"))]
 

@@ -8,11 +8,13 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from dlbench.record import load_records
 from dlbench.spec import RunSpec
 
 from ..conftest import ROOT
 from .slurm_cluster import SLURM_CONF, TwoNodeSlurm
+from .test_slurm import through_slurm
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces and Slurm's daemons need root")
 
@@ -139,3 +141,24 @@ def _run_processes() -> list[str]:
     found = subprocess.run(["pgrep", "-af", "dlbench.runner|monitored_run.py|torch.distributed.run"],
                            capture_output=True, text=True, check=False).stdout
     return [line for line in found.splitlines() if "pgrep" not in line]
+
+
+@pytest.mark.slow
+def test_each_hardware_target_s_runs_are_slurm_jobs_on_its_own_node(tmp_path):
+    """.test/config-hardware with its targets on the two nodes' partitions (first, second): the workflow, run
+    with --profile profiles/slurm on the controller's host, places each target's runs on its node."""
+    config = yaml.safe_load((ROOT / ".test" / "config-hardware" / "config.yaml").read_text())
+    config["environment"] = "current"
+    for target, node in zip(config["hardware"], TwoNodeSlurm.NODES, strict=True):
+        feature = TwoNodeSlurm.FEATURES[node]
+        target["slurm"] = {"partition": feature, "constraint": feature}
+    cluster = TwoNodeSlurm()
+    try:
+        cluster.start()
+        records = through_slurm(config, tmp_path, cluster.client)
+    finally:
+        cluster.stop()
+    nodes = {target["name"]: node for target, node in zip(config["hardware"], TwoNodeSlurm.NODES, strict=True)}
+    assert records and all(record["status"] == "ok" for record in records)
+    assert {(record["run"]["hardware"], record["provenance"]["slurm_node"]) for record in records} == set(nodes.items())
+    assert (tmp_path / "results" / "tables" / "appendix.md").exists()  # made where Snakemake runs
