@@ -1,6 +1,7 @@
 """Data parallelism over processes (<n>x<device>): PyTorch over two real processes on this machine
 (torchrun, gloo), the Slurm launch command, and what the other frameworks and a bad batch say."""
 import socket
+import subprocess
 import sys
 
 import pytest
@@ -25,25 +26,61 @@ def test_pytorch_trains_over_two_processes_with_gloo(tmp_path):
                                                     "gradients all-reduced by gloo")
 
 
+
+def test_mxnet_trains_over_two_processes_with_its_parameter_servers(tmp_path, mxnet_python):
+    """``2xcpu`` of MXNet on one machine: a scheduler, two servers and two workers (kvstore dist_sync) on the
+    loopback; each worker checks that it ends with the servers' weights, and nothing of the group outlives it."""
+    record = run(tmp_path, spec(framework="mxnet", device="2xcpu", batch_size_global=32, iterations=12,
+                                warmup_iterations=2), python=mxnet_python)
+    log = (tmp_path / "run.log").read_text()
+    assert record["status"] == "ok", f"{record['reason']}\n{log[-3000:]}"
+    assert "-m dlbench.ps_lite local 2" in log
+    host = socket.gethostname()
+    for rank in (0, 1):  # each trains on half of the global batch
+        assert f"worker {rank} of 2: batch 16, {host}, {host}" in log, log[-3000:]
+    assert record["execution"]["data_parallel"] == (f"kvstore dist_sync over 2 processes on {host}, {host}: gradients "
+                                                    "pushed to 2 parameter servers, which sum them and apply the "
+                                                    "optimizer")
+    assert log.count("iteration 12/12 (timed)") == 1 and record["timing"]["images_per_second_mean"] > 0
+    assert not subprocess.run(["pgrep", "-f", "import mxnet|dlbench.ps_lite"], capture_output=True, check=False).stdout
+
+
+def test_a_group_whose_other_process_fails_fails_though_the_first_wrote_its_result(tmp_path):
+    """The launcher's exit code speaks for the whole group: an ``ok`` result from the first process does not
+    stand when another failed (here a stand-in launcher writes one and exits 3)."""
+    launcher = tmp_path / "python"
+    launcher.write_text('#!/bin/sh\nfor last; do :; done\necho \'{"status": "ok", "reason": ""}\' > "$last"\n'
+                        'echo "rank 1: RuntimeError: other weights"\nexit 3\n')
+    launcher.chmod(0o755)
+    record = run(tmp_path, spec(device="2xcpu"), python=str(launcher))
+    assert record["status"] == "failed"
+    assert record["reason"].startswith("a process of the group of 2 exited with code 3 after the first wrote its "
+                                       "result (the log says why)")
+    assert "rank 1: RuntimeError: other weights" in record["reason"]  # the log's last lines
+
+
 def test_in_a_slurm_allocation_each_node_starts_one_process_that_meets_at_the_first():
     env = {"SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_ID": "41", "SLURM_JOB_NODELIST": "node7,node8"}
     command = launch.runner_command("python", "pytorch", 2, ["spec.json", "result.json"], env)
-    assert command == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "python", "-m",
-                       "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+    assert command == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "python",
+                       "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
                        "--rdzv-id=41", "--rdzv-endpoint=node7:29500", "-m", "dlbench.runner", "spec.json",
                        "result.json"]
     assert launch.local_processes(2, env) == 1 and launch.local_processes(2, {}) == 2
     # TensorFlow's workers are srun's tasks themselves, one per node
     assert launch.runner_command("python", "tensorflow", 2, ["spec.json", "result.json"], env) == [
-        "srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "python", "-m", "dlbench.runner", "spec.json",
-        "result.json"]
+        "srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "python", "-m",
+        "dlbench.runner", "spec.json", "result.json"]
+    # MXNet's ps-lite roles (scheduler, server, worker) are started by dlbench.ps_lite on each node
+    assert launch.runner_command("python", "mxnet", 2, ["spec.json", "result.json"], env)[4:] == [
+        "--kill-on-bad-exit=1", "python", "-m", "dlbench.ps_lite", "node", "2", "spec.json", "result.json"]
 
 
 def test_other_frameworks_over_processes_are_unavailable(tmp_path):
-    record = run(tmp_path, spec(framework="mxnet", device="2xcpu"), python=sys.executable)
+    record = run(tmp_path, spec(framework="caffe", device="2xcpu"), python=sys.executable)
     assert record["status"] == "unavailable"
     assert record["reason"] == ("2xcpu: 2 processes: data parallelism over processes is wired for "
-                                "tensorflow, pytorch, cntk only")
+                                "tensorflow, pytorch, mxnet, cntk only")
     one_machine = run(tmp_path, spec(framework="tensorflow", device="2xcpu"), python=sys.executable)
     assert one_machine["reason"] == ("2xcpu: 2 processes: tensorflow runs one per node of a Slurm allocation of 2 "
                                      "nodes (srun); here they would share one machine")

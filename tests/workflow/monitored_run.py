@@ -1,6 +1,6 @@
 """Run by tests/workflow/test_slurm_nodes.py as the command of a Slurm allocation: one run under the monitor
-(``python monitored_run.py <spec.json> <directory> [<the runner's python>]``), its record and log written to the
-directory."""
+(``python monitored_run.py <spec.json> <directory> [<the runner's python> [<CNTK's worker python>]]``), its record
+and log written to the directory."""
 import sys
 from pathlib import Path
 
@@ -8,5 +8,8 @@ from dlbench import monitor
 from dlbench.record import write_record
 from dlbench.spec import RunSpec
 
-spec, directory, python = RunSpec.load(Path(sys.argv[1])), Path(sys.argv[2]), (sys.argv[3:] or [sys.executable])[0]
-write_record(monitor.run(spec, python, directory / "run.log", 300, 20, "sha"), directory / "rep1.json")
+spec, directory = RunSpec.load(Path(sys.argv[1])), Path(sys.argv[2])
+pythons = sys.argv[3:]
+python, worker_python = (pythons[0] if pythons else sys.executable), (pythons[1] if len(pythons) > 1 else None)
+write_record(monitor.run(spec, python, directory / "run.log", 300, 20, "sha", worker_python=worker_python),
+             directory / "rep1.json")

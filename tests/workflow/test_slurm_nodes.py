@@ -57,7 +57,7 @@ def test_two_nodes_run_a_job_s_tasks_as_two_hosts_and_leave_nothing_behind():
     assert not Path(f"/run/netns/{TwoNodeSlurm.namespace('dlctl')}").exists() and not cluster.spool.exists()
 
 
-def _over_two_nodes(tmp_path, spec: RunSpec, python: str = sys.executable) -> tuple[dict, str]:
+def _over_two_nodes(tmp_path, spec: RunSpec, *pythons: str) -> tuple[dict, str]:
     """The run in an allocation of the two nodes, its monitor on the controller's host: its record and log."""
     spec.dump(tmp_path / "spec.json")
     cluster = TwoNodeSlurm()
@@ -65,7 +65,7 @@ def _over_two_nodes(tmp_path, spec: RunSpec, python: str = sys.executable) -> tu
         cluster.start()
         monitored = [str(ROOT / "tests" / "workflow" / "monitored_run.py"), str(tmp_path / "spec.json"), str(tmp_path)]
         allocation = subprocess.run(cluster.client(
-            ["salloc", "--nodes=2", "--ntasks-per-node=1", sys.executable, *monitored, python]),
+            ["salloc", "--nodes=2", "--ntasks-per-node=1", sys.executable, *monitored, *pythons]),
             capture_output=True, text=True, timeout=300, check=False,
             env={**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts")})
     finally:
@@ -84,7 +84,8 @@ def test_pytorch_trains_over_two_nodes_one_process_each_meeting_at_the_first(tmp
     and the run checks that both ranks ended with the same weights."""
     record, log = _over_two_nodes(tmp_path, RunSpec("pytorch", "mnist-synthetic", "lenet", "2xcpu", 1, 32, 12, 2,
                                                     0.01, 2))
-    assert "srun --nodes=2 --ntasks=2 --ntasks-per-node=1" in log and "--rdzv-endpoint=dlnode1:29500" in log
+    assert "srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --kill-on-bad-exit=1" in log
+    assert "--rdzv-endpoint=dlnode1:29500" in log
     assert record["execution"]["data_parallel"] == ("DistributedDataParallel over 2 processes on dlnode1, dlnode2: "
                                                     "gradients all-reduced by gloo")
 
@@ -95,10 +96,34 @@ def test_tensorflow_trains_over_two_nodes_each_worker_finding_the_others_from_sl
     SlurmClusterResolver, its collectives between the nodes; both workers end with the same weights."""
     record, log = _over_two_nodes(tmp_path, RunSpec("tensorflow", "mnist-synthetic", "lenet", "2xcpu", 1, 32, 12, 2,
                                                     0.01, 2), tensorflow_python)
-    assert "runner: srun --nodes=2 --ntasks=2 --ntasks-per-node=1 " in log
+    assert "runner: srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --kill-on-bad-exit=1 " in log
     assert record["execution"]["data_parallel"] == (
         "tf.distribute.MultiWorkerMirroredStrategy over 2 processes on dlnode1:29510, dlnode2:29510: gradients "
         "all-reduced by its collectives")
+
+
+def test_mxnet_trains_over_two_nodes_with_a_parameter_server_on_each(tmp_path, mxnet_python):
+    """``2xcpu`` of MXNet: srun starts dlbench.ps_lite on each node, which starts that node's server (and on the
+    first, the scheduler) and its worker; kvstore dist_sync across the bridge; each worker ends with the servers'
+    weights, and the record names both hosts."""
+    record, log = _over_two_nodes(tmp_path, RunSpec("mxnet", "mnist-synthetic", "lenet", "2xcpu", 1, 32, 12, 2, 0.01,
+                                                    2), mxnet_python)
+    assert "runner: srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --kill-on-bad-exit=1 " in log
+    assert "-m dlbench.ps_lite node 2 " in log
+    assert record["execution"]["data_parallel"].startswith("kvstore dist_sync over 2 processes on dlnode")
+    assert sorted(record["execution"]["data_parallel"].split(": ")[0].split(" on ")[1].split(", ")) == [
+        "dlnode1", "dlnode2"]
+
+
+def test_cntk_trains_over_two_nodes_one_mpi_rank_on_each(tmp_path, cntk_worker_python):
+    """``2xcpu`` of CNTK: its runner starts mpiexec, which starts OpenMPI's daemons on the allocation's nodes with
+    srun, a rank on each; the ranks connect back to the runner over TCP and all-reduce through MPI across the
+    bridge; the run checks that both end with the same weights."""
+    record, log = _over_two_nodes(tmp_path, RunSpec("cntk", "mnist-synthetic", "lenet", "2xcpu", 1, 32, 12, 2, 0.01, 2),
+                                  sys.executable, cntk_worker_python)
+    assert "--map-by node" in log and " tcp:10.231.0." in log
+    assert record["execution"]["data_parallel"] == ("data_parallel_distributed_learner over 2 MPI ranks on dlnode1, "
+                                                    "dlnode2: gradients all-reduced by CNTK's MPI communicator")
 
 
 def test_scancel_mid_run_leaves_no_process_of_the_run_on_either_node(tmp_path):

@@ -5,17 +5,21 @@ tells each its rank: on one machine as n local processes (``--standalone``); ins
 of n nodes as one process per node, started by ``srun``, that meet at the first node (c10d rendezvous).
 TensorFlow's runners are started by ``srun`` itself, one per node of an allocation of n nodes; each finds
 the others from Slurm's variables (``SlurmClusterResolver``). CNTK's one runner starts its MPI ranks
-itself (``backends.cntk``). MXNet's (``kvstore=dist_sync``) are not wired in.
+itself (``backends.cntk``). MXNet's workers, ``kvstore=dist_sync``, come with the scheduler and servers of its
+parameter server (:mod:`dlbench.ps_lite`): all n on one machine, or one of each per node started by ``srun``.
+A process of the group that fails ends the others (srun's ``--kill-on-bad-exit``).
 """
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 
 from .registry import REGISTRY
 
 RENDEZVOUS_PORT = 29500
 TENSORFLOW_PORT = 29510  # each node's TensorFlow worker serves its collectives here (gRPC)
+MXNET_PORT = 29520  # MXNet's parameter-server scheduler, on the first node
 
 
 class NotLaunchable(Exception):
@@ -28,6 +32,14 @@ def first_node(nodelist: str) -> str:
         return nodelist.split(",")[0]
     return subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True,
                           check=True).stdout.split()[0]
+
+
+def address_towards(host: str) -> str:
+    """This machine's address on its route to ``host`` (a name or an address): where that host reaches it.
+    A UDP socket's connect sends nothing."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect((host, 9))
+        return probe.getsockname()[0]
 
 
 def local_processes(processes: int, env=os.environ) -> int:
@@ -45,7 +57,12 @@ def runner_command(python: str, framework: str, processes: int, arguments: list[
         raise NotLaunchable(f"{processes} processes: data parallelism over processes is wired for {wired} only")
     if launcher == "mpiexec":
         return [python, *runner]
-    one_per_node = ["srun", f"--nodes={processes}", f"--ntasks={processes}", "--ntasks-per-node=1"]
+    one_per_node = ["srun", f"--nodes={processes}", f"--ntasks={processes}", "--ntasks-per-node=1",
+                    "--kill-on-bad-exit=1"]
+    if launcher == "ps-lite":
+        if local_processes(processes, env) == processes:
+            return [python, "-m", "dlbench.ps_lite", "local", str(processes), *arguments]
+        return [*one_per_node, python, "-m", "dlbench.ps_lite", "node", str(processes), *arguments]
     if launcher == "srun":
         if local_processes(processes, env) == processes:
             raise NotLaunchable(f"{processes} processes: {framework} runs one per node of a Slurm allocation of "

@@ -329,7 +329,12 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
                     sampler.stop()
         except StartFailed as error:
             return {"status": "failed", "reason": f"cannot start the runner with {python}: {error}"}, None
-        return {**read_result(result_path, returncode, oom_kills), "launched_epoch": launched_epoch}, sampler
+        result = read_result(result_path, returncode, oom_kills)
+        if returncode and spec.processes > 1 and result.get("status") == "ok":  # the first wrote, another failed
+            result = {"status": "failed", "reason": f"a process of the group of {spec.processes} "
+                                                    f"{exit_words(returncode)} after the first wrote its result (the "
+                                                    "log says why)"}
+        return {**result, "launched_epoch": launched_epoch}, sampler
 
 
 FULL_DISK_BYTES = 16 * 2**20  # less free space than this where the result was to be: a disk full is likely

@@ -17,8 +17,8 @@ class Framework:
     environment: str  # envs/<environment>.*, .venvs/<environment>: Keras shares its backend's
     data_format: str  # the format its input pipeline reads (dlbench.formats)
     # Who starts the processes of a run over several (<n>x<device>; dlbench.launch): "torchrun" starts n
-    # runners; "srun" starts one per node of a Slurm allocation; "mpiexec" is started by the one runner's
-    # backend, one MPI rank per device (gpu<g> too).
+    # runners; "srun" starts one per node of a Slurm allocation; "ps-lite" starts n workers with their parameter
+    # servers (dlbench.ps_lite); "mpiexec" is started by the one runner's backend, one MPI rank per device.
     launcher: str | None = None
     # Of spec.PRECISIONS, those the backend sets up (tf32: a switch for both its cuDNN and its
     # cuBLAS calls; NVIDIA_TF32_OVERRIDE=0 can only switch TF32 off). TF32 is a GPU math mode.
@@ -56,7 +56,8 @@ REGISTRY = {framework.name: framework for framework in (
     Framework("pytorch", "pytorch", "pytorch", "lmdb", launcher="torchrun", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile",
               optimizer_differences={"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}),
-    Framework("mxnet", "mxnet", "mxnet", "recordio", cpu_precisions=("fp32", "bf16"), gpu_precisions=("fp32", "fp16"),
+    Framework("mxnet", "mxnet", "mxnet", "recordio", launcher="ps-lite", cpu_precisions=("fp32", "bf16"),
+              gpu_precisions=("fp32", "fp16"),
               always_compiled="Gluon hybridize (static graph)"),
     Framework("cntk", "cntk", "cntk", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
               optimizer_differences={"rmsprop": "the mean square starts at the first squared gradient, not at 0, "

@@ -3,10 +3,11 @@
 It imports nothing of dlbench (whose modules need a newer Python), only the standard library,
 numpy and cntk, and is written for Python 3.6 (tests check that with vermin). The runner, on the
 workflow's Python, translates the network description into a plan of CNTK layer calls
-(:mod:`dlbench.backends.cntk`) and drives this worker over a Unix socket that it listens on::
+(:mod:`dlbench.backends.cntk`) and drives this worker over a socket that it listens on::
 
     python3.6 cntk_worker.py CONFIG.json SOCKET       train: one "step" line, one reply each (SOCKET:
-                                                      a path, or @NAME in the abstract namespace);
+                                                      a path, @NAME in the abstract namespace,
+                                                      or tcp:HOST:PORT from other nodes);
                                                       inference: "inference N", then one "forward" each;
                                                       accuracy: "test" evaluates the test map file;
                                                       profile: "profile start", steps, "profile stop"
@@ -313,10 +314,20 @@ class Worker:
             C.train.distributed.Communicator.finalize()
 
 
+def connect(address):
+    """The runner's socket: ``tcp:HOST:PORT`` (ranks on other nodes), ``@NAME`` (Linux's abstract namespace)
+    or a path."""
+    if address.startswith("tcp:"):
+        host, port = address[len("tcp:"):].rsplit(":", 1)
+        return socket.create_connection((host, int(port)))
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.connect("\0" + address[1:] if address.startswith("@") else address)
+    return connection
+
+
 def serve(config_path, socket_path):
     rank = launched_rank()
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    connection.connect("\0" + socket_path[1:] if socket_path.startswith("@") else socket_path)
+    connection = connect(socket_path)
     commands, replies = connection.makefile("r"), connection.makefile("w")
 
     def reply(**message):
@@ -330,7 +341,7 @@ def serve(config_path, socket_path):
     except Unavailable as error:
         reply(unavailable=str(error))
         return 0
-    reply(ready=True, parameters=trainable_parameters(worker.model), pid=os.getpid(),
+    reply(ready=True, parameters=trainable_parameters(worker.model), pid=os.getpid(), host=socket.gethostname(),
           batch=config["batch_size"] // config["ranks"])
     for command in commands:  # until the runner closes the connection
         command = command.strip()

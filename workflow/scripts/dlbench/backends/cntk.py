@@ -192,9 +192,6 @@ def worker_command(python: str, spec: RunSpec, config_path: Path, socket_name: s
     count = ranks(spec)
     if count == 1:
         return command
-    if launch.local_processes(spec.processes) < spec.processes:
-        raise Unavailable(f"{spec.device}: CNTK over several nodes is not wired (its ranks report to the runner "
-                          "over a socket on one machine)")
     # conda's cntk environment brings its own OpenMPI; a pip one links the system's (dlbench.cntk_setup)
     beside = Path(python).parent / "mpiexec"
     mpiexec = str(beside) if beside.exists() else shutil.which("mpiexec")
@@ -203,7 +200,27 @@ def worker_command(python: str, spec: RunSpec, config_path: Path, socket_name: s
                           f"beside {python} or on PATH (Debian: openmpi-bin)")
     # The ranks keep the cores the run holds (inherited affinity) rather than OpenMPI's binding; OpenMPI
     # counts the machine's cores, not those held, when it refuses more ranks than cores.
-    return [mpiexec, "-n", str(count), "--bind-to", "none", "--oversubscribe", *command]
+    # Over the nodes of a Slurm allocation, OpenMPI starts its daemons there with srun; ranks round-robin on them.
+    across = ["--map-by", "node"] if _across_nodes(spec) else []
+    return [mpiexec, "-n", str(count), *across, "--bind-to", "none", "--oversubscribe", *command]
+
+
+def _across_nodes(spec: RunSpec) -> bool:
+    return launch.local_processes(spec.processes) < spec.processes
+
+
+def _listener(spec: RunSpec, name: str) -> tuple[socket.socket, str]:
+    """The socket the ranks connect to, and its address for them: on one machine in Linux's abstract namespace
+    (no file to leave behind, no limit of 108 bytes on the scratch's path); for ranks on other nodes, TCP on the
+    address this machine has towards the allocation's first node."""
+    if not _across_nodes(spec):
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(f"\0{name}")
+        return listener, f"@{name}"
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind((launch.address_towards(launch.first_node(os.environ["SLURM_JOB_NODELIST"])), 0))
+    host, port = listener.getsockname()
+    return listener, f"tcp:{host}:{port}"
 
 
 def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
@@ -279,9 +296,6 @@ class Harness:
                                                    dir=Path(lifeline_file).parent if lifeline_file else None)
         self.process, self.connections, self.ranks = None, [], []
         self.batch_size, self.layer_names = spec.batch_size_global, networks.layer_names(description)
-        if ranks(spec) > 1:
-            self.data_parallel = (f"data_parallel_distributed_learner over {ranks(spec)} MPI ranks: gradients "
-                                  "all-reduced by CNTK's MPI communicator")
         try:
             self._start(spec, description, python, Path(self.scratch.name))
         except BaseException:
@@ -290,12 +304,9 @@ class Harness:
 
     def _start(self, spec: RunSpec, description: networks.Network, python: str, scratch: Path) -> None:
         (scratch / "worker.json").write_text(json.dumps(worker_config(spec, description, scratch)))
-        # In Linux's abstract namespace: no file to leave behind, and no limit of 108 bytes on the scratch's path
-        name = f"{scratch.name}-{os.getpid()}"
-        command = worker_command(python, spec, scratch / "worker.json", f"@{name}")
+        listener, address = _listener(spec, f"{scratch.name}-{os.getpid()}")
+        command = worker_command(python, spec, scratch / "worker.json", address)
         print(f"CNTK worker: {' '.join(command)}", flush=True)
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(f"\0{name}")
         listener.listen()
         environment = dict(os.environ)
         if os.geteuid() == 0:  # OpenMPI refuses root unless told; containers and CI often are root
@@ -312,6 +323,9 @@ class Harness:
         self.pids = {self.process.pid, *(hello["pid"] for hello in hellos)}
         if len(hellos) > 1:
             print(f"CNTK: {len(hellos)} ranks, batch {hellos[0]['batch']} each", flush=True)
+            hosts = ", ".join(hello["host"] for hello in sorted(hellos, key=lambda hello: hello["rank"]))
+            self.data_parallel = (f"data_parallel_distributed_learner over {len(hellos)} MPI ranks on {hosts}: "
+                                  "gradients all-reduced by CNTK's MPI communicator")
         expected = networks.trainable_parameters(description)
         if hellos[0]["parameters"] != expected:
             raise RuntimeError(f"the CNTK {description.name} has {hellos[0]['parameters']:,} trainable parameters, "

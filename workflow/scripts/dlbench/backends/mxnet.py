@@ -10,6 +10,7 @@ import json
 import math
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -152,7 +153,8 @@ class RecordBatches:
     from its start (``round_batch``; without it MXNet 1.9 fills the rest with zero images labelled
     0 and reports no padding)."""
 
-    def __init__(self, spec: RunSpec, description: networks.Network):
+    def __init__(self, spec: RunSpec, description: networks.Network, rank: int = 0, workers: int = 1):
+        """Of ``workers`` processes, each reads its part of every shard (``part_index``), its share of the batch."""
         self.shards = inputs.train_shards(spec)
         images = sum(len((shard / recordio_im2rec.IDX).read_text().splitlines()) for shard in self.shards)
         require_one_batch(spec, images, spec.batch_size_global)
@@ -163,9 +165,11 @@ class RecordBatches:
                      for colour, value in zip("rgb", values)}
         # input_size: the shorter side resized (bilinear) to it, grey images decoded as colour ones
         resize = {"resize": spec.input_size} if spec.input_size else {}
-        self.options = dict(data_shape=description.input_shape, batch_size=spec.batch_size_global, shuffle=True,
+        self.options = dict(data_shape=description.input_shape, batch_size=spec.batch_size_global // workers,
+                            shuffle=True,
                             rand_crop=True, rand_mirror=inputs.stored_shape(spec, description)[0] == 3,
                             preprocess_threads=spec.threads, seed=spec.seed, round_batch=True, **normalise, **resize)
+        self.part = {"num_parts": workers, "part_index": rank} if workers > 1 else {}
         self.test_shards = inputs.test_shards(spec) if spec.task == "accuracy" else []
         self.rng = np.random.default_rng(spec.seed)
         self.order: list[int] = []
@@ -186,7 +190,8 @@ class RecordBatches:
             self.order = self.rng.permutation(len(self.shards)).tolist()
         shard = self.shards[self.order.pop()]
         self.iterator = mx.io.ImageRecordIter(path_imgrec=str(shard / recordio_im2rec.REC),
-                                              path_imgidx=str(shard / recordio_im2rec.IDX), **self.options)
+                                              path_imgidx=str(shard / recordio_im2rec.IDX), **self.options,
+                                              **self.part)
 
     def next(self) -> tuple[mx.nd.NDArray, mx.nd.NDArray]:
         while True:
@@ -320,6 +325,39 @@ def optimizer(rule: networks.Optimizer, learning_rate: float) -> tuple[str, dict
     return "sgd", {"learning_rate": learning_rate, "momentum": rule.momentum}
 
 
+HOSTS_KEY, HOST_BYTES = 2**30, 64  # a kvstore key apart from the trainer's (a parameter's index in the network)
+
+
+def _gathered_hosts(kvstore: mx.kv.KVStore) -> list[str]:
+    """Each worker's host name, in the kvstore's rank order: each pushes its name into its row of a zero
+    matrix, and the servers, before the trainer hands them an optimizer (at its first step), sum the rows."""
+    rows = np.zeros((kvstore.num_workers, HOST_BYTES), dtype=np.float32)
+    name = socket.gethostname().encode()[:HOST_BYTES]
+    rows[kvstore.rank, :len(name)] = list(name)
+    kvstore.init(HOSTS_KEY, mx.nd.zeros(rows.shape))
+    kvstore.push(HOSTS_KEY, mx.nd.array(rows))
+    gathered = mx.nd.zeros(rows.shape)
+    kvstore.pull(HOSTS_KEY, out=gathered)
+    return [bytes(row[row > 0].astype(np.uint8).tolist()).decode() for row in gathered.asnumpy()]
+
+
+def check_weights_are_the_servers(kvstore: mx.kv.KVStore, net: nn.HybridBlock) -> None:
+    """Raise unless this worker's trainable weights are those the servers hold (gluon.Trainer's key of a
+    parameter is its index in the sorted names of the network's). Every worker that passes holds the same."""
+    differing = []
+    for key, (_, parameter) in enumerate(sorted(net.collect_params().items())):
+        if parameter.grad_req == "null":  # batch norm's running statistics stay each worker's own
+            continue
+        local = parameter.data(parameter.list_ctx()[0])
+        served = mx.nd.zeros(local.shape, ctx=local.context, dtype=local.dtype)
+        kvstore.pull(key, out=served)
+        if not np.allclose(local.asnumpy(), served.asnumpy(), rtol=1e-6, atol=1e-9):
+            differing.append(parameter.name)
+    if differing:
+        raise RuntimeError(f"worker {kvstore.rank} of {kvstore.num_workers} holds other weights than the parameter "
+                           f"servers ({', '.join(differing[:4])}): the workers did not train as one")
+
+
 def _contexts(spec: RunSpec) -> list[mx.Context]:
     if spec.gpus == 0:
         return [mx.cpu()]
@@ -345,24 +383,36 @@ class Harness:
         self.net = build(description)
         self.net.initialize(mx.init.Xavier(), ctx=self.contexts)
         self.net.hybridize(static_alloc=True, static_shape=True)
-        # Data parallelism: the global batch is split over the contexts, the kvstore sums gradients.
+        # Data parallelism: the global batch is split over the processes (workers) and their contexts. One
+        # process's kvstore sums its contexts' gradients; over processes, the parameter servers
+        # (dlbench.ps_lite) sum all workers' and apply the optimizer, and the workers pull the weights.
+        self.kvstore = kvstore = mx.kv.create("dist_sync") if spec.processes > 1 else None
+        rank, workers = (kvstore.rank, kvstore.num_workers) if kvstore else (0, 1)
+        if workers != spec.processes:
+            raise RuntimeError(f"{spec.device} trains over {spec.processes} processes; {workers} workers joined")
         self.trainer = gluon.Trainer(self.net.collect_params(),
                                      *optimizer(networks.optimizer(spec.network), spec.learning_rate),
-                                     kvstore="device" if len(self.contexts) > 1 else None)
-        if len(self.contexts) > 1:
+                                     kvstore=kvstore or ("device" if len(self.contexts) > 1 else None))
+        if kvstore:
+            hosts = ", ".join(_gathered_hosts(kvstore))
+            print(f"worker {rank} of {workers}: batch {spec.batch_size_global // workers}, {hosts}", flush=True)
+            self.data_parallel = (f"kvstore dist_sync over {workers} processes on {hosts}: gradients pushed to "
+                                  f"{workers} parameter servers, which sum them and apply the optimizer")
+        elif len(self.contexts) > 1:
             self.data_parallel = (f"gluon.Trainer's kvstore 'device' over {len(self.contexts)} contexts: "
                                   "gradients summed")
         self.loss_scaling = spec.precision == "fp16"
         if self.loss_scaling:
             amp.init_trainer(self.trainer)  # dynamic loss scaling
         self.criterion = gluon.loss.SoftmaxCrossEntropyLoss()
-        self.batch = spec.batch_size_global
+        self.batch, self.share = spec.batch_size_global, spec.batch_size_global // workers
         if spec.data_mode == "synthetic":
             images, labels = inputs.normalised_synthetic_batch(spec, description)
-            resident = self._split(mx.nd.array(images), mx.nd.array(labels))
+            share = slice(rank * len(images) // workers, (rank + 1) * len(images) // workers)
+            resident = self._split(mx.nd.array(images[share]), mx.nd.array(labels[share]))
             self.next_batch = InputClock(lambda: resident)
         else:
-            self.batches = batches = RecordBatches(spec, description)
+            self.batches = batches = RecordBatches(spec, description, rank, workers)
             self.next_batch = InputClock(lambda: self._split(*batches.next()))
         # ImageRecordIter's next() recycles an old batch with NDArray::WaitToWrite, an engine operation
         # queued behind the step in flight on the CPU's engine worker: on a CPU it waits for that step, and
@@ -421,9 +471,13 @@ class Harness:
         mx.nd.waitall()
 
     def final_loss(self) -> float | None:
+        """The last step's loss on this process's share; over several processes, once this worker's weights are
+        seen to be the servers' (each worker checks: a worker that fails ends the group, and the run)."""
+        if self.kvstore:
+            check_weights_are_the_servers(self.kvstore, self.net)
         if self.losses is None:
             return None
-        return float(sum(loss.sum().asscalar() for loss in self.losses) / self.batch)
+        return float(sum(loss.sum().asscalar() for loss in self.losses) / self.share)
 
     def allocator_peak_mib(self) -> None:
         return None  # MXNet 1.9 reports free/total GPU memory, not its allocator's peak
