@@ -63,9 +63,23 @@ def test_the_scaling_figure_draws_each_speedup_and_says_when_there_is_none(tmp_p
     table = appendix(runs_table(records))
     scaling_figure(table, "mnist-generated", [tmp_path / "s.svg"])
     svg = (tmp_path / "s.svg").read_text()
-    assert 'id="speedup pytorch lenet gpu2 over gpu1"' in svg and "90%" in svg
+    assert 'id="speedup pytorch lenet gpu2 over gpu1"' in svg and "90%" in svg and "<pattern" not in svg  # no hatch
     scaling_figure(table[table["device"] == "gpu1"], "mnist-generated", [tmp_path / "none.svg"])
     assert "No framework ran" in (tmp_path / "none.svg").read_text()
+
+
+def test_a_speed_up_over_nodes_that_were_one_machine_is_flagged_not_passed_off(tmp_path):
+    """``2xcpu`` over two "nodes" that share one machine's kernel (the two-node test cluster): the cell says so,
+    and its bar is hatched with the reason beneath the figure."""
+    over_nodes = gpu_record("pytorch", "2xcpu", 1200.0)
+    over_nodes["execution"].update(nodes=["dlnode1", "dlnode2"], nodes_share_machine=True)
+    table = appendix(runs_table([gpu_record("pytorch", "cpu", 1000.0), over_nodes]))
+    cell = table[(table["metric"] == "train_speed") & (table["device"] == "2xcpu")].iloc[0]
+    assert cell["flags"] == "nodes on one machine 1/1" and cell["cell"].endswith("[nodes on one machine 1/1]")
+    scaling_figure(table, "mnist-generated", [tmp_path / "s.svg"])
+    svg = (tmp_path / "s.svg").read_text()
+    assert 'id="speedup pytorch lenet 2xcpu over cpu"' in svg and "60%" in svg
+    assert "hatched: pytorch lenet, 2xcpu over cpu: nodes on one machine 1/1" in svg and "<pattern" in svg
 
 
 def on_target(item: dict, target: str, gpu_model: str | None = None) -> dict:

@@ -88,6 +88,13 @@ def test_pytorch_trains_over_two_nodes_one_process_each_meeting_at_the_first(tmp
     assert "--rdzv-endpoint=dlnode1:29500" in log
     assert record["execution"]["data_parallel"] == ("DistributedDataParallel over 2 processes on dlnode1, dlnode2: "
                                                     "gradients all-reduced by gloo")
+    # the nodes share this machine's kernel: said so; the monitor's samples hold none of the ranks: nothing from them
+    assert record["execution"]["nodes"] == ["dlnode1", "dlnode2"] and record["execution"]["nodes_share_machine"]
+    assert "nodes: dlnode1, dlnode2 (one machine: they share its cores)" in log
+    unsampled = record["memory"]["reasons"]["host_peak_rss_mib"]
+    assert record["memory"]["host_peak_rss_mib"] is None and unsampled.startswith(
+        "its 2 processes ran on the allocation's nodes, started by srun: the monitor on ")
+    assert record["timing"]["contention_share"] is None and record["timing"]["reasons"]["contention_share"] == unsampled
 
 
 @pytest.mark.slow

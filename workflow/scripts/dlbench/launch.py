@@ -42,6 +42,16 @@ def address_towards(host: str) -> str:
         return probe.getsockname()[0]
 
 
+def allocation_machines(processes: int) -> dict[str, str]:
+    """The nodes a run's processes go to, one per node of the Slurm allocation, each with the boot id of the kernel
+    it runs under: nodes that share one are one machine (containers, network namespaces), whose cores they share."""
+    found = subprocess.run(["srun", f"--nodes={processes}", f"--ntasks={processes}", "--ntasks-per-node=1", "--label",
+                            "sh", "-c", 'echo "$SLURMD_NODENAME $(cat /proc/sys/kernel/random/boot_id)"'],
+                           capture_output=True, text=True, check=True, timeout=120).stdout
+    labelled = sorted((int(label), line.split()) for label, line in (row.split(":", 1) for row in found.splitlines()))
+    return {node: boot for _, (node, boot) in labelled}
+
+
 def local_processes(processes: int, env=os.environ) -> int:
     """How many of the run's processes run on this machine (they share its held cores)."""
     return 1 if int(env.get("SLURM_JOB_NUM_NODES", "1")) >= processes > 1 else processes

@@ -39,9 +39,10 @@ class Flag:
 
 
 # The marks of runs whose speed says less about the framework than about its surroundings: they waited
-# for their input, or other work shared their cores (dlbench.host).
+# for their input, or other work shared their cores (dlbench.host), or their "nodes" were one machine.
 FLAGS = {"input_bound": Flag("input-bound", "input_wait", 0.05),
          "contended": Flag("contended", "contention_share", 0.10),
+         "one_machine": Flag("nodes on one machine", "nodes_share_machine", 0.5),
          "beats_ceiling": Flag("beats the ceiling", "ceiling_fraction", BEATS_CEILING, ("ceiling_fraction",))}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -313,20 +314,25 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
             return {"status": "unavailable", "reason": f"{spec.device}: {error}"}, None
         # Processes on this machine share its held threads (torchrun --standalone).
         threads = max(1, spec.threads // launch.local_processes(spec.processes))
+        nodes = _nodes(spec, log)
         log.write(f"runner: {' '.join(command)} (threads {threads}, timeout {timeout_s:.0f} s)\n")
         log.flush()
         launched_epoch, oom_kills = time.time(), host.oom_kills()
         environment = {**runner_environment(threads, gpus, worker_python, spec.precision), **lifeline_environment}
         try:
             with started(command, log, cores, locks, environment) as process:
-                sampler = Sampler(process.pid, probe, sample_hz, cores, host.Rapl())
-                sampler.start()
+                # srun starts the processes of a run over nodes, outside this process's tree: none to sample
+                sampler = None if nodes else Sampler(process.pid, probe, sample_hz, cores, host.Rapl())
+                if sampler:
+                    sampler.start()
                 try:
                     returncode = process.wait(timeout=timeout_s)
                 except subprocess.TimeoutExpired:
-                    return {"status": "failed", "reason": f"timeout: no result after {timeout_s:.0f} s"}, sampler
+                    timeout = f"timeout: no result after {timeout_s:.0f} s"
+                    return {"status": "failed", "reason": timeout, **nodes}, sampler
                 finally:
-                    sampler.stop()
+                    if sampler:
+                        sampler.stop()
         except StartFailed as error:
             return {"status": "failed", "reason": f"cannot start the runner with {python}: {error}"}, None
         result = read_result(result_path, returncode, oom_kills)
@@ -334,7 +340,24 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
             result = {"status": "failed", "reason": f"a process of the group of {spec.processes} "
                                                     f"{exit_words(returncode)} after the first wrote its result (the "
                                                     "log says why)"}
-        return {**result, "launched_epoch": launched_epoch}, sampler
+        return {**result, "launched_epoch": launched_epoch, **nodes}, sampler
+
+
+def _nodes(spec: RunSpec, log) -> dict:
+    """For a run whose processes srun starts on the nodes of an allocation: the nodes, whether they are one machine
+    (then they share its cores: the run is no measure of nodes), and why this monitor samples none of them."""
+    if launch.local_processes(spec.processes) == spec.processes:
+        return {}
+    unsampled = (f"its {spec.processes} processes ran on the allocation's nodes, started by srun: the monitor on "
+                 f"{socket.gethostname()} samples only the processes it starts")
+    try:
+        machines = launch.allocation_machines(spec.processes)
+    except (OSError, subprocess.SubprocessError) as error:
+        log.write(f"the allocation's nodes could not be told apart ({error}): the record does not name them\n")
+        return {"nodes": None, "nodes_share_machine": None, "unsampled": unsampled}
+    shared = len(set(machines.values())) < len(machines)
+    log.write(f"nodes: {', '.join(machines)}{' (one machine: they share its cores)' if shared else ''}\n")
+    return {"nodes": list(machines), "nodes_share_machine": shared, "unsampled": unsampled}
 
 
 FULL_DISK_BYTES = 16 * 2**20  # less free space than this where the result was to be: a disk full is likely

@@ -93,16 +93,22 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
     host_samples = sampler.host_samples if sampler else []
     waited = window.get("input_wait_seconds") if ok and spec.task != "inference" else None  # inference: none
     timing.update(input_wait_seconds=waited, input_wait_share=None if waited is None else waited / window["seconds"])
-    timing["contention_share"], contention_reason = host.contention_share(host_samples, window_span,
-                                                                         len(sampler.cores) if sampler else 0)
+    # A run over nodes: its processes are nowhere in this node's samples, and its other work is no other work
+    unsampled = result.get("unsampled")
+    timing["contention_share"], contention_reason = (None, unsampled) if unsampled else host.contention_share(
+        host_samples, window_span, len(sampler.cores) if sampler else 0)
     gpu_memory, power = memory_and_power(sampler.gpu_samples if sampler else [], window_span, images, probe.error)
+    if unsampled and spec.gpus:
+        for block in (gpu_memory, power):
+            block["reasons"] = {**block.get("reasons", {}),
+                                **{k: not_ok or unsampled for k, v in block.items() if v is None and k != "method"}}
     allocator = result.get("framework_allocator_peak_mib")
     memory = {"host_peak_rss_mib": sampler.rss_peak_mib if sampler and sampler.ticks else None,
               **{k: v for k, v in gpu_memory.items() if k != "reasons"},
               "framework_allocator_peak_mib": allocator}
     memory["reasons"] = dict(gpu_memory.get("reasons", {}))
     if memory["host_peak_rss_mib"] is None:
-        memory["reasons"]["host_peak_rss_mib"] = not_ok or "no host samples"
+        memory["reasons"]["host_peak_rss_mib"] = not_ok or unsampled or "no host samples"
     if allocator is None:
         memory["reasons"]["framework_allocator_peak_mib"] = not_ok or (
             probe.error if spec.gpus == 0 else "the framework reports no allocator peak")
@@ -111,7 +117,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
                  cpu_energy_j=cpu_joules, cpu_energy_per_image_j=None if cpu_joules is None else cpu_joules / images)
     if cpu_joules is None:
         power.setdefault("reasons", {}).update(dict.fromkeys(("cpu_energy_j", "cpu_energy_per_image_j"),
-                                                             not_ok or cpu_reason))
+                                                             not_ok or unsampled or cpu_reason))
     if not ok:
         timing["reasons"] = {k: not_ok for k, v in timing.items() if v is None and k != "wall_seconds"}
     else:
@@ -127,7 +133,8 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         "run": spec.record_block(result.get("framework_version")),
         "status": result["status"],
         "reason": result["reason"],
-        "execution": {**backends.execution(spec), "data_parallel": result.get("data_parallel")},
+        "execution": {**backends.execution(spec), "data_parallel": result.get("data_parallel"),
+                      "nodes": result.get("nodes"), "nodes_share_machine": result.get("nodes_share_machine")},
         "timing": timing,
         "memory": memory,
         "power": power,

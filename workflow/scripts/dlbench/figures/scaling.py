@@ -15,14 +15,19 @@ def scaling_figure(table: pd.DataFrame, dataset: str, outputs: list[Path], hardw
     """Training speed-ups (tables.appendix.scaling and gpu_over_cpu), a panel per placement (and variant) and the
     placement it is set against, in the order of the targets (``hardware``, the config's): a group per network, a
     bar per framework in its colour. On several devices each bar says its efficiency and the ideal (as many
-    times as devices) is dashed; on a GPU over a CPU each says how many times, and the axis is logarithmic."""
+    times as devices) is dashed; on a GPU over a CPU each says how many times, and the axis is logarithmic. A bar
+    whose cell is flagged (contended; "nodes" that were one machine, whose speed-up is no measure of nodes) is
+    hatched, and the note under the figure says why."""
     table = table[table["dataset"] == dataset]
     speedups = pd.concat([scaling(table), gpu_over_cpu(table, hardware)], ignore_index=True)
+    speedups["flags"] = speedups["flags"].fillna("")
     speedups = speedups.assign(panel=speedups["placement"] + (" " + speedups["variant"]).where(
         speedups["variant"] != "fp32", "") + " over " + speedups["baseline"])
     order = speedups.assign(rank=speedups["hardware"].map(lambda target: target_rank(target, hardware)))
     panels = list(order.sort_values(["rank", "devices", "panel"], kind="stable")["panel"].drop_duplicates())
-    fig, axes = with_notes(max(5.5, 4.5 * len(panels)), 4, [] if panels else [
+    flagged = speedups[speedups["flags"] != ""]
+    notes = [f"hatched: {row.framework} {row.network}, {row.panel}: {row.flags}" for row in flagged.itertuples()]
+    fig, axes = with_notes(max(5.5, 4.5 * len(panels)), 4, notes if panels else [
         "No framework ran this dataset's training both on one device and on several, or on a GPU and a CPU."],
                            max(len(panels), 1))
     for ax, panel in zip(axes, panels):
@@ -33,7 +38,7 @@ def scaling_figure(table: pd.DataFrame, dataset: str, outputs: list[Path], hardw
         for row in bars.itertuples():
             x = networks.index(row.network) - 0.4 + width * (frameworks.index(row.framework) + 0.5)
             ax.bar(x, row.speedup, width, color=FRAMEWORK_COLOURS[row.framework], label=row.framework,
-                   gid=f"speedup {row.framework} {row.network} {panel}")
+                   hatch="//" if row.flags else None, gid=f"speedup {row.framework} {row.network} {panel}")
             ax.annotate(f"{row.efficiency:.0%}" if devices > 1 else f"×{row.speedup:.3g}", (x, row.speedup),
                         xytext=(0, 2), textcoords="offset points", ha="center", fontsize=6)
         if devices > 1:

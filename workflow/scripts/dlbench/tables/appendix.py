@@ -115,7 +115,7 @@ def training_speeds(table: pd.DataFrame) -> pd.DataFrame:
 
 
 SPEEDUP_COLUMNS = [*SPEEDUP_KEYS, "hardware", "machine", "device", "placement", "baseline", "devices", "speedup",
-                   "efficiency"]
+                   "efficiency", "flags"]
 
 
 def scaling(table: pd.DataFrame) -> pd.DataFrame:

@@ -44,6 +44,7 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
                    epochs=run.get("epochs"), target_accuracy=run.get("target_accuracy"),
                    input_size=run.get("input_size"),
                    contention_share=record["timing"]["contention_share"],
+                   nodes_share_machine=(record.get("execution") or {}).get("nodes_share_machine"),
                    cpu_model=record["provenance"].get("cpu_model"),
                    gpu_model=", ".join(sorted({gpu["name"] for gpu in record["provenance"].get("gpus") or []})),
                    started_at=record["provenance"].get("started_at"), record=record["path"])
