@@ -54,10 +54,10 @@ def test_schema_names_the_key_and_the_allowed_values(change, message):
 
 
 def test_a_bad_device_is_explained_in_words():
-    with pytest.raises(ConfigError, match=r"devices\[1\]: bad device 'gpu0'; allowed: cpu, gpuN \(N ≥ 1 GPUs\) or "
+    with pytest.raises(ConfigError, match=r"devices\[1\]: bad device 'gpu0'; allowed: cpu, gpuN \(N ≥ 1 GPUs\), "
                                           r"<n>x<cpu\|gpuN> \(n ≥ 2 processes"):
         check_devices({**GOOD, "devices": ["cpu", "gpu0"]})
-    check_devices({**GOOD, "devices": ["cpu", "gpu2", "2xgpu1", "4xcpu"]})
+    check_devices({**GOOD, "devices": ["cpu", "gpu2", "2xgpu1", "4xcpu", "2x2xgpu1"]})
 
 
 def test_the_documented_defaults_are_the_schemas():

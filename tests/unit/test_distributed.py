@@ -7,6 +7,7 @@ import sys
 import pytest
 from dlbench import launch
 from dlbench.config import ConfigError, cases
+from dlbench.spec import device_layout, parse_device
 
 from .test_config import GOOD, validated
 from .test_monitor import run, spec
@@ -61,19 +62,38 @@ def test_a_group_whose_other_process_fails_fails_though_the_first_wrote_its_resu
 
 def test_in_a_slurm_allocation_each_node_starts_one_process_that_meets_at_the_first():
     env = {"SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_ID": "41", "SLURM_JOB_NODELIST": "node7,node8"}
-    command = launch.runner_command("python", "pytorch", 2, ["spec.json", "result.json"], env)
+    command = launch.runner_command("python", "pytorch", "2xcpu", ["spec.json", "result.json"], env)
     assert command == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "python",
                        "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
                        "--rdzv-id=41", "--rdzv-endpoint=node7:29500", "-m", "dlbench.runner", "spec.json",
                        "result.json"]
-    assert launch.local_processes(2, env) == 1 and launch.local_processes(2, {}) == 2
+    assert launch.local_processes("2xcpu", env) == 1 and launch.local_processes("2xcpu", {}) == 2
     # TensorFlow's workers are srun's tasks themselves, one per node
-    assert launch.runner_command("python", "tensorflow", 2, ["spec.json", "result.json"], env) == [
+    assert launch.runner_command("python", "tensorflow", "2xcpu", ["spec.json", "result.json"], env) == [
         "srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "python", "-m",
         "dlbench.runner", "spec.json", "result.json"]
     # MXNet's ps-lite roles (scheduler, server, worker) are started by dlbench.ps_lite on each node
-    assert launch.runner_command("python", "mxnet", 2, ["spec.json", "result.json"], env)[4:] == [
+    assert launch.runner_command("python", "mxnet", "2xcpu", ["spec.json", "result.json"], env)[4:] == [
         "--kill-on-bad-exit=1", "python", "-m", "dlbench.ps_lite", "node", "2", "spec.json", "result.json"]
+
+
+def test_nodes_processes_per_node_and_gpus_per_process_are_each_spelled():
+    """``2x2xgpu1``: two nodes of two processes, a GPU each; inside an allocation of two nodes each node runs two
+    (one torchrun per node with two processes; two srun tasks per node), on one machine all four."""
+    assert parse_device("2x2xgpu1") == (4, 1) and device_layout("2x2xgpu1") == (2, 2, 1)
+    assert device_layout("2xcpu") == (2, 1, 0) and device_layout("gpu2") == (1, 1, 2)
+    for bad in ("1xcpu", "1x2xcpu", "2x0xcpu", "2x2x2xcpu"):
+        with pytest.raises(ValueError, match="<m>x<k>x<cpu|gpuN>"):
+            device_layout(bad)
+    env = {"SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_ID": "41", "SLURM_JOB_NODELIST": "node7,node8"}
+    assert launch.local_processes("2x2xgpu1", env) == 2 and launch.local_processes("2x2xgpu1", {}) == 4
+    torchrun = launch.runner_command("python", "pytorch", "2x2xgpu1", ["spec.json", "result.json"], env)
+    assert torchrun[:5] == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
+    assert "--nnodes=2" in torchrun and "--nproc-per-node=2" in torchrun
+    assert launch.runner_command("python", "tensorflow", "2x2xgpu1", ["s", "r"], env)[:5] == [
+        "srun", "--nodes=2", "--ntasks=4", "--ntasks-per-node=2", "--kill-on-bad-exit=1"]
+    assert launch.runner_command("python", "pytorch", "2x2xgpu1", ["s", "r"], {})[3:5] == [
+        "--standalone", "--nproc-per-node=4"]
 
 
 def test_other_frameworks_over_processes_are_unavailable(tmp_path):
@@ -82,8 +102,8 @@ def test_other_frameworks_over_processes_are_unavailable(tmp_path):
     assert record["reason"] == ("2xcpu: 2 processes: data parallelism over processes is wired for "
                                 "tensorflow, pytorch, mxnet, cntk only")
     one_machine = run(tmp_path, spec(framework="tensorflow", device="2xcpu"), python=sys.executable)
-    assert one_machine["reason"] == ("2xcpu: 2 processes: tensorflow runs one per node of a Slurm allocation of 2 "
-                                     "nodes (srun); here they would share one machine")
+    assert one_machine["reason"] == ("2xcpu: 2 processes: tensorflow's are srun's tasks on the 2 nodes of a Slurm "
+                                     "allocation; here they would share one machine")
 
 
 def test_the_global_batch_must_split_over_every_device():

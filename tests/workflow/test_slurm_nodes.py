@@ -57,7 +57,7 @@ def test_two_nodes_run_a_job_s_tasks_as_two_hosts_and_leave_nothing_behind():
     assert not Path(f"/run/netns/{TwoNodeSlurm.namespace('dlctl')}").exists() and not cluster.spool.exists()
 
 
-def _over_two_nodes(tmp_path, spec: RunSpec, *pythons: str) -> tuple[dict, str]:
+def _over_two_nodes(tmp_path, spec: RunSpec, *pythons: str, tasks_per_node: int = 1) -> tuple[dict, str]:
     """The run in an allocation of the two nodes, its monitor on the controller's host: its record and log."""
     spec.dump(tmp_path / "spec.json")
     cluster = TwoNodeSlurm()
@@ -65,7 +65,7 @@ def _over_two_nodes(tmp_path, spec: RunSpec, *pythons: str) -> tuple[dict, str]:
         cluster.start()
         monitored = [str(ROOT / "tests" / "workflow" / "monitored_run.py"), str(tmp_path / "spec.json"), str(tmp_path)]
         allocation = subprocess.run(cluster.client(
-            ["salloc", "--nodes=2", "--ntasks-per-node=1", sys.executable, *monitored, *pythons]),
+            ["salloc", "--nodes=2", f"--ntasks-per-node={tasks_per_node}", sys.executable, *monitored, *pythons]),
             capture_output=True, text=True, timeout=300, check=False,
             env={**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts")})
     finally:
@@ -97,7 +97,17 @@ def test_pytorch_trains_over_two_nodes_one_process_each_meeting_at_the_first(tmp
     assert record["timing"]["contention_share"] is None and record["timing"]["reasons"]["contention_share"] == unsampled
 
 
-@pytest.mark.slow
+def test_mxnet_trains_over_two_nodes_of_two_processes_each(tmp_path, mxnet_python):
+    """``2x2xcpu``: srun starts two tasks per node, each a worker with its server; four workers train as one."""
+    record, log = _over_two_nodes(tmp_path, RunSpec("mxnet", "mnist-synthetic", "lenet", "2x2xcpu", 1, 32, 8, 2, 0.01,
+                                                    2), mxnet_python, tasks_per_node=2)
+    assert "runner: srun --nodes=2 --ntasks=4 --ntasks-per-node=2 --kill-on-bad-exit=1 " in log
+    assert "-m dlbench.ps_lite node 4 " in log and "batch 8" in log
+    hosts = record["execution"]["data_parallel"].split(": ")[0].split(" on ")[1].split(", ")
+    assert sorted(hosts) == ["dlnode1", "dlnode1", "dlnode2", "dlnode2"]
+    assert record["execution"]["nodes"] == ["dlnode1", "dlnode2"]
+
+
 def test_tensorflow_trains_over_two_nodes_each_worker_finding_the_others_from_slurm(tmp_path, tensorflow_python):
     """``2xcpu`` of TensorFlow: srun starts a worker per node; MultiWorkerMirroredStrategy with
     SlurmClusterResolver, its collectives between the nodes; both workers end with the same weights."""
@@ -128,7 +138,7 @@ def test_cntk_trains_over_two_nodes_one_mpi_rank_on_each(tmp_path, cntk_worker_p
     bridge; the run checks that both end with the same weights."""
     record, log = _over_two_nodes(tmp_path, RunSpec("cntk", "mnist-synthetic", "lenet", "2xcpu", 1, 32, 12, 2, 0.01, 2),
                                   sys.executable, cntk_worker_python)
-    assert "--map-by node" in log and " tcp:10.231.0." in log
+    assert "--map-by ppr:1:node" in log and " tcp:10.231.0." in log
     assert record["execution"]["data_parallel"] == ("data_parallel_distributed_learner over 2 MPI ranks on dlnode1, "
                                                     "dlnode2: gradients all-reduced by CNTK's MPI communicator")
 
@@ -175,7 +185,6 @@ def _run_processes() -> list[str]:
     return [line for line in found.splitlines() if "pgrep" not in line]
 
 
-@pytest.mark.slow
 def test_each_hardware_target_s_runs_are_slurm_jobs_on_its_own_node(tmp_path):
     """.test/config-hardware with its targets on the two nodes' partitions (first, second): the workflow, run
     with --profile profiles/slurm on the controller's host, places each target's runs on its node."""

@@ -37,7 +37,7 @@ def ceiling_devices(spec: RunSpec) -> int:
     one machine share its cores, and the ceiling was measured with a CPU run's threads)."""
     if spec.gpus:
         return gpu_count(spec.device)
-    return 1 if local_processes(spec.processes) == spec.processes else spec.processes
+    return 1 if local_processes(spec.device) == spec.processes else spec.nodes
 
 
 def mismatch(ceiling: dict, host: str, gpus: list[dict]) -> str | None:

@@ -1,13 +1,14 @@
 """How the monitor starts a run's training processes: one runner, or a data-parallel group of them.
 
-A run on ``<n>x<device>`` trains over n processes. PyTorch's launcher, torchrun, starts them and
-tells each its rank: on one machine as n local processes (``--standalone``); inside a Slurm allocation
-of n nodes as one process per node, started by ``srun``, that meet at the first node (c10d rendezvous).
-TensorFlow's runners are started by ``srun`` itself, one per node of an allocation of n nodes; each finds
-the others from Slurm's variables (``SlurmClusterResolver``). CNTK's one runner starts its MPI ranks
-itself (``backends.cntk``). MXNet's workers, ``kvstore=dist_sync``, come with the scheduler and servers of its
-parameter server (:mod:`dlbench.ps_lite`): all n on one machine, or one of each per node started by ``srun``.
-A process of the group that fails ends the others (srun's ``--kill-on-bad-exit``).
+A run on ``<n>x<device>`` trains over n processes: inside a Slurm allocation of n nodes one per node, elsewhere n on
+this machine; on ``<m>x<k>x<device>``, m nodes of k processes each (m·k on one machine). PyTorch's launcher,
+torchrun, starts them and tells each its rank: on one machine as local processes (``--standalone``); over nodes
+one torchrun per node, started by ``srun``, whose processes meet at the first node (c10d rendezvous).
+TensorFlow's runners are ``srun``'s tasks themselves; each finds the others from Slurm's variables
+(``SlurmClusterResolver``). CNTK's one runner starts its MPI ranks itself (``backends.cntk``). MXNet's workers,
+``kvstore=dist_sync``, come with the scheduler and servers of its parameter server (:mod:`dlbench.ps_lite`): all
+on one machine, or each of ``srun``'s tasks with its own server. A process of the group that fails ends the
+others (srun's ``--kill-on-bad-exit``).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import socket
 import subprocess
 
 from .registry import REGISTRY
+from .spec import device_layout
 
 RENDEZVOUS_PORT = 29500
 TENSORFLOW_PORT = 29510  # each node's TensorFlow worker serves its collectives here (gRPC)
@@ -42,23 +44,32 @@ def address_towards(host: str) -> str:
         return probe.getsockname()[0]
 
 
-def allocation_machines(processes: int) -> dict[str, str]:
-    """The nodes a run's processes go to, one per node of the Slurm allocation, each with the boot id of the kernel
-    it runs under: nodes that share one are one machine (containers, network namespaces), whose cores they share."""
-    found = subprocess.run(["srun", f"--nodes={processes}", f"--ntasks={processes}", "--ntasks-per-node=1", "--label",
+def allocation_machines(nodes: int) -> dict[str, str]:
+    """The allocation's nodes a run's processes go to, each with the boot id of the kernel it runs under: nodes that
+    share one are one machine (containers, network namespaces), whose cores they share."""
+    found = subprocess.run(["srun", f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1", "--label",
                             "sh", "-c", 'echo "$SLURMD_NODENAME $(cat /proc/sys/kernel/random/boot_id)"'],
                            capture_output=True, text=True, check=True, timeout=120).stdout
     labelled = sorted((int(label), line.split()) for label, line in (row.split(":", 1) for row in found.splitlines()))
     return {node: boot for _, (node, boot) in labelled}
 
 
-def local_processes(processes: int, env=os.environ) -> int:
-    """How many of the run's processes run on this machine (they share its held cores)."""
-    return 1 if int(env.get("SLURM_JOB_NUM_NODES", "1")) >= processes > 1 else processes
+def local_processes(device: str, env=os.environ) -> int:
+    """How many of the run's processes run on this machine (they share its held cores): those of one node inside a
+    Slurm allocation of the device's nodes, else all."""
+    nodes, per_node, _ = device_layout(device)
+    return per_node if nodes > 1 and int(env.get("SLURM_JOB_NUM_NODES", "1")) >= nodes else nodes * per_node
 
 
-def runner_command(python: str, framework: str, processes: int, arguments: list[str], env=os.environ) -> list[str]:
+def _srun(nodes: int, per_node: int) -> list[str]:
+    return ["srun", f"--nodes={nodes}", f"--ntasks={nodes * per_node}", f"--ntasks-per-node={per_node}",
+            "--kill-on-bad-exit=1"]
+
+
+def runner_command(python: str, framework: str, device: str, arguments: list[str], env=os.environ) -> list[str]:
     runner = ["-m", "dlbench.runner", *arguments]
+    nodes, per_node, _ = device_layout(device)
+    processes = nodes * per_node
     if processes == 1:
         return [python, *runner]
     launcher = REGISTRY[framework].launcher
@@ -67,20 +78,19 @@ def runner_command(python: str, framework: str, processes: int, arguments: list[
         raise NotLaunchable(f"{processes} processes: data parallelism over processes is wired for {wired} only")
     if launcher == "mpiexec":
         return [python, *runner]
-    one_per_node = ["srun", f"--nodes={processes}", f"--ntasks={processes}", "--ntasks-per-node=1",
-                    "--kill-on-bad-exit=1"]
+    on_one_machine = local_processes(device, env) == processes
     if launcher == "ps-lite":
-        if local_processes(processes, env) == processes:
+        if on_one_machine:
             return [python, "-m", "dlbench.ps_lite", "local", str(processes), *arguments]
-        return [*one_per_node, python, "-m", "dlbench.ps_lite", "node", str(processes), *arguments]
+        return [*_srun(nodes, per_node), python, "-m", "dlbench.ps_lite", "node", str(processes), *arguments]
     if launcher == "srun":
-        if local_processes(processes, env) == processes:
-            raise NotLaunchable(f"{processes} processes: {framework} runs one per node of a Slurm allocation of "
-                                f"{processes} nodes (srun); here they would share one machine")
-        return [*one_per_node, python, *runner]
+        if on_one_machine:
+            raise NotLaunchable(f"{processes} processes: {framework}'s are srun's tasks on the {nodes} nodes of a "
+                                "Slurm allocation; here they would share one machine")
+        return [*_srun(nodes, per_node), python, *runner]
     torchrun = [python, "-m", "torch.distributed.run"]
-    if local_processes(processes, env) == processes:
+    if on_one_machine:
         return [*torchrun, "--standalone", f"--nproc-per-node={processes}", *runner]
-    return [*one_per_node, *torchrun,
-            f"--nnodes={processes}", "--nproc-per-node=1", "--rdzv-backend=c10d", f"--rdzv-id={env['SLURM_JOB_ID']}",
-            f"--rdzv-endpoint={first_node(env['SLURM_JOB_NODELIST'])}:{RENDEZVOUS_PORT}", *runner]
+    endpoint = f"{first_node(env['SLURM_JOB_NODELIST'])}:{RENDEZVOUS_PORT}"
+    return [*_srun(nodes, 1), *torchrun, f"--nnodes={nodes}", f"--nproc-per-node={per_node}", "--rdzv-backend=c10d",
+            f"--rdzv-id={env['SLURM_JOB_ID']}", f"--rdzv-endpoint={endpoint}", *runner]

@@ -240,7 +240,7 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
             try:
                 if spec.data_dir:  # before the devices are held: a damaged dataset is no run's to wait for
                     formats.check(Path(spec.data_dir))
-                wanted = spec.gpus * launch.local_processes(spec.processes)
+                wanted = spec.gpus * launch.local_processes(spec.device)
                 with held_devices(spec.device, wanted, spec.threads, lock_dir or slots.lock_dir(), slot_wait_s, nvml,
                                   log) as (gpus, cores, locks):
                     held["held_from"] = _now("microseconds")
@@ -309,11 +309,11 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
         spec_path, result_path = Path(scratch, "spec.json"), Path(scratch, "result.json")
         spec.dump(spec_path)
         try:
-            command = launch.runner_command(python, spec.framework, spec.processes, [str(spec_path), str(result_path)])
+            command = launch.runner_command(python, spec.framework, spec.device, [str(spec_path), str(result_path)])
         except launch.NotLaunchable as error:
             return {"status": "unavailable", "reason": f"{spec.device}: {error}"}, None
         # Processes on this machine share its held threads (torchrun --standalone).
-        threads = max(1, spec.threads // launch.local_processes(spec.processes))
+        threads = max(1, spec.threads // launch.local_processes(spec.device))
         nodes = _nodes(spec, log)
         log.write(f"runner: {' '.join(command)} (threads {threads}, timeout {timeout_s:.0f} s)\n")
         log.flush()
@@ -346,12 +346,12 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
 def _nodes(spec: RunSpec, log) -> dict:
     """For a run whose processes srun starts on the nodes of an allocation: the nodes, whether they are one machine
     (then they share its cores: the run is no measure of nodes), and why this monitor samples none of them."""
-    if launch.local_processes(spec.processes) == spec.processes:
+    if launch.local_processes(spec.device) == spec.processes:
         return {}
     unsampled = (f"its {spec.processes} processes ran on the allocation's nodes, started by srun: the monitor on "
                  f"{socket.gethostname()} samples only the processes it starts")
     try:
-        machines = launch.allocation_machines(spec.processes)
+        machines = launch.allocation_machines(spec.nodes)
     except (OSError, subprocess.SubprocessError) as error:
         log.write(f"the allocation's nodes could not be told apart ({error}): the record does not name them\n")
         return {"nodes": None, "nodes_share_machine": None, "unsampled": unsampled}

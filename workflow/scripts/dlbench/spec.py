@@ -31,19 +31,31 @@ def parse_dataset_label(label: str) -> tuple[str, str]:
     return family, mode
 
 
-# cpu, gpu<g>: one process; <n>x<cpu|gpu<g>>: data parallelism over n processes (one per node on a
-# cluster, n local processes on one machine), each on the device after the "x".
-DEVICE = re.compile(r"(?:(?P<processes>[2-9]|[1-9][0-9]+)x)?(?:cpu|gpu(?P<gpus>[1-9][0-9]*))")
+# cpu, gpu<g>: one process; <n>x<cpu|gpu<g>>: data parallelism over n processes, one per node inside a Slurm
+# allocation of n nodes (n local processes elsewhere); <m>x<k>x<cpu|gpu<g>>: m nodes of k processes each (m·k local
+# processes elsewhere). Each process on the device after the last "x".
+DEVICE = re.compile(r"(?:(?P<nodes>[1-9][0-9]*)x)??(?:(?P<processes>[1-9][0-9]*)x)?(?:cpu|gpu(?P<gpus>[1-9][0-9]*))")
+
+
+def device_layout(device: str) -> tuple[int, int, int]:
+    """(nodes, processes per node, GPUs per process): ``cpu`` -> (1, 1, 0), ``gpu2`` -> (1, 1, 2), ``2xcpu`` ->
+    (2, 1, 0), ``2x2xgpu1`` -> (2, 2, 1)."""
+    found = DEVICE.fullmatch(device)
+    nodes, per_node = (found["nodes"], found["processes"]) if found else (None, None)
+    if not found or (nodes and int(nodes) < 2) or (per_node and not nodes and int(per_node) < 2):
+        raise ValueError(f"bad device {device!r}; allowed: cpu, gpuN (N ≥ 1 GPUs), <n>x<cpu|gpuN> (n ≥ 2 processes, "
+                         "one per node on a cluster: 2xcpu, 2xgpu1) or <m>x<k>x<cpu|gpuN> (m ≥ 2 nodes of k "
+                         "processes: 2x2xgpu1)")
+    if nodes:
+        return int(nodes), int(per_node), int(found["gpus"] or 0)
+    return int(per_node or 1), 1, int(found["gpus"] or 0)
 
 
 def parse_device(device: str) -> tuple[int, int]:
-    """``cpu`` -> (1, 0), ``gpu2`` -> (1, 2), ``2xcpu`` -> (2, 0), ``2xgpu1`` -> (2, 1): (processes,
-    GPUs per process)."""
-    found = DEVICE.fullmatch(device)
-    if not found:
-        raise ValueError(f"bad device {device!r}; allowed: cpu, gpuN (N ≥ 1 GPUs) or <n>x<cpu|gpuN> "
-                         "(n ≥ 2 processes, e.g. 2xcpu, 2xgpu1)")
-    return int(found["processes"] or 1), int(found["gpus"] or 0)
+    """``cpu`` -> (1, 0), ``gpu2`` -> (1, 2), ``2xcpu`` -> (2, 0), ``2xgpu1`` -> (2, 1), ``2x2xgpu1`` -> (4, 1):
+    (processes, GPUs per process)."""
+    nodes, per_node, gpus = device_layout(device)
+    return nodes * per_node, gpus
 
 
 # The one place a precision is added; config/schema.yaml and the record schema are tested against it.
@@ -167,6 +179,11 @@ class RunSpec(Labelled):
     @property
     def processes(self) -> int:
         return parse_device(self.device)[0]
+
+    @property
+    def nodes(self) -> int:
+        """The nodes its processes spread over inside a Slurm allocation of as many (1: one machine)."""
+        return device_layout(self.device)[0]
 
     def record_block(self, framework_version: str | None) -> dict:
         block = asdict(self)

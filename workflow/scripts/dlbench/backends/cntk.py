@@ -200,13 +200,13 @@ def worker_command(python: str, spec: RunSpec, config_path: Path, socket_name: s
                           f"beside {python} or on PATH (Debian: openmpi-bin)")
     # The ranks keep the cores the run holds (inherited affinity) rather than OpenMPI's binding; OpenMPI
     # counts the machine's cores, not those held, when it refuses more ranks than cores.
-    # Over the nodes of a Slurm allocation, OpenMPI starts its daemons there with srun; ranks round-robin on them.
-    across = ["--map-by", "node"] if _across_nodes(spec) else []
+    # Over the nodes of a Slurm allocation, OpenMPI starts its daemons there with srun; each node its share of ranks.
+    across = ["--map-by", f"ppr:{count // spec.nodes}:node"] if _across_nodes(spec) else []
     return [mpiexec, "-n", str(count), *across, "--bind-to", "none", "--oversubscribe", *command]
 
 
 def _across_nodes(spec: RunSpec) -> bool:
-    return launch.local_processes(spec.processes) < spec.processes
+    return launch.local_processes(spec.device) < spec.processes
 
 
 def _listener(spec: RunSpec, name: str) -> tuple[socket.socket, str]:

@@ -170,9 +170,10 @@ def _worker_strategy(spec: RunSpec) -> tf.distribute.Strategy:
     """One worker of a group over processes, one per node started by srun (dlbench.launch): the others found
     from Slurm's variables, the collectives served on launch.TENSORFLOW_PORT. The resolver hands each task GPUs;
     on CPUs it is told of one per task it does not hand out (with none, it fails to number the tasks)."""
+    per_task = max(spec.gpus, 1)
     resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
-        port_base=launch.TENSORFLOW_PORT, gpus_per_node=max(spec.gpus, 1), gpus_per_task=max(spec.gpus, 1),
-        auto_set_gpu=spec.gpus > 0)
+        port_base=launch.TENSORFLOW_PORT, gpus_per_node=per_task * launch.local_processes(spec.device),
+        gpus_per_task=per_task, auto_set_gpu=spec.gpus > 0)
     return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
 
 
