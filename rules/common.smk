@@ -16,7 +16,7 @@ from dlbench.metrics import METRICS, caption_thresholds, drawn  # noqa: E402
 from dlbench.host import Rapl  # noqa: E402
 from dlbench.peaks import node_knows_cpu_peak  # noqa: E402
 from dlbench.registry import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
-from dlbench import ceiling, datasets, formats, ilsvrc12, merge, summary  # noqa: E402
+from dlbench import ceiling, datasets, formats, ilsvrc12, launch, merge, summary  # noqa: E402
 from dlbench.compute import processor  # noqa: E402
 from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
@@ -324,6 +324,12 @@ def train_threads(wildcards):
 
 def train_gpus(wildcards):
     return gpu_count(case(wildcards).device)
+
+
+def train_geometry():
+    """A run over nodes asks Slurm for them (dlbench.launch.slurm_resources), as a resource per key."""
+    return {key: (lambda wildcards, key=key: launch.slurm_resources(case(wildcards).device)[key])
+            for key in launch.slurm_resources("cpu")}
 
 
 def train_target(wildcards):

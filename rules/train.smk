@@ -69,6 +69,7 @@ rule train:
         gpu=train_gpus,
         runtime=config["measurement"]["timeout_minutes"] + 5,
         **slurm_options(train_target, train_gpus),
+        **train_geometry(),
     conda:
         train_conda
     script:

@@ -57,7 +57,7 @@ def test_a_bad_device_is_explained_in_words():
     with pytest.raises(ConfigError, match=r"devices\[1\]: bad device 'gpu0'; allowed: cpu, gpuN \(N ≥ 1 GPUs\), "
                                           r"<n>x<cpu\|gpuN> \(n ≥ 2 processes"):
         check_devices({**GOOD, "devices": ["cpu", "gpu0"]})
-    check_devices({**GOOD, "devices": ["cpu", "gpu2", "2xgpu1", "4xcpu", "2x2xgpu1"]})
+    check_devices({**GOOD, "devices": ["cpu", "gpu2", "2xgpu1", "4xcpu", "2x2xgpu1", "1x2xcpu"]})
 
 
 def test_the_documented_defaults_are_the_schemas():

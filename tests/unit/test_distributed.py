@@ -82,11 +82,12 @@ def test_nodes_processes_per_node_and_gpus_per_process_are_each_spelled():
     (one torchrun per node with two processes; two srun tasks per node), on one machine all four."""
     assert parse_device("2x2xgpu1") == (4, 1) and device_layout("2x2xgpu1") == (2, 2, 1)
     assert device_layout("2xcpu") == (2, 1, 0) and device_layout("gpu2") == (1, 1, 2)
-    for bad in ("1xcpu", "1x2xcpu", "2x0xcpu", "2x2x2xcpu"):
+    for bad in ("1xcpu", "1x1xcpu", "2x0xcpu", "2x2x2xcpu"):
         with pytest.raises(ValueError, match="<m>x<k>x<cpu|gpuN>"):
             device_layout(bad)
     env = {"SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_ID": "41", "SLURM_JOB_NODELIST": "node7,node8"}
     assert launch.local_processes("2x2xgpu1", env) == 2 and launch.local_processes("2x2xgpu1", {}) == 4
+    assert launch.local_processes("1x2xcpu", env) == 2  # two processes on one node, in an allocation too
     torchrun = launch.runner_command("python", "pytorch", "2x2xgpu1", ["spec.json", "result.json"], env)
     assert torchrun[:5] == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
     assert "--nnodes=2" in torchrun and "--nproc-per-node=2" in torchrun
@@ -94,6 +95,16 @@ def test_nodes_processes_per_node_and_gpus_per_process_are_each_spelled():
         "srun", "--nodes=2", "--ntasks=4", "--ntasks-per-node=2", "--kill-on-bad-exit=1"]
     assert launch.runner_command("python", "pytorch", "2x2xgpu1", ["s", "r"], {})[3:5] == [
         "--standalone", "--nproc-per-node=4"]
+
+
+def test_a_training_job_over_nodes_asks_slurm_for_them():
+    """The executor plugin's resources: nodes and tasks for a run over nodes (an MPI-style job, which the plugin
+    does not wrap in an srun of its own); one task, and no tasks per GPU, for every other run."""
+    one = {"nodes": 1, "mpi": "", "tasks": 0, "tasks_per_node": 0, "tasks_per_gpu": 0}
+    assert launch.slurm_resources("cpu") == one and launch.slurm_resources("gpu2") == one
+    assert launch.slurm_resources("1x2xcpu") == one
+    assert launch.slurm_resources("2xcpu") == {**one, "nodes": 2, "mpi": "srun", "tasks": 2}
+    assert launch.slurm_resources("2x2xgpu1") == {**one, "nodes": 2, "mpi": "srun", "tasks_per_node": 2}
 
 
 def test_other_frameworks_over_processes_are_unavailable(tmp_path):

@@ -186,20 +186,30 @@ def _run_processes() -> list[str]:
 
 
 def test_each_hardware_target_s_runs_are_slurm_jobs_on_its_own_node(tmp_path):
-    """.test/config-hardware with its targets on the two nodes' partitions (first, second): the workflow, run
-    with --profile profiles/slurm on the controller's host, places each target's runs on its node."""
+    """.test/config-hardware with its targets on the two nodes' partitions (first, second) and a third over both
+    (partition both, 2xcpu): the workflow, run with --profile profiles/slurm on the controller's host, places each
+    target's runs on its node, and the third's in an allocation of both nodes, a process on each."""
     config = yaml.safe_load((ROOT / ".test" / "config-hardware" / "config.yaml").read_text())
     config["environment"] = "current"
     for target, node in zip(config["hardware"], TwoNodeSlurm.NODES, strict=True):
         feature = TwoNodeSlurm.FEATURES[node]
         target["slurm"] = {"partition": feature, "constraint": feature}
+    config["devices"].append("2xcpu")
+    config["hardware"].append({"name": "pair", "devices": ["2xcpu"], "datasets": ["mnist"],
+                               "slurm": {"partition": "both", "constraint": "first|second"}})
     cluster = TwoNodeSlurm()
     try:
         cluster.start()
         records = through_slurm(config, tmp_path, cluster.client)
     finally:
         cluster.stop()
-    nodes = {target["name"]: node for target, node in zip(config["hardware"], TwoNodeSlurm.NODES, strict=True)}
-    assert records and all(record["status"] == "ok" for record in records)
-    assert {(record["run"]["hardware"], record["provenance"]["slurm_node"]) for record in records} == set(nodes.items())
-    assert (tmp_path / "results" / "tables" / "appendix.md").exists()  # made where Snakemake runs
+    nodes = {target["name"]: node for target, node in zip(config["hardware"], TwoNodeSlurm.NODES, strict=False)}
+    assert records and all(record["status"] == "ok" for record in records), [r["reason"] for r in records]
+    one_node = [record for record in records if record["run"]["hardware"] != "pair"]
+    assert {(record["run"]["hardware"], record["provenance"]["slurm_node"]) for record in one_node} == set(
+        nodes.items())
+    pair = [record for record in records if record["run"]["hardware"] == "pair"]
+    assert len(pair) == 2 and all(record["execution"]["nodes"] == ["dlnode1", "dlnode2"] for record in pair)
+    assert all("on dlnode1, dlnode2" in record["execution"]["data_parallel"] for record in pair)
+    appendix = (tmp_path / "results" / "tables" / "appendix.md").read_text()  # made where Snakemake runs
+    assert "nodes on one machine 2/2" in appendix

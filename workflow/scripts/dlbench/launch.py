@@ -44,6 +44,19 @@ def address_towards(host: str) -> str:
         return probe.getsockname()[0]
 
 
+def allocation_variables(env=os.environ) -> dict[str, str]:
+    """Slurm's variables of the allocation this process runs in (its node count, node list and partition) where a
+    launcher dropped them but kept ``SLURM_JOB_ID``, as Snakemake's slurm-jobstep executor does: from squeue."""
+    if "SLURM_JOB_ID" not in env or "SLURM_JOB_NUM_NODES" in env:
+        return {}
+    found = subprocess.run(["squeue", "--noheader", "--jobs", env["SLURM_JOB_ID"], "--format=%D %N %P"],
+                           capture_output=True, text=True, check=False, timeout=60)
+    fields = found.stdout.split()
+    if found.returncode or len(fields) != 3:
+        return {}
+    return dict(zip(("SLURM_JOB_NUM_NODES", "SLURM_JOB_NODELIST", "SLURM_JOB_PARTITION"), fields))
+
+
 def allocation_machines(nodes: int) -> dict[str, str]:
     """The allocation's nodes a run's processes go to, each with the boot id of the kernel it runs under: nodes that
     share one are one machine (containers, network namespaces), whose cores they share."""
@@ -59,6 +72,21 @@ def local_processes(device: str, env=os.environ) -> int:
     Slurm allocation of the device's nodes, else all."""
     nodes, per_node, _ = device_layout(device)
     return per_node if nodes > 1 and int(env.get("SLURM_JOB_NUM_NODES", "1")) >= nodes else nodes * per_node
+
+
+def slurm_resources(device: str) -> dict[str, int | str]:
+    """The Slurm executor plugin's resources for a training job on ``device``: a run over nodes asks for its nodes
+    and tasks as an MPI job, whose processes the job starts itself (the plugin wraps no ``srun`` of its own around
+    it, which would hold the allocation's cores from the runners' ``srun``); other runs ask for nothing more than
+    one task (0: the plugin's default). ``tasks_per_gpu`` 0 keeps the plugin from spreading a job's tasks over its
+    GPUs by ``tasks``."""
+    nodes, per_node, _ = device_layout(device)
+    over_nodes = nodes > 1
+    # Every job has the key: Snakemake's slurm-jobstep runs a job with one directly in its batch script (no
+    # "srun -n1" around it, which would hold the cores the runners' srun needs); the submission reads its value.
+    return {"nodes": nodes, "mpi": "srun" if over_nodes else "",
+            "tasks": nodes if over_nodes and per_node == 1 else 0,
+            "tasks_per_node": per_node if over_nodes and per_node > 1 else 0, "tasks_per_gpu": 0}
 
 
 def _srun(nodes: int, per_node: int) -> list[str]:

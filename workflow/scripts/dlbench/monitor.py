@@ -231,6 +231,7 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
     An interruption (SIGINT, SIGTERM, SIGHUP) stops the runner and propagates: no record is made.
     """
     started_at, started = _now(), time.monotonic()
+    os.environ.update(launch.allocation_variables())  # what the runners' launchers and the record read
     result, sampler, probe, cores, held = {}, None, GpuProbe([], nvml), [], {"held_from": None, "held_until": None}
     with open(log_path, "a") as log, _interruptible():
         if cannot_run:

@@ -33,7 +33,7 @@ def parse_dataset_label(label: str) -> tuple[str, str]:
 
 # cpu, gpu<g>: one process; <n>x<cpu|gpu<g>>: data parallelism over n processes, one per node inside a Slurm
 # allocation of n nodes (n local processes elsewhere); <m>x<k>x<cpu|gpu<g>>: m nodes of k processes each (m·k local
-# processes elsewhere). Each process on the device after the last "x".
+# processes elsewhere; 1x<k>x…: k processes on one node everywhere). Each process on the device after the last "x".
 DEVICE = re.compile(r"(?:(?P<nodes>[1-9][0-9]*)x)??(?:(?P<processes>[1-9][0-9]*)x)?(?:cpu|gpu(?P<gpus>[1-9][0-9]*))")
 
 
@@ -42,10 +42,10 @@ def device_layout(device: str) -> tuple[int, int, int]:
     (2, 1, 0), ``2x2xgpu1`` -> (2, 2, 1)."""
     found = DEVICE.fullmatch(device)
     nodes, per_node = (found["nodes"], found["processes"]) if found else (None, None)
-    if not found or (nodes and int(nodes) < 2) or (per_node and not nodes and int(per_node) < 2):
+    if not found or (nodes and int(nodes) * int(per_node) < 2) or (per_node and not nodes and int(per_node) < 2):
         raise ValueError(f"bad device {device!r}; allowed: cpu, gpuN (N ≥ 1 GPUs), <n>x<cpu|gpuN> (n ≥ 2 processes, "
-                         "one per node on a cluster: 2xcpu, 2xgpu1) or <m>x<k>x<cpu|gpuN> (m ≥ 2 nodes of k "
-                         "processes: 2x2xgpu1)")
+                         "one per node on a cluster: 2xcpu, 2xgpu1) or <m>x<k>x<cpu|gpuN> (m nodes of k "
+                         "processes, m·k ≥ 2: 2x2xgpu1, 1x2xcpu)")
     if nodes:
         return int(nodes), int(per_node), int(found["gpus"] or 0)
     return int(per_node or 1), 1, int(found["gpus"] or 0)
