@@ -11,12 +11,22 @@ CASES = [(name, sized_for) for name, sizings in networks.SIZINGS.items() for siz
 
 # Published trainable-parameter counts of the ImageNet models (torchvision; GoogLeNet without aux heads).
 PUBLISHED = {"alexnet": 61_100_840, "vgg16": 138_357_544, "resnet50": 25_557_032, "googlenet": 6_624_904,
-             "resnet18": 11_689_512}
+             "resnet18": 11_689_512, "vgg11": 132_863_336}
 
 
 @pytest.mark.parametrize("name", PUBLISHED)
 def test_imagenet_sizings_have_the_published_parameter_counts(name):
     assert networks.trainable_parameters(networks.network(name, "imagenet")) == PUBLISHED[name]
+
+
+def test_alexnet_bn_is_alexnet_with_batch_norm_in_place_of_the_biases_before_each_relu():
+    """Seed 004's AlexNet: every convolution and hidden dense layer normalised, their biases left out."""
+    plain, normed = (networks.network(name, "imagenet") for name in ("alexnet", "alexnet_bn"))
+    normalised = (64 + 192 + 384 + 256 + 256) + 2 * 4096
+    assert networks.trainable_parameters(normed) == networks.trainable_parameters(plain) - normalised + 2 * normalised
+    names = networks.layer_names(normed)
+    assert names.count("batchnorm1") == 1 and "batchnorm7" in names and "batchnorm8" not in names
+    assert networks.training_flops(normed) == networks.training_flops(plain)  # batch norm is not counted
 
 
 def test_lenet_is_caffes_lenet():

@@ -329,7 +329,7 @@ def inference_flops(network: Network) -> int:
     return build(network, FlopCounter(training=False))(False)[0]
 
 
-# ---------------------------------------------------------------- the five networks
+# ---------------------------------------------------------------- the networks
 
 
 def _seq(*layers: Any) -> Sequential:
@@ -344,8 +344,13 @@ def _conv_bn(out: int, kernel: int, stride: int = 1, padding: int = 0, eps: floa
     return Conv(out, kernel, stride, padding, bias=False), BatchNorm(eps)
 
 
-def _classifier(hidden: int, classes: int, dropout: float = 0.5) -> tuple:
-    return (Dropout(dropout), Dense(hidden), ReLU(), Dropout(dropout), Dense(hidden), ReLU(), Dense(classes))
+def _conv_bn_relu(out: int, kernel: int, stride: int = 1, padding: int = 0) -> tuple:
+    return (*_conv_bn(out, kernel, stride, padding), ReLU())
+
+
+def _classifier(hidden: int, classes: int, dropout: float = 0.5, batch_norm: bool = False) -> tuple:
+    hidden_layer = (Dense(hidden, bias=False), BatchNorm(), ReLU()) if batch_norm else (Dense(hidden), ReLU())
+    return (Dropout(dropout), *hidden_layer, Dropout(dropout), *hidden_layer, Dense(classes))
 
 
 def lenet(sized_for: str = "mnist") -> Network:
@@ -357,38 +362,53 @@ def lenet(sized_for: str = "mnist") -> Network:
     return Network("lenet", sized_for, (1, 28, 28), 10, body)
 
 
-def alexnet(sized_for: str) -> Network:
+def alexnet(sized_for: str, batch_norm: bool = False) -> Network:
     """ImageNet: the single-tower AlexNet of torchvision (61,100,840 parameters).
-    CIFAR10: the same five convolutions and classifier, with 5x5/3x3 kernels for 32x32 input."""
-    if sized_for == "imagenet":
-        features = (
-            *_conv_relu(64, 11, 4, 2), MaxPool(3, 2), *_conv_relu(192, 5, 1, 2), MaxPool(3, 2),
-            *_conv_relu(384, 3, 1, 1), *_conv_relu(256, 3, 1, 1), *_conv_relu(256, 3, 1, 1), MaxPool(3, 2),
-        )
-    else:
-        features = (
-            *_conv_relu(64, 5, 1, 2), MaxPool(3, 2), *_conv_relu(192, 5, 1, 2), MaxPool(3, 2),
-            *_conv_relu(384, 3, 1, 1), *_conv_relu(256, 3, 1, 1), *_conv_relu(256, 3, 1, 1), MaxPool(3, 2),
-        )
+    CIFAR10: the same five convolutions and classifier, with 5x5/3x3 kernels for 32x32 input.
+    ``batch_norm``: seed 004's AlexNet, batch norm before every ReLU (convolutions and hidden dense layers,
+    their biases then redundant and left out), dropout before each hidden dense layer as in torchvision's."""
+    unit = _conv_bn_relu if batch_norm else _conv_relu
+    first = unit(64, 11, 4, 2) if sized_for == "imagenet" else unit(64, 5, 1, 2)
+    features = (
+        *first, MaxPool(3, 2), *unit(192, 5, 1, 2), MaxPool(3, 2),
+        *unit(384, 3, 1, 1), *unit(256, 3, 1, 1), *unit(256, 3, 1, 1), MaxPool(3, 2),
+    )
     classes = _classes(sized_for)
-    return Network("alexnet", sized_for, _input(sized_for), classes,
-                   _seq(*features, Flatten(), *_classifier(4096, classes)))
+    return Network("alexnet_bn" if batch_norm else "alexnet", sized_for, _input(sized_for), classes,
+                   _seq(*features, Flatten(), *_classifier(4096, classes, batch_norm=batch_norm)))
 
 
-VGG16_CONVS = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
+def alexnet_bn(sized_for: str) -> Network:
+    """Seed 004's AlexNet with batch norm (ImageNet: 61,108,184 parameters)."""
+    return alexnet(sized_for, batch_norm=True)
 
 
-def vgg16(sized_for: str) -> Network:
-    """VGG16 (configuration D) without batch norm. ImageNet: 138,357,544 parameters.
-    CIFAR10: the same 13 convolutions, a 512-wide classifier on the 1x1x512 map."""
+VGG_CONVS = {  # Simonyan & Zisserman's configurations: output channels of each 3x3 convolution, "M" a 2x2 max-pool
+    "vgg11": (64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),  # A
+    "vgg16": (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"),  # D
+}
+
+
+def _vgg(name: str, sized_for: str) -> Network:
+    """VGG without batch norm. CIFAR10: the same convolutions, a 512-wide classifier on the 1x1x512 map."""
     features = tuple(
-        layer for width in VGG16_CONVS
+        layer for width in VGG_CONVS[name]
         for layer in ((MaxPool(2, 2),) if width == "M" else _conv_relu(width, 3, 1, 1))
     )
     classes = _classes(sized_for)
     hidden = 4096 if sized_for == "imagenet" else 512
-    return Network("vgg16", sized_for, _input(sized_for), classes,
+    return Network(name, sized_for, _input(sized_for), classes,
                    _seq(*features, Flatten(), *_classifier(hidden, classes)))
+
+
+def vgg16(sized_for: str) -> Network:
+    """VGG16 (configuration D). ImageNet: 138,357,544 parameters."""
+    return _vgg("vgg16", sized_for)
+
+
+def vgg11(sized_for: str) -> Network:
+    """VGG-11 (configuration A; seed 004's). ImageNet: 132,863,336 parameters."""
+    return _vgg("vgg11", sized_for)
 
 
 def _bottleneck(width: int, stride: int, projection: bool) -> tuple:
@@ -541,6 +561,11 @@ REGISTRY = {
     # seed 003's: batch 10, one epoch of CIFAR10; its rate is not given: ResNet's 0.1 at batch 128, scaled
     # down linearly and rounded (0.01)
     "resnet18": Entry(resnet18, {"cifar10": (10, 5000, 0.01), "imagenet": (10, 300, 0.01)}),
+    # seed 004's, on ten ImageNet classes: AlexNet with batch norm at batch 128 (and 64), VGG-11 at batch 12. It
+    # gives neither rate nor iterations: 0.01, and about an epoch of its ten classes (13,000 images) for AlexNet,
+    # 400 iterations for VGG-11 (its figures' axis). CIFAR10: the thesis's values for AlexNet and VGG16.
+    "alexnet_bn": Entry(alexnet_bn, {"cifar10": (128, 390, 0.01), "imagenet": (128, 100, 0.01)}),
+    "vgg11": Entry(vgg11, {"cifar10": (128, 390, 0.01), "imagenet": (12, 400, 0.01)}),
 }
 NETWORKS = {name: entry.describe for name, entry in REGISTRY.items()}
 SIZINGS = {name: tuple(entry.figure_4_5) for name, entry in REGISTRY.items()}

@@ -106,7 +106,7 @@ class TorchBuilder:
                                       bias=layer.bias))
 
     def batchnorm(self, layer, shape):
-        return nn.BatchNorm2d(shape[0], eps=layer.eps)
+        return (nn.BatchNorm2d if len(shape) == 3 else nn.BatchNorm1d)(shape[0], eps=layer.eps)
 
     def relu(self, layer, shape):
         return nn.ReLU(inplace=True)
