@@ -98,7 +98,7 @@ def test_time_to_accuracy_is_the_first_epoch_at_the_target_or_null_with_why():
     epochs = [_epoch(1, 0.85, 1.1), _epoch(2, 0.95, 2.2), _epoch(3, 0.97, 3.3)]
     reached = quality(_spec(), {"epochs": epochs, "final_loss": 0.5}, None)
     assert (reached["accuracy"], reached["epochs_to_accuracy"], reached["time_to_accuracy_seconds"]) == (0.97, 2, 2.2)
-    assert reached["reasons"] == {}
+    assert reached["reasons"] == {} and reached["total_seconds"] == 3.3  # to the end of the last evaluation
     missed = quality(_spec(target_accuracy=0.99), {"epochs": epochs, "final_loss": 0.5}, None)
     assert missed["time_to_accuracy_seconds"] is None
     assert missed["reasons"]["time_to_accuracy_seconds"] == "no epoch of 3 reached 0.99 (best 0.9700)"
@@ -106,6 +106,7 @@ def test_time_to_accuracy_is_the_first_epoch_at_the_target_or_null_with_why():
     assert unset["reasons"]["epochs_to_accuracy"] == "the case sets no target_accuracy"
     failed = quality(_spec(), {}, "see the run's reason (failed)")
     assert failed["accuracy"] is None and failed["reasons"]["accuracy"] == "see the run's reason (failed)"
+    assert failed["total_seconds"] is None and failed["reasons"]["total_seconds"] == "see the run's reason (failed)"
 
 
 def test_an_accuracy_record_names_its_epochs_and_validates(tmp_path, record_schema, generated_mnist):

@@ -356,12 +356,14 @@ def test_the_accuracy_table_sets_seed_003_beside_its_cases_and_says_what_differs
     ours = table.loc[("pytorch", "mnist")]
     assert ours["test_accuracy"] == "0.960 ± 0.014 (n=2, cv 1.5%)"
     assert ours["time_to_accuracy"] == "11.00 ± 0.00 (n=2, cv 0.0%)"
+    assert ours["total_time"] == "11.00 ± 0.00 (n=2, cv 0.0%)"  # the seed's Time: all 10 epochs
     assert ours["seed 003 P100"] == "99.19% in 519 s" and ours["seed 003 K80"] == "99.28% in 1,462 s"
     assert ours["differs from seed 003"] == ""  # 10 epochs at batch 10 of 224x224 images: the seed's case
     assert table.loc[("cntk", "mnist"), "test_accuracy"] == "unavailable: accuracy: cntk runs train, inference only"
     cifar = table.loc[("pytorch", "cifar10")]  # the seed's epochs at the dataset's own size, never reaching 0.9
     assert cifar["differs from seed 003"] == "the dataset's own input size (seed's 224x224 RGB)"
     assert cifar["time_to_accuracy"] == "unavailable: no epoch of 10 reached 0.9 (best 0.5000)"
+    assert cifar["total_time"] == "11.00 (n=1)"  # reached or not, the run took its 10 epochs
     generated = table.loc[("pytorch", "mnist-generated")]
     assert generated["data"].startswith("generated stand-in") and generated["seed 003 P100"] == ""
     assert "# Accuracy and time to accuracy" in (tmp_path / "accuracy.md").read_text()

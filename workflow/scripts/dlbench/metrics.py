@@ -122,6 +122,9 @@ METRICS = {
                                "seconds from the first training step to the end of the evaluation of the first epoch "
                                "whose test accuracy reached the case's target (training and evaluations)",
                                tasks=("accuracy",)),
+    "total_time": Metric("quality", "total_seconds", "s",
+                         "seconds from the first training step to the end of the last epoch's evaluation: all the "
+                         "run's epochs, training and evaluations (seed 003's Time column)", tasks=("accuracy",)),
     "profiling_overhead": Metric("profile", "overhead", "× unprofiled step",
                                  "a step's mean wall time under the framework's profiler over a step's without it "
                                  "(seed 004 found 2.35-2.45x)", tasks=("profile",)),

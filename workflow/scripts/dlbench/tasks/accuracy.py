@@ -62,9 +62,10 @@ def run(harness, spec: RunSpec, progress=print) -> dict:
 
 
 def accuracy_block(spec: RunSpec, epochs: list[dict], not_ok: str | None) -> dict:
-    """An accuracy run's epochs, its last test accuracy, and its time to the target accuracy."""
+    """An accuracy run's epochs, its last test accuracy, its time to the target accuracy and its total time."""
     block = {"accuracy": epochs[-1]["test_accuracy"] if epochs else None, "epochs": epochs,
-             "epochs_to_accuracy": None, "time_to_accuracy_seconds": None, "reasons": {}}
+             "epochs_to_accuracy": None, "time_to_accuracy_seconds": None,
+             "total_seconds": epochs[-1]["elapsed_seconds"] if epochs else None, "reasons": {}}
     reached = [epoch for epoch in epochs if spec.target_accuracy is not None
                and epoch["test_accuracy"] >= spec.target_accuracy]
     if reached:
@@ -76,5 +77,5 @@ def accuracy_block(spec: RunSpec, epochs: list[dict], not_ok: str | None) -> dic
                     f"{max(epoch['test_accuracy'] for epoch in epochs):.4f})")
         block["reasons"] = dict.fromkeys(("epochs_to_accuracy", "time_to_accuracy_seconds"), why)
     if block["accuracy"] is None:
-        block["reasons"]["accuracy"] = not_ok or "no epoch was evaluated"
+        block["reasons"]["accuracy"] = block["reasons"]["total_seconds"] = not_ok or "no epoch was evaluated"
     return block
