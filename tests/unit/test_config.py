@@ -31,6 +31,18 @@ def test_defaults_are_filled_in_and_figure_4_5_applies():
     assert case.dataset == "mnist-synthetic"
 
 
+def test_warmup_added_times_all_of_figure_4_5s_iterations_after_the_warm_up():
+    """The thesis timed all 938 LeNet iterations; by default the 94 warm-up iterations are among them."""
+    bench = {**GOOD["benchmarks"][0], "warmup_added": True}
+    (case,) = cases(validated({**GOOD, "benchmarks": [bench]}))
+    assert (case.iterations, case.warmup_iterations) == (938 + 94, 94)
+    (short,) = cases(validated({**GOOD, "benchmarks": [{**bench, "iterations": 10, "warmup_iterations": 10}]}))
+    assert (short.iterations, short.warmup_iterations) == (20, 10)  # as many timed as asked for
+    accuracy = {"dataset": "mnist", "networks": ["lenet"], "tasks": ["accuracy"], "warmup_added": True}
+    with pytest.raises(ConfigError, match=r"benchmarks\[0\].warmup_added: an accuracy case trains whole epochs"):
+        cases(validated({**GOOD, "benchmarks": [accuracy]}))
+
+
 def test_a_runs_spec_is_its_cases_and_what_the_run_adds():
     (case,) = cases(validated(GOOD))
     spec = case.run_spec(2, threads=4, data_dir=None, loader_workers=1)
