@@ -22,7 +22,7 @@ from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
                           cuda_variant, current_environment, node_gpus)
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
-from dlbench.spec import (COMPILED, HARDWARE_NAME, PRECISIONS, gpu_count, parse_dataset_label,  # noqa: E402
+from dlbench.spec import (HARDWARE_NAME, PRECISIONS, VARIANT, gpu_count, parse_dataset_label,  # noqa: E402
                           parse_placement, placement_label)
 from dlbench.tasks import TASKS  # noqa: E402
 
@@ -139,7 +139,7 @@ wildcard_constraints:
     framework="|".join(FRAMEWORKS),
     environment="|".join(sorted(set(ENVIRONMENTS.values()))),
     placement=rf"({HARDWARE_NAME.pattern}@)?(\d+x)?(cpu|gpu\d+)",
-    variant="(" + "|".join(PRECISIONS) + f")(-{COMPILED})?",
+    variant=VARIANT.pattern,
     repetition=r"\d+",
     task="|".join(TASKS),
     processor=rf"({HARDWARE_NAME.pattern}@)?(cpu|gpu)",

@@ -43,6 +43,21 @@ def test_warmup_added_times_all_of_figure_4_5s_iterations_after_the_warm_up():
         cases(validated({**GOOD, "benchmarks": [accuracy]}))
 
 
+def test_a_list_of_batches_makes_a_cell_per_batch_named_by_it():
+    """Seed 004 ran AlexNet at 64 and 128: two cells, their batch in the variant; a single batch names nothing."""
+    bench = {"dataset": "mnist", "data": "synthetic", "networks": ["lenet"], "batch_size": [64, 128]}
+    swept = cases(validated({**GOOD, "benchmarks": [bench]}))
+    assert [(case.batch_size_global, case.variant) for case in swept] == [(64, "fp32-b64"), (128, "fp32-b128")]
+    spec = swept[0].run_spec(1, threads=2, data_dir=None, loader_workers=0)
+    assert spec.record_block(None)["batch_swept"] is True and spec.variant == "fp32-b64"
+    (single,) = cases(validated({**GOOD, "benchmarks": [{**bench, "batch_size": 64}]}))
+    assert single.variant == "fp32" and "batch_swept" not in single.run_spec(1, 2, None, 0).record_block(None)
+    with pytest.raises(WorkflowError):
+        validated({**GOOD, "benchmarks": [{**bench, "batch_size": [64, 64]}]})
+    with pytest.raises(ConfigError, match=r"benchmarks\[0\].batch_size: 3 cannot be split over 2 devices"):
+        cases(validated({**GOOD, "devices": ["gpu2"], "benchmarks": [{**bench, "batch_size": [4, 3]}]}))
+
+
 def test_a_runs_spec_is_its_cases_and_what_the_run_adds():
     (case,) = cases(validated(GOOD))
     spec = case.run_spec(2, threads=4, data_dir=None, loader_workers=1)

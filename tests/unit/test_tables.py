@@ -162,6 +162,20 @@ def test_the_variants_of_a_cell_stand_side_by_side(tmp_path):
     assert "cpu" in plain.columns  # the thesis's layout where every run is plain fp32
 
 
+def test_the_batches_of_a_swept_cell_stand_side_by_side_smaller_first(tmp_path):
+    """Seed 004's AlexNet at batch 128 and 64: one row, a column per batch named by it."""
+    records = []
+    for batch, speed in ((128, 200.0), (64, 150.0)):
+        for repetition in (1, 2):
+            item = record(speed=speed, repetition=repetition)
+            item["run"].update(batch_size_global=batch, batch_swept=True)
+            records.append({**item, "path": f"b{batch}-{repetition}.json"})
+    wide = appendix_wide(appendix(runs_table(records)))
+    assert list(wide.columns)[-2:] == ["cpu fp32-b64", "cpu fp32-b128"]
+    speed = wide[wide["metric"] == "train_speed"].iloc[0]
+    assert (speed["cpu fp32-b64"], speed["cpu fp32-b128"]) == ("150 ± 0 (n=2, cv 0.0%)", "200 ± 0 (n=2, cv 0.0%)")
+
+
 def _older(item: dict, schema: int) -> dict:
     """``item`` as a record of an older schema wrote it."""
     old = copy.deepcopy(item)

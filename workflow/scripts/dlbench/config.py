@@ -23,7 +23,6 @@ from .spec import (
     dataset_label,
     default_warmup,
     parse_device,
-    variant_label,
 )
 
 # Figure 4.5 per (dataset family, network): a family takes the values of the network's sizing for it
@@ -157,7 +156,8 @@ def cases(config: dict) -> list[Case]:
                 raise ConfigError(f"{where}.networks: {network} is not sized for {sized}; "
                                   f"allowed for {family}{' at that size' if input_size else ''}: {allowed}")
             batch, iterations, rate = REGISTRY[network].figure_4_5[sizing]
-            batch = bench.get("batch_size", batch)
+            batches = bench.get("batch_size", batch)
+            swept = isinstance(batches, list)  # several: each names its cells (seed 004's AlexNet at 64 and 128)
             iterations = bench.get("iterations", iterations)
             rate = bench.get("learning_rate", rate)
             warmup = bench.get("warmup_iterations", default_warmup(iterations))
@@ -167,33 +167,43 @@ def cases(config: dict) -> list[Case]:
                 raise ConfigError(f"{where}.warmup_iterations: {warmup} warm-up iterations leave no timed "
                                   f"iteration of {iterations} ({network}); allowed: 0 to {iterations - 1}, or "
                                   "warmup_added: true")
-            if "accuracy" in tasks:
-                accuracy_steps = accuracy_iterations(config, bench, where, batch)
-            for hardware, device in placements(config, family):
-                processes, gpus = parse_device(device)
-                shares = processes * max(gpus, 1)  # the global batch is split over them
-                if batch % shares:
-                    raise ConfigError(f"{where}.batch_size: {batch} cannot be split over {shares} devices "
-                                      f"({network} on {device}); allowed: a multiple of {shares}")
-                for framework, precision, compile, task in itertools.product(
-                        frameworks, config["precisions"], config["compile"], tasks):
-                    if task not in FRAMEWORKS[framework].tasks:
-                        continue  # an inference-only framework among the config's has no training cells
-                    label = dataset_label(family, mode)
-                    key = (framework, label, network, hardware, device, variant_label(precision, compile), task)
+            for batch in batches if swept else [batches]:
+                for case in _network_cases(config, bench, where, family, mode, network, tasks, frameworks,
+                                           batch, swept, (iterations, warmup, rate), input_size):
+                    key = (case.framework, case.dataset, network, case.hardware, case.device, case.variant, case.task)
                     if key in found:
-                        raise ConfigError(f"{where}: {network} on {label} is listed twice")
-                    steps = (accuracy_steps, 0) if task == "accuracy" else (iterations, warmup)
-                    # A task's own settings only in its cases: another task's change reruns none of them
-                    own = ({"latency_calls": bench.get("latency_calls", LATENCY_CALLS)} if task == "inference" else
-                           {"epochs": bench.get("epochs", EPOCHS), "target_accuracy": bench.get("target_accuracy")}
-                           if task == "accuracy" else {})
-                    found[key] = Case(framework=framework, dataset=label, network=network, device=device,
-                                      hardware=hardware,
-                                      batch_size_global=batch, iterations=steps[0], warmup_iterations=steps[1],
-                                      learning_rate=rate, precision=precision, compile=compile, task=task,
-                                      input_size=input_size, **own)
+                        raise ConfigError(f"{where}: {network} on {case.dataset} is listed twice")
+                    found[key] = case
     return list(found.values())
+
+
+def _network_cases(config: dict, bench: dict, where: str, family: str, mode: str, network: str, tasks: list,
+                   frameworks: list, batch: int, swept: bool, training: tuple, input_size: int | None) -> list[Case]:
+    """A case's cells of one network at one batch: every placement, framework, numerics and task."""
+    iterations, warmup, rate = training
+    if "accuracy" in tasks:
+        accuracy_steps = accuracy_iterations(config, bench, where, batch)
+    made = []
+    for hardware, device in placements(config, family):
+        processes, gpus = parse_device(device)
+        shares = processes * max(gpus, 1)  # the global batch is split over them
+        if batch % shares:
+            raise ConfigError(f"{where}.batch_size: {batch} cannot be split over {shares} devices "
+                              f"({network} on {device}); allowed: a multiple of {shares}")
+        for framework, precision, compile, task in itertools.product(
+                frameworks, config["precisions"], config["compile"], tasks):
+            if task not in FRAMEWORKS[framework].tasks:
+                continue  # an inference-only framework among the config's has no training cells
+            steps = (accuracy_steps, 0) if task == "accuracy" else (iterations, warmup)
+            # A task's own settings only in its cases: another task's change reruns none of them
+            own = ({"latency_calls": bench.get("latency_calls", LATENCY_CALLS)} if task == "inference" else
+                   {"epochs": bench.get("epochs", EPOCHS), "target_accuracy": bench.get("target_accuracy")}
+                   if task == "accuracy" else {})
+            made.append(Case(framework=framework, dataset=dataset_label(family, mode), network=network,
+                             device=device, hardware=hardware, batch_size_global=batch, batch_swept=swept,
+                             iterations=steps[0], warmup_iterations=steps[1], learning_rate=rate,
+                             precision=precision, compile=compile, task=task, input_size=input_size, **own))
+    return made
 
 
 def placements(config: dict, family: str) -> list[tuple[str | None, str]]:

@@ -76,16 +76,26 @@ def default_warmup(timed: int) -> int:
     return max(10, math.ceil(0.1 * timed))
 
 
-def variant_label(precision: str, compile: bool) -> str:
-    """How a run's numerics are named in paths and tables: ``fp32``, ``bf16-compiled``."""
-    return f"{precision}-{COMPILED}" if compile else precision
+def variant_label(precision: str, compile: bool, batch: int | None = None) -> str:
+    """How a run's numerics are named in paths and tables: ``fp32``, ``bf16-compiled``; with the batch where its
+    case runs several (``fp32-b64``)."""
+    return precision + (f"-{COMPILED}" if compile else "") + (f"-b{batch}" if batch else "")
 
 
-def parse_variant(label: str) -> tuple[str, bool]:
-    precision, _, suffix = label.partition("-")
-    if precision not in PRECISIONS or suffix not in ("", COMPILED):
-        raise ValueError(f"bad variant {label!r}: expected <{'|'.join(PRECISIONS)}>[-{COMPILED}]")
-    return precision, bool(suffix)
+VARIANT = re.compile(rf"(?P<precision>{'|'.join(PRECISIONS)})(?P<compiled>-{COMPILED})?(?:-b(?P<batch>[1-9][0-9]*))?")
+
+
+def parse_variant(label: str) -> tuple[str, bool, int | None]:
+    """(precision, compiled, the batch where the label names it): :func:`variant_label` read back."""
+    found = VARIANT.fullmatch(label)
+    if not found:
+        raise ValueError(f"bad variant {label!r}: expected <{'|'.join(PRECISIONS)}>[-{COMPILED}][-b<batch>]")
+    return found["precision"], bool(found["compiled"]), int(found["batch"]) if found["batch"] else None
+
+
+def run_variant(run: dict) -> str:
+    """A record's ``run`` block's variant (:func:`variant_label`)."""
+    return variant_label(run["precision"], run["compile"], run["batch_size_global"] if run.get("batch_swept") else None)
 
 
 # A hardware target's name (config ``hardware[].name``): a label in paths, before its devices' ("p100@gpu1")
@@ -118,6 +128,8 @@ class Labelled:
     hardware: str | None
     precision: str
     compile: bool
+    batch_size_global: int
+    batch_swept: bool
 
     @property
     def placement(self) -> str:
@@ -133,7 +145,7 @@ class Labelled:
 
     @property
     def variant(self) -> str:
-        return variant_label(self.precision, self.compile)
+        return variant_label(self.precision, self.compile, self.batch_size_global if self.batch_swept else None)
 
 
 # What a run adds to its case (:class:`dlbench.config.Case`, RunSpec's other fields): its repetition, which
@@ -170,6 +182,7 @@ class RunSpec(Labelled):
     input_size: int | None = None
     seed: int = 0
     hardware: str | None = None  # the config's hardware target (None: no target named, this node)
+    batch_swept: bool = False  # its case runs several batches: the batch names its cells (variant fp32-b64)
 
     @property
     def gpus(self) -> int:
@@ -194,9 +207,9 @@ class RunSpec(Labelled):
         if self.task != "accuracy":
             block.pop("epochs")
             block.pop("target_accuracy")
-        for absent_when_none in ("input_size", "hardware"):
-            if block[absent_when_none] is None:
-                block.pop(absent_when_none)
+        for absent_when_unset in ("input_size", "hardware", "batch_swept"):
+            if block[absent_when_unset] in (None, False):
+                block.pop(absent_when_unset)
         return {"framework": self.framework, "framework_version": framework_version,
                 "data_mode": self.data_mode, **block}
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..record import load_records
-from ..spec import variant_label
+from ..spec import run_variant
 from . import CELL_KEYS, decimals, markdown_table, read_appendix
 from .runs import hardware, machine
 
@@ -24,7 +24,7 @@ def layer_means(records: list[dict]) -> pd.DataFrame:
             continue
         cell = {"dataset": run["dataset"], "network": run["network"], "framework": run["framework"],
                 "hardware": hardware(run), "device": run["device"], "machine": machine(record) or "unknown",
-                "variant": variant_label(run["precision"], run["compile"])}
+                "variant": run_variant(run)}
         rows += [{**cell, "order": order, "layer": layer["name"], "forward_ms": layer["forward_ms"],
                   "backward_ms": layer["backward_ms"], "iteration_ms": profile["iteration_ms"],
                   "repetition": run["repetition"]} for order, layer in enumerate(profile["layers"])]

@@ -6,7 +6,7 @@ from collections import Counter
 import pandas as pd
 
 from ..metrics import FLAGS, METRICS
-from ..spec import gpu_count, variant_label
+from ..spec import gpu_count, run_variant
 from . import CELL_KEYS, RUN_KEYS, first_line
 
 
@@ -35,7 +35,7 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
     for record in records:
         run = record["run"]
         row = {key: run[key] for key in RUN_KEYS if key not in ("hardware", "variant", "machine")}
-        row.update(hardware=hardware(run), variant=variant_label(run["precision"], run["compile"]),
+        row.update(hardware=hardware(run), variant=run_variant(run),
                    machine=machine(record))
         row.update(status=record["status"], reason=first_line(record["reason"]),
                    framework_version=run.get("framework_version"), batch_size_global=run["batch_size_global"],
