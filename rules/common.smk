@@ -22,8 +22,8 @@ from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
                           cuda_variant, current_environment, node_gpus)
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
-from dlbench.spec import (HARDWARE_NAME, PRECISIONS, VARIANT, gpu_count, parse_dataset_label,  # noqa: E402
-                          parse_placement, placement_label)
+from dlbench.spec import (HARDWARE_NAME, PRECISIONS, VARIANT, dataset_classes, gpu_count,  # noqa: E402
+                          parse_dataset_label, parse_placement, placement_label, whole_dataset)
 from dlbench.tasks import TASKS  # noqa: E402
 
 # A placement is the device, after its hardware target's name where the config names targets (p100@gpu1)
@@ -59,6 +59,11 @@ try:
         CASE_RECORDS = {key: repetitions_of(key) for key in CASES}
 except (bench_config.ConfigError, merge.MergeError) as error:
     raise WorkflowError(f"invalid config: {error}")
+
+# ILSVRC12's dataset labels: real or generated, whole or a class subset (imagenet-generated-4classes)
+IMAGENET_LABEL = r"imagenet(-generated)?(-[1-9][0-9]*classes(-[0-9a-f]{6})?)?"
+# Class subsets of ILSVRC12 by dataset label (imagenet-10classes: 10), indexed from the whole dataset's index
+CLASS_SUBSETS = bench_config.class_subsets(config) if not MERGED else {}
 
 # The tables' and figures' order of hardware targets: the config's; merged runs' in the order of the directories
 HARDWARE_ORDER = [name for name in (
@@ -139,7 +144,7 @@ wildcard_constraints:
     framework="|".join(FRAMEWORKS),
     environment="|".join(sorted(set(ENVIRONMENTS.values()))),
     placement=rf"({HARDWARE_NAME.pattern}@)?(\d+x)?(cpu|gpu\d+)",
-    variant=VARIANT.pattern,
+    variant=VARIANT,
     repetition=r"\d+",
     task="|".join(TASKS),
     processor=rf"({HARDWARE_NAME.pattern}@)?(cpu|gpu)",
@@ -211,7 +216,9 @@ def writer_conda(wildcards):
 
 
 def archive_dir(label):
-    """Where a dataset's archives are: the user's ILSVRC12 directory, else data/raw/<label>."""
+    """Where a dataset's archives are: the user's ILSVRC12 directory, else data/raw/<label> (a class subset's:
+    its whole dataset's)."""
+    label = whole_dataset(label)
     return config["ilsvrc12"]["directory"] if label == "imagenet" else f"data/raw/{label}"
 
 
@@ -233,8 +240,12 @@ def ilsvrc12_archives(wildcards):
 
 
 def shard_counts(label):
-    sizes = config["ilsvrc12"] if label == "imagenet" else config["generated"]["imagenet"]
-    return {"train": sizes["train_shards"], "test": sizes["test_shards"]}
+    """Conversion jobs per split: the config's, for a class subset in proportion to its share of the classes."""
+    whole = whole_dataset(label)
+    sizes = config["ilsvrc12"] if whole == "imagenet" else config["generated"]["imagenet"]
+    classes = FAMILIES["imagenet"].classes if whole == "imagenet" else sizes["classes"]
+    share = (dataset_classes(label) or classes) / classes
+    return {split: max(1, round(sizes[f"{split}_shards"] * share)) for split in ("train", "test")}
 
 
 def shard_inputs(wildcards):

@@ -97,13 +97,30 @@ rule index_ilsvrc12:
         "../workflow/scripts/index_ilsvrc12.py"
 
 
+rule select_classes:
+    input:
+        lambda wildcards: [f"data/{whole_dataset(wildcards.dataset)}/index/{name}" for name in ilsvrc12.INDEX_FILES],
+    output:
+        [f"data/{{dataset}}/index/{name}" for name in ilsvrc12.INDEX_FILES],
+    wildcard_constraints:
+        dataset=r"imagenet(-generated)?-[1-9][0-9]*classes(-[0-9a-f]{6})?",
+    params:
+        classes=lambda wildcards: CLASS_SUBSETS[wildcards.dataset],
+    log:
+        "logs/datasets/select-{dataset}.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/select_classes.py"
+
+
 rule convert_shard:
     input:
         unpack(shard_inputs),
     output:
         directory("data/{dataset}/shards/{format}/{split}-{index}-of-{shards}"),
     wildcard_constraints:
-        dataset=r"imagenet(-generated)?",
+        dataset=IMAGENET_LABEL,
         format="|".join(FORMATS),
         split="train|test",
         index=r"\d{5}",
@@ -124,7 +141,7 @@ rule gather_shards:
     output:
         directory("data/{dataset}/{format}"),
     wildcard_constraints:
-        dataset=r"imagenet(-generated)?",
+        dataset=IMAGENET_LABEL,
         format="|".join(FORMATS),
     params:
         source=lambda wildcards: archive_dir(wildcards.dataset),

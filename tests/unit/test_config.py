@@ -1,12 +1,23 @@
 """A bad config fails before any job runs, naming the key and what is allowed."""
 import copy
+import re
 import subprocess
 import sys
 from dataclasses import asdict, fields
 
 import pytest
 import yaml
-from dlbench.config import FIGURE_4_5, SLURM_RESOURCES, THESIS_GPUS, ConfigError, cases, check_devices, targets
+from dlbench.config import (
+    FIGURE_4_5,
+    SLURM_RESOURCES,
+    THESIS_GPUS,
+    ConfigError,
+    cases,
+    check_devices,
+    class_subsets,
+    targets,
+)
+from dlbench.datasets import description
 from dlbench.spec import RUN_FIELDS, RunSpec
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
@@ -56,6 +67,24 @@ def test_a_list_of_batches_makes_a_cell_per_batch_named_by_it():
         validated({**GOOD, "benchmarks": [{**bench, "batch_size": [64, 64]}]})
     with pytest.raises(ConfigError, match=r"benchmarks\[0\].batch_size: 3 cannot be split over 2 devices"):
         cases(validated({**GOOD, "devices": ["gpu2"], "benchmarks": [{**bench, "batch_size": [4, 3]}]}))
+
+
+def test_a_class_subset_of_imagenet_names_its_dataset_and_sizes_the_network_for_it():
+    bench = {"dataset": "imagenet", "data": "generated", "networks": ["alexnet_bn"], "classes": 4}
+    (case,) = cases(validated({**GOOD, "benchmarks": [bench]}))
+    assert (case.dataset, case.family, case.data_mode, case.classes) == ("imagenet-generated-4classes", "imagenet",
+                                                                         "generated", 4)
+    assert description(case.network, case.family, case.input_size, case.classes).num_classes == 4
+    listed = cases(validated({**GOOD, "benchmarks": [{**bench, "classes": ["n01440764", "n02102040"]}]}))[0]
+    assert re.fullmatch(r"imagenet-generated-2classes-[0-9a-f]{6}", listed.dataset) and listed.classes == 2
+    assert class_subsets(validated({**GOOD, "benchmarks": [bench]})) == {"imagenet-generated-4classes": 4}
+    with pytest.raises(ConfigError, match=r"benchmarks\[0\].classes: 11 of the 10 classes of imagenet-generated; "
+                                          r"allowed: 2 to 10"):
+        cases(validated({**GOOD, "benchmarks": [{**bench, "classes": 11}]}))
+    with pytest.raises(ConfigError, match=r"benchmarks\[0\].classes: a class subset is taken from ILSVRC12's files"):
+        cases(validated({**GOOD, "benchmarks": [{**bench, "dataset": "cifar10", "networks": ["alexnet"]}]}))
+    with pytest.raises(WorkflowError):
+        validated({**GOOD, "benchmarks": [{**bench, "classes": ["dog", "cat"]}]})
 
 
 def test_a_runs_spec_is_its_cases_and_what_the_run_adds():

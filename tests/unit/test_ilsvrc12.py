@@ -32,6 +32,29 @@ def test_classes_are_numbered_in_wnid_order_and_validation_labels_follow(indexed
         assert name.startswith(classes[label] + "_")
 
 
+def test_a_class_subset_keeps_the_images_of_its_classes_renumbered_in_wnid_order(indexed, tmp_path):
+    """Seed 004's ten classes: read back through the subset's index, each image is the whole dataset's, its
+    label the class's place among the chosen."""
+    root, truth, _ = indexed
+    wnids = sorted(truth["wnids"])
+    assert ilsvrc12.chosen_classes(wnids, 2) == [wnids[0], wnids[2]]  # evenly spaced: 0 and 5 // 2
+    chosen = [wnids[4], wnids[1]]
+    counts = ilsvrc12.select_classes(root / "index", tmp_path / "index", chosen, log=lambda line: None)
+    whole, subset = ilsvrc12.Source(root / "raw", root / "index"), ilsvrc12.Source(root / "raw", tmp_path / "index")
+    for split, labels in (("train", truth["train_labels"]), ("test", truth["test_labels"])):
+        expected = [(name, offset, size, [wnids[1], wnids[4]].index(wnids[label]))
+                    for name, offset, size, label in whole.index[split] if wnids[label] in chosen]
+        assert subset.index[split] == expected and counts[split] == len(expected) > 0
+        assert sum(truth["wnids"][c] in chosen for c in labels) == counts[split]
+    _, image, label = subset.record("test", 0)
+    assert image.shape[0] == 3 and label in (0, 1)
+    assert (tmp_path / "index" / "classes.tsv").read_text().splitlines()[0].split("\t")[:2] == ["0", wnids[1]]
+    with pytest.raises(ValueError, match="n00000000 not among the dataset's 5 classes"):
+        ilsvrc12.select_classes(root / "index", tmp_path / "other", [wnids[0], "n00000000"])
+    with pytest.raises(ValueError, match="classes: 6 of 5 classes; allowed: 2 to 5"):
+        ilsvrc12.chosen_classes(wnids, 6)
+
+
 def test_images_are_rgb_with_the_shorter_side_256_whatever_their_encoding(indexed):
     root, truth, _ = indexed
     source = ilsvrc12.Source(root / "raw", root / "index")

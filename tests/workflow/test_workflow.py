@@ -251,6 +251,21 @@ def test_the_seed_003_config_schedules_its_accuracy_runs_on_the_real_datasets(tm
     assert jobs["unpack_kmnist"] == "1" and jobs["convert"] == str(3 * 4)  # each real dataset in each format
 
 
+def test_the_seed_004_config_converts_only_its_ten_classes_and_runs_each_batch_with_and_without_profiling(tmp_path):
+    seed004 = yaml.safe_load((ROOT / "config" / "seed004.yaml").read_text())
+    seed004["ilsvrc12"]["directory"] = str(tmp_path / "ILSVRC2012")  # the user's archives (a miniature here)
+    ilsvrc12.generate(tmp_path / "ILSVRC2012", classes=12, train_images=24, test_images=6, seed=0)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(seed004))
+    (tmp_path / "data" / "raw" / "imagenet").mkdir(parents=True)  # as once fetched
+    (tmp_path / "data" / "raw" / "imagenet" / "fetch.json").write_text(json.dumps({"status": "ok", "reason": ""}))
+    result = snakemake(tmp_path, "-n", "--quiet", "rules")
+    jobs = dict(line.split() for line in result.stdout.splitlines() if len(line.split()) == 2)
+    # 8 frameworks x (AlexNet-BN at 64 and 128, VGG-11 at 12) x (gpu1, gpu2) x (train, profile) x 3 repetitions
+    assert jobs["train"] == str(8 * 3 * 2 * 2 * 3)
+    assert jobs["index_ilsvrc12"] == "1" and jobs["select_classes"] == "1"
+    assert jobs["convert_shard"] == str(4 * (10 + 1))  # ten classes: a hundredth of ILSVRC12's 1024 + 128 shards
+
+
 @pytest.mark.slow
 def test_the_keras_benchmarks_config_schedules_seeds_001_and_002(tmp_path):
     shutil.copy(ROOT / "config" / "keras_benchmarks.yaml", tmp_path / "config.yaml")

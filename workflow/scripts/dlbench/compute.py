@@ -29,7 +29,7 @@ def processor(device: str) -> str:
 def flops_per_image(spec: RunSpec) -> int:
     """Of a training step, or of a forward pass in an inference run."""
     count = inference_flops if spec.task == "inference" else training_flops
-    return count(description(spec.network, spec.family, spec.input_size))
+    return count(description(spec.network, spec.family, spec.input_size, spec.classes))
 
 
 def ceiling_devices(spec: RunSpec) -> int:

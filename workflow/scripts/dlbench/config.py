@@ -143,6 +143,9 @@ def cases(config: dict) -> list[Case]:
             raise ConfigError(f"{where}.data: real ImageNet needs ilsvrc12.directory (the directory holding "
                               "your ILSVRC2012 archives; it cannot be downloaded); without it allowed: "
                               "generated, synthetic")
+        classes = bench.get("classes")
+        if classes is not None:
+            check_classes(config, where, family, mode, classes)
         frameworks = bench.get("frameworks", config["frameworks"])
         tasks = bench.get("tasks", ["train"])
         for framework in bench.get("frameworks", []):  # named for this case: it must run the case's tasks
@@ -168,8 +171,8 @@ def cases(config: dict) -> list[Case]:
                                   f"iteration of {iterations} ({network}); allowed: 0 to {iterations - 1}, or "
                                   "warmup_added: true")
             for batch in batches if swept else [batches]:
-                for case in _network_cases(config, bench, where, family, mode, network, tasks, frameworks,
-                                           batch, swept, (iterations, warmup, rate), input_size):
+                for case in _network_cases(config, bench, where, dataset_label(family, mode, classes), network,
+                                           tasks, frameworks, batch, swept, (iterations, warmup, rate)):
                     key = (case.framework, case.dataset, network, case.hardware, case.device, case.variant, case.task)
                     if key in found:
                         raise ConfigError(f"{where}: {network} on {case.dataset} is listed twice")
@@ -177,10 +180,11 @@ def cases(config: dict) -> list[Case]:
     return list(found.values())
 
 
-def _network_cases(config: dict, bench: dict, where: str, family: str, mode: str, network: str, tasks: list,
-                   frameworks: list, batch: int, swept: bool, training: tuple, input_size: int | None) -> list[Case]:
+def _network_cases(config: dict, bench: dict, where: str, dataset: str, network: str, tasks: list,
+                   frameworks: list, batch: int, swept: bool, training: tuple) -> list[Case]:
     """A case's cells of one network at one batch: every placement, framework, numerics and task."""
     iterations, warmup, rate = training
+    family = bench["dataset"]
     if "accuracy" in tasks:
         accuracy_steps = accuracy_iterations(config, bench, where, batch)
     made = []
@@ -199,11 +203,29 @@ def _network_cases(config: dict, bench: dict, where: str, family: str, mode: str
             own = ({"latency_calls": bench.get("latency_calls", LATENCY_CALLS)} if task == "inference" else
                    {"epochs": bench.get("epochs", EPOCHS), "target_accuracy": bench.get("target_accuracy")}
                    if task == "accuracy" else {})
-            made.append(Case(framework=framework, dataset=dataset_label(family, mode), network=network,
+            made.append(Case(framework=framework, dataset=dataset, network=network,
                              device=device, hardware=hardware, batch_size_global=batch, batch_swept=swept,
                              iterations=steps[0], warmup_iterations=steps[1], learning_rate=rate,
-                             precision=precision, compile=compile, task=task, input_size=input_size, **own))
+                             precision=precision, compile=compile, task=task, input_size=bench.get("input_size"),
+                             **own))
     return made
+
+
+def check_classes(config: dict, where: str, family: str, mode: str, classes: int | list[str]) -> None:
+    """A class subset is ILSVRC12's (its index is what is subset), of no more classes than the dataset has."""
+    if family != "imagenet" or mode == "synthetic":
+        raise ConfigError(f"{where}.classes: a class subset is taken from ILSVRC12's files; allowed with "
+                          "dataset: imagenet, data: real or generated")
+    whole = config["generated"]["imagenet"]["classes"] if mode == "generated" else FAMILIES[family].classes
+    if isinstance(classes, int) and classes > whole:
+        raise ConfigError(f"{where}.classes: {classes} of the {whole} classes of {dataset_label(family, mode)}; "
+                          f"allowed: 2 to {whole}")
+
+
+def class_subsets(config: dict) -> dict[str, int | list[str]]:
+    """Each class subset's dataset label and its classes (a count or WNIDs), as the config's cases name them."""
+    return {dataset_label(bench["dataset"], bench.get("data", "real"), bench["classes"]): bench["classes"]
+            for bench in config["benchmarks"] if bench.get("classes") is not None}
 
 
 def placements(config: dict, family: str) -> list[tuple[str | None, str]]:

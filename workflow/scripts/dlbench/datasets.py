@@ -96,11 +96,14 @@ FAMILIES = {
 RESIZED_SIZING = "imagenet"
 
 
-def description(network: str, family: str, input_size: int | None = None) -> networks.Network:
+def description(network: str, family: str, input_size: int | None = None, classes: int | None = None
+                ) -> networks.Network:
     """The network a run trains: sized for the dataset family, or, with its images resized to ``input_size``
-    (the ImageNet input), the network's ImageNet layout with the family's classes."""
+    (the ImageNet input), the network's ImageNet layout with the family's classes; on a subset of the family's
+    ``classes`` (seed 004's ten ImageNet classes), its last layer sized for them."""
     if input_size is None:
-        return networks.network(network, FAMILIES[family].sized_for)
+        described = networks.network(network, FAMILIES[family].sized_for)
+        return networks.with_classes(described, classes) if classes else described
     return networks.with_classes(networks.network(network, RESIZED_SIZING), FAMILIES[family].classes)
 
 

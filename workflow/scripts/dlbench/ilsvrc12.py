@@ -84,6 +84,45 @@ def build_index(archive_dir: Path, index_dir: Path, log=print) -> dict:
     return counts
 
 
+def chosen_classes(wnids: list[str], classes: int | list[str]) -> list[str]:
+    """A subset of the classes (WNIDs in WNID order): ``classes`` of them evenly spaced over that order (10 of
+    1000: the 1st, 101st, … 901st, across the hierarchy rather than ten fish), or the WNIDs listed."""
+    if isinstance(classes, int):
+        if not 2 <= classes <= len(wnids):
+            raise ValueError(f"classes: {classes} of {len(wnids)} classes; allowed: 2 to {len(wnids)}")
+        return [wnids[index * len(wnids) // classes] for index in range(classes)]
+    unknown = sorted(set(classes) - set(wnids))
+    if unknown:
+        raise ValueError(f"classes: {', '.join(unknown)} not among the dataset's {len(wnids)} classes "
+                         f"(devkit WNIDs, e.g. {wnids[0]})")
+    return sorted(classes)
+
+
+def select_classes(index_dir: Path, subset_dir: Path, classes: int | list[str], log=print) -> dict:
+    """The index of a class subset: its classes numbered 0..k-1 in WNID order, and the images of those classes
+    only (their byte ranges in the same archives), so that it is converted like the whole dataset."""
+    index_dir, subset_dir = Path(index_dir), Path(subset_dir)
+    rows = [line.split("\t") for line in (index_dir / "classes.tsv").read_text().splitlines()]
+    wnids = [wnid for _, wnid, _ in rows]
+    chosen = chosen_classes(wnids, classes)
+    new_label = {str(wnids.index(wnid)): str(label) for label, wnid in enumerate(chosen)}
+    subset_dir.mkdir(parents=True, exist_ok=True)
+    (subset_dir / "classes.tsv").write_text("".join(f"{new_label[index]}\t{wnid}\t{words}\n"
+                                                    for index, wnid, words in rows if index in new_label))
+    counts = {}
+    for split in SPLIT_ARCHIVES:
+        kept = []
+        for line in (index_dir / f"{split}.tsv").read_text().splitlines():
+            *where, label = line.split("\t")
+            if label in new_label:
+                kept.append("\t".join([*where, new_label[label]]) + "\n")
+        (subset_dir / f"{split}.tsv").write_text("".join(kept))
+        counts[split] = len(kept)
+    log(f"subset: {len(chosen)} of {len(wnids)} classes ({', '.join(chosen)}), {counts['train']} training and "
+        f"{counts['test']} validation images")
+    return counts
+
+
 # ------------------------------------------------------------------ read
 
 

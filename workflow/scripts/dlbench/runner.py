@@ -40,7 +40,8 @@ def run(spec: RunSpec) -> dict:
     backends.require_cuda_build(spec, result)
     if spec.gpus:  # a GPU the build has no code for is unavailable here, not an error in the timed loop
         result["gpu_code"] = backends.check_gpu_code(backend.gpu_code())
-    with backends.closing(backend.Harness(spec, description(spec.network, spec.family, spec.input_size))) as harness:
+    described = description(spec.network, spec.family, spec.input_size, spec.classes)
+    with backends.closing(backend.Harness(spec, described)) as harness:
         result.update(import_seconds=imported - started, build_seconds=time.perf_counter() - imported)
         progress = print if tasks.first_process() else _quiet
         progress(f"{spec.framework} {result['framework_version']}: {spec.task} {spec.network} on {spec.dataset}, "

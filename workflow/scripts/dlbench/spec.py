@@ -4,6 +4,7 @@ Standard library only: the runner imports it inside framework environments.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -17,18 +18,45 @@ SETUP_FIELDS = ("start_seconds", "import_seconds", "build_seconds", "setup_secon
 DATASET_FAMILIES = ("mnist", "kmnist", "cifar10", "mnist10k", "imagenet", "text")  # dlbench.datasets.FAMILIES
 
 
-def dataset_label(family: str, mode: str) -> str:
-    """The dataset's name in paths and tables: ``mnist`` is real MNIST, never a stand-in."""
-    return family if mode == "real" else f"{family}-{mode}"
+def class_subset_label(classes: int | list[str]) -> str:
+    """A class subset's part of a dataset label: ``10classes`` (that many, evenly spaced in WNID order) or, for a
+    list of WNIDs, ``3classes-<6 hex digits of its digest>`` (another list is another dataset)."""
+    if isinstance(classes, int):
+        return f"{classes}classes"
+    digest = hashlib.sha256(",".join(sorted(classes)).encode()).hexdigest()[:6]
+    return f"{len(classes)}classes-{digest}"
+
+
+def dataset_label(family: str, mode: str, classes: int | list[str] | None = None) -> str:
+    """The dataset's name in paths and tables: ``mnist`` is real MNIST, never a stand-in; ``imagenet-10classes``
+    ten of ILSVRC12's classes."""
+    label = family if mode == "real" else f"{family}-{mode}"
+    return f"{label}-{class_subset_label(classes)}" if classes else label
+
+
+DATASET_LABEL = re.compile(rf"(?P<family>{'|'.join(DATASET_FAMILIES)})"
+                           rf"(?:-(?P<mode>{'|'.join(m for m in DATA_MODES if m != 'real')}))?"
+                           r"(?:-(?P<classes>[1-9][0-9]*)classes(?:-[0-9a-f]{6})?)?")
 
 
 def parse_dataset_label(label: str) -> tuple[str, str]:
-    family, _, mode = label.partition("-")
-    mode = mode or "real"
-    if family not in DATASET_FAMILIES or mode not in DATA_MODES:
+    found = DATASET_LABEL.fullmatch(label)
+    if not found:
         raise ValueError(f"bad dataset label {label!r}: expected <{'|'.join(DATASET_FAMILIES)}>"
-                         f"[-{'|-'.join(m for m in DATA_MODES if m != 'real')}]")
-    return family, mode
+                         f"[-{'|-'.join(m for m in DATA_MODES if m != 'real')}][-<k>classes[-<digest>]]")
+    return found["family"], found["mode"] or "real"
+
+
+def dataset_classes(label: str) -> int | None:
+    """The classes of a class subset's label (``imagenet-10classes`` -> 10); None: the family's own."""
+    parse_dataset_label(label)
+    found = DATASET_LABEL.fullmatch(label)["classes"]
+    return int(found) if found else None
+
+
+def whole_dataset(label: str) -> str:
+    """The dataset a class subset is taken from (``imagenet-generated-4classes`` -> ``imagenet-generated``)."""
+    return dataset_label(*parse_dataset_label(label))
 
 
 # cpu, gpu<g>: one process; <n>x<cpu|gpu<g>>: data parallelism over n processes, one per node inside a Slurm
@@ -82,15 +110,15 @@ def variant_label(precision: str, compile: bool, batch: int | None = None) -> st
     return precision + (f"-{COMPILED}" if compile else "") + (f"-b{batch}" if batch else "")
 
 
-VARIANT = re.compile(rf"(?P<precision>{'|'.join(PRECISIONS)})(?P<compiled>-{COMPILED})?(?:-b(?P<batch>[1-9][0-9]*))?")
+VARIANT = rf"({'|'.join(PRECISIONS)})(-{COMPILED})?(-b[1-9][0-9]*)?"  # the paths' variant wildcard
 
 
 def parse_variant(label: str) -> tuple[str, bool, int | None]:
     """(precision, compiled, the batch where the label names it): :func:`variant_label` read back."""
-    found = VARIANT.fullmatch(label)
-    if not found:
+    if not re.fullmatch(VARIANT, label):
         raise ValueError(f"bad variant {label!r}: expected <{'|'.join(PRECISIONS)}>[-{COMPILED}][-b<batch>]")
-    return found["precision"], bool(found["compiled"]), int(found["batch"]) if found["batch"] else None
+    precision, *suffixes = label.split("-")
+    return precision, COMPILED in suffixes, next((int(s[1:]) for s in suffixes if s.startswith("b")), None)
 
 
 def run_variant(run: dict) -> str:
@@ -142,6 +170,11 @@ class Labelled:
     @property
     def data_mode(self) -> str:
         return parse_dataset_label(self.dataset)[1]
+
+    @property
+    def classes(self) -> int | None:
+        """The classes of the dataset's subset it trains on; None: all the family's."""
+        return dataset_classes(self.dataset)
 
     @property
     def variant(self) -> str:
