@@ -1,6 +1,10 @@
 """NVML sampling code paths, with a fake NVML (this machine has no GPU)."""
+from types import SimpleNamespace
+
 import pytest
 from dlbench import gpu
+from dlbench.record import series
+from dlbench.spec import RunSpec
 
 
 class FakeNVMLError(Exception):
@@ -129,3 +133,16 @@ def test_the_gpus_a_process_may_use_with_their_compute_capability(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-fake-1")
     assert gpu.visible_gpus(FakeNVML()) == [("Fake P100", 60)]
     assert gpu.visible_gpus(FakeNVML(fail_init=True)) == []
+
+
+def test_every_gpu_sample_is_kept_per_gpu_in_the_series():
+    """The series beside a record keep each GPU's samples whole (the thesis's 1 Hz means, or any other
+    definition, can be computed from them later)."""
+    _, ticks = sample_run(FakeNVML(energy_counter=True), seconds=2, hz=5)
+    sampler = SimpleNamespace(host_samples=[], gpu_samples=ticks)
+    spec = RunSpec(framework="pytorch", dataset="mnist-synthetic", network="lenet", device="gpu2", repetition=1,
+                   batch_size_global=8, iterations=4, warmup_iterations=1, learning_rate=0.01, threads=2)
+    kept = series({"network": "lenet"}, spec, {}, sampler)
+    assert [len(one["time"]) for one in kept["gpus"]] == [11, 11] and kept["profile"] is None
+    assert kept["gpus"][1]["power_w"] == [tick[1]["power_w"] for tick in ticks]
+    assert kept["gpus"][0]["process_mib"][0] == 1024 and kept["gpus"][1]["device_mib"][0] == 4 * 1024

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from dlbench import datasets, monitor, networks
+from dlbench import datasets, files, monitor, networks
 from dlbench.backends import xspace
 from dlbench.config import cases
 from dlbench.figures.layers import layer_times
-from dlbench.record import load_records, write_record
+from dlbench.record import load_records, series_path, write_record
 from dlbench.spec import RunSpec
 from dlbench.tables.appendix import appendix
 from dlbench.tables.layers import layer_means, layers_table
@@ -32,9 +32,27 @@ def _spec(**changes):
 def profiled(tmp_path_factory):
     """A real profile run of AlexNet on CIFAR10-shaped batches in PyTorch, under the monitor."""
     path = tmp_path_factory.mktemp("profile") / "rep1.json"
-    record = monitor.run(_spec(), sys.executable, path.with_suffix(".log"), 300, 20, "sha")
+    record = monitor.run(_spec(), sys.executable, path.with_suffix(".log"), 300, 20, "sha", series_at=series_path(path))
     write_record(record, path)
     return load_records([path])[0]
+
+
+def test_the_series_beside_the_record_keep_every_profiled_step_and_every_sample(profiled):
+    """The record's means are the kept steps' means; the samples are the monitor's, gzip-compressed JSON."""
+    kept = files.read_json(series_path(Path(profiled["path"])))
+    assert kept["run"] == profiled["run"]
+    assert gzip.decompress(series_path(Path(profiled["path"])).read_bytes()).startswith(b"{")  # gzip-compressed
+    steps = kept["profile"]
+    assert steps["layers"] == [layer["name"] for layer in profiled["profile"]["layers"]]
+    assert len(steps["iteration_seconds"]) == len(steps["forward_seconds"]) == profiled["profile"]["steps"] == 4
+    for index, layer in enumerate(profiled["profile"]["layers"]):
+        for phase in ("forward", "backward"):
+            per_step = [step[index] for step in steps[f"{phase}_seconds"]]
+            assert sum(per_step) / len(per_step) * 1e3 == pytest.approx(layer[f"{phase}_ms"])
+    host = kept["host"]
+    assert len(host["time"]) == len(host["rss_mib"]) > 10 and max(host["rss_mib"]) == pytest.approx(
+        profiled["memory"]["host_peak_rss_mib"])
+    assert kept["gpus"] == []  # a CPU run
 
 
 def test_a_profile_names_every_layer_of_the_description_and_times_both_passes(profiled, record_schema):

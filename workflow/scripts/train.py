@@ -6,7 +6,7 @@ from pathlib import Path
 from dlbench import envs, monitor, slots
 from dlbench.config import config_sha256
 from dlbench.joblog import logged
-from dlbench.record import write_record
+from dlbench.record import series_path, write_record
 from dlbench.spec import RunSpec
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
@@ -29,6 +29,7 @@ with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
                          worker_python=environment.get("worker_python"),
                          lock_dir=slots.lock_dir(config["slots"]["directory"]),
                          slot_wait_s=None if wait is None else wait * 60,
-                         ceiling=json.loads(Path(snakemake.input.ceiling).read_text()))  # noqa: F821
+                         ceiling=json.loads(Path(snakemake.input.ceiling).read_text()),  # noqa: F821
+                         series_at=series_path(Path(snakemake.output[0])))  # noqa: F821
     write_record(record, Path(snakemake.output[0]))  # noqa: F821
     print(f"{record['status']}: {record['timing']['images_per_second_mean'] or record['reason']}")

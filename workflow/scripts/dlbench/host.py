@@ -25,6 +25,7 @@ class HostSample:
     cores_busy_s: float  # the held cores' busy time since boot (all processes, steal included)
     own_cpu_s: float  # the run's process tree's CPU time
     energy_uj: dict | None  # RAPL zone -> its counter, None without RAPL
+    rss_mib: float | None = None  # the run's process tree's resident memory
 
 
 def sockets(cpuinfo: Path = Path("/proc/cpuinfo")) -> int | None:

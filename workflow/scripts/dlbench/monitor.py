@@ -25,7 +25,7 @@ import psutil
 from . import files, formats, host, launch, lifeline, slots
 from .envs import WORKER_PYTHON_VARIABLE
 from .gpu import GpuProbe, inventory
-from .record import build_record
+from .record import build_record, series
 from .spec import RunSpec
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts, put on the runner's path
@@ -73,7 +73,8 @@ class Sampler(threading.Thread):
                 except psutil.Error:
                     pass
             self.rss_peak_mib = max(self.rss_peak_mib, rss / 2**20)
-            self.host_samples.append(host.HostSample(now, host.cores_busy_seconds(self.cores), cpu, self.rapl.read()))
+            self.host_samples.append(host.HostSample(now, host.cores_busy_seconds(self.cores), cpu, self.rapl.read(),
+                                                     rss / 2**20))
             if self.probe.handles:
                 self.gpu_samples.append(self.probe.sample(now, {p.pid for p in tree}))
             self.first, self.last, self.ticks = self.first or now, now, self.ticks + 1
@@ -221,8 +222,11 @@ def held_devices(device: str, wanted: int, threads: int, lock_dir: Path, wait_s:
 
 def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz: float,
         config_sha256: str, cannot_run: dict | None = None, nvml=None, worker_python: str | None = None,
-        lock_dir: Path | None = None, slot_wait_s: float | None = None, ceiling: dict | None = None) -> dict:
+        lock_dir: Path | None = None, slot_wait_s: float | None = None, ceiling: dict | None = None,
+        series_at: Path | None = None) -> dict:
     """Run one training job under measurement, on GPUs and cores it holds alone, and return its record.
+    ``series_at``: where to write, whatever happens, every sample and profiled step the record reduces
+    (:func:`dlbench.record.series`).
 
     ``cannot_run`` (status and reason) records a run that cannot take place (its environment could not
     be built: unavailable; its dataset could not be had: failed) without starting anything.
@@ -263,6 +267,8 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
     if result["status"] == "failed" and not cannot_run:
         result["reason"] += "\nlast lines of the log:\n" + _log_tail(log_path)
     record = build_record(spec, result, sampler, probe, config_sha256, ceiling)
+    if series_at:
+        files.write_json(series_at, series(record["run"], spec, result, sampler))
     record["timing"]["wall_seconds"] = time.monotonic() - started
     # The held interval: no other dlbench run held these cores and GPUs from held_from to held_until (a run that
     # waited for its devices started before it: started_at)

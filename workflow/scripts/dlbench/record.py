@@ -172,6 +172,44 @@ def quality(spec: RunSpec, result: dict, not_ok: str | None) -> dict:
     return {**block, "reasons": reasons}
 
 
+SERIES_SCHEMA = 1
+SERIES_SUFFIX = ".series.json.gz"
+
+
+def series_path(record_path: Path) -> Path:
+    """Where a run's series lie: beside its record (``rep1.json`` -> ``rep1.series.json.gz``)."""
+    record_path = Path(record_path)
+    return record_path.with_name(record_path.name.removesuffix(".json") + SERIES_SUFFIX)
+
+
+def series(run: dict, spec: RunSpec, result: dict, sampler: Sampler | None) -> dict:
+    """What a record reduces, kept whole so that another definition can be computed from it later: every sample of
+    the monitor (host: the run's resident memory and CPU time, the held cores' busy time, RAPL counters; each GPU:
+    power, device and process memory, energy counter) and, for a profile run, every profiled step's time and
+    each layer's forward and backward seconds in it (steps x layers, the first device's; then each device's).
+    ``run``: the record's run block, which names the run the series are of."""
+    host_samples, gpu_samples = (sampler.host_samples, sampler.gpu_samples) if sampler else ([], [])
+    kept = {"series_schema": SERIES_SCHEMA, "run": run,
+            "host": {field: [getattr(sample, field) for sample in host_samples]
+                     for field in ("time", "rss_mib", "own_cpu_s", "cores_busy_s", "energy_uj")},
+            "gpus": [{field: [tick[gpu][field] for tick in gpu_samples]
+                      for field in ("time", "power_w", "device_mib", "process_mib", "energy_j")}
+                     for gpu in range(len(gpu_samples[0]) if gpu_samples else 0)],
+            "profile": None}
+    if spec.task == "profile":
+        found = result.get("profile") or {}
+        steps = found.get("layers") or []
+        names = list(steps[0]) if steps else []
+
+        def phases(device_steps: list[dict]) -> dict:
+            return {f"{phase}_seconds": [[step[name][index] for name in names] for step in device_steps]
+                    for index, phase in enumerate(("forward", "backward"))}
+        kept["profile"] = {"method": found.get("method"), "layers": names,
+                           "iteration_seconds": found.get("iteration_seconds") or [], **phases(steps),
+                           "devices": [phases(device) for device in found.get("devices") or []]}
+    return kept
+
+
 def write_record(record: dict, path: Path) -> None:
     """Write atomically, so a killed job never leaves half a record behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
