@@ -212,6 +212,27 @@ rule layers_figure:
         "../workflow/scripts/layers_figure.py"
 
 
+rule layer_steps_figure:
+    """Seed 004's figures from the series kept beside the profile records (written by the same jobs)."""
+    input:
+        profile_records,
+    output:
+        png=report(
+            "results/figures/{dataset}/{network}/layer_steps.png",
+            caption="../report/layer_steps.rst",
+            category="Figures",
+            subcategory="{dataset} / {network}",
+            labels={"metric": "every profiled step"},
+        ),
+        svg="results/figures/{dataset}/{network}/layer_steps.svg",
+    log:
+        "logs/aggregate/layer_steps_figure-{dataset}-{network}.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/layer_steps_figure.py"
+
+
 rule figure:
     input:
         cell_records,

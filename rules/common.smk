@@ -128,11 +128,13 @@ ITERATION_FIGURES = [f"results/figures/{d}/{n}/iteration_times.{ext}" for d, n i
 ACCURACY_CELLS = sorted({(c.dataset, c.network) for c in CASES.values() if c.task == "accuracy"})
 ACCURACY = (["results/tables/accuracy.csv"] if ACCURACY_CELLS else []) + [
     f"results/figures/{d}/{n}/accuracy_curve.{ext}" for d, n in ACCURACY_CELLS for ext in ("png", "svg")]
-# The profile task's table of layers and its figures of time per layer, where the config has profile cases
+# The profile task's table of layers and its figures of time per layer and of every profiled step (seed 004's), where
+# the config has profile cases
 PROFILE_CELLS = sorted({(c.dataset, c.network) for c in CASES.values() if c.task == "profile"})
 PROFILE_RUNS = run_records(key for key in CASES if key[5] == "profile")
 PROFILE = (["results/tables/layers.csv"] if PROFILE_CELLS else []) + [
-    f"results/figures/{d}/{n}/layers.{ext}" for d, n in PROFILE_CELLS for ext in ("png", "svg")]
+    f"results/figures/{d}/{n}/{figure}.{ext}" for d, n in PROFILE_CELLS for figure in ("layers", "layer_steps")
+    for ext in ("png", "svg")]
 # Every family with files is fetched when real (downloaded, or ILSVRC12 the user's) and can be generated.
 DATASET_FAMILIES = list(FILE_FAMILIES)
 # Datasets read from files: (label, family, mode) for every non-synthetic case. MNIST-like and

@@ -9,6 +9,7 @@ import pytest
 from dlbench import datasets, files, monitor, networks
 from dlbench.backends import xspace
 from dlbench.config import cases
+from dlbench.figures.layer_steps import block_seconds, layer_steps, unaccounted
 from dlbench.figures.layers import layer_times
 from dlbench.record import load_records, series_path, write_record
 from dlbench.spec import RunSpec
@@ -77,6 +78,29 @@ def test_a_profile_names_every_layer_of_the_description_and_times_both_passes(pr
     timed = profiled["timing"]["iteration_seconds"][2:]
     assert profiled["timing"]["images_per_second_mean"] == pytest.approx(8 * len(timed) / sum(timed), rel=1e-3)
     assert profile["unprofiled_iteration_ms"] == pytest.approx(sum(timed) / len(timed) * 1e3)
+
+
+def test_seed_004s_figures_draw_each_block_in_every_profiled_step_and_the_missing_time(profiled, tmp_path):
+    """Blocks as the seed grouped AlexNet's layers; the error per step and the missing time at each quarter come
+    from the same kept steps; a record without series is named, not drawn."""
+    kept = files.read_json(series_path(Path(profiled["path"])))["profile"]
+    groups = networks.layer_groups(networks.network("alexnet", "cifar10"))
+    blocks = block_seconds(kept, groups)
+    assert list(blocks) == ["conv1", "conv2", "conv3", "conv4", "conv5", "fc1", "fc2", "output"]
+    steps = len(kept["iteration_seconds"])
+    total = sum(sum(row) for phase in ("forward", "backward") for row in kept[f"{phase}_seconds"])
+    assert sum(seconds.sum() for seconds in blocks.values()) == pytest.approx(total)  # every layer in one block
+    share, missing = unaccounted(kept)
+    assert missing[100] == (steps, pytest.approx(sum(kept["iteration_seconds"]) - total))
+    assert missing[50][0] == steps // 2 and share[0] == pytest.approx(
+        1 - (sum(kept["forward_seconds"][0]) + sum(kept["backward_seconds"][0])) / kept["iteration_seconds"][0])
+    older = {**profiled, "path": str(tmp_path / "rep2.json"), "run": {**profiled["run"], "repetition": 2,
+                                                                       "framework": "tensorflow"}}
+    layer_steps([profiled, older], [tmp_path / "steps.svg"])
+    svg = (tmp_path / "steps.svg").read_text()
+    assert all(f'id="block pytorch cpu profile {block}"' in svg for block in blocks)
+    assert 'id="unaccounted pytorch cpu profile"' in svg
+    assert "no series beside rep2.json (made before 0.31.0)" in svg
 
 
 @pytest.mark.slow

@@ -266,6 +266,31 @@ def test_the_seed_004_config_converts_only_its_ten_classes_and_runs_each_batch_w
     assert jobs["convert_shard"] == str(4 * (10 + 1))  # ten classes: a hundredth of ILSVRC12's 1024 + 128 shards
 
 
+def test_the_seed_004_miniature_profiles_and_draws_every_profiled_step_of_each_block(tmp_path, tensorflow_python):
+    """.test/config-seed004's AlexNet-BN profile runs in TensorFlow, the seed's framework (one repetition, both
+    batches) on four classes of a generated ILSVRC12; the per-step figure is drawn from the series the runs
+    kept. (VGG-11's cells are the same path at about three times the cost; CI dry-runs them.)"""
+    config = yaml.safe_load((ROOT / ".test" / "config-seed004" / "config.yaml").read_text())
+    config.update(frameworks=["tensorflow"], repetitions=1,
+                  benchmarks=[{**case, "tasks": ["profile"]} for case in config["benchmarks"]])
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    for environment, status in (("tensorflow", framework_environment("tensorflow")),  # the tests' own venv
+                                ("pytorch", {"status": "ok", "python": None, "reason": ""})):  # the ceiling's: ours
+        (tmp_path / ".venvs" / environment).mkdir(parents=True)
+        (tmp_path / ".venvs" / environment / "environment.json").write_text(json.dumps(status))
+    figure = Path("results/figures/imagenet-generated-4classes/alexnet_bn/layer_steps.svg")
+    snakemake(tmp_path, str(figure))
+    runs = tmp_path / "results" / "runs" / "tensorflow" / "imagenet-generated-4classes" / "alexnet_bn" / "cpu"
+    for variant in ("fp32-b4", "fp32-b8"):
+        record = json.loads((runs / variant / "profile" / "rep1.json").read_text())
+        assert record["status"] == "ok", (variant, record["reason"])
+        assert (runs / variant / "profile" / "rep1.series.json.gz").exists()
+    drawn = (tmp_path / figure).read_text()
+    for cell in ("tensorflow cpu fp32-b4 profile", "tensorflow cpu fp32-b8 profile"):
+        assert all(f'id="block {cell} {block}"' in drawn for block in ("conv1", "conv5", "fc1", "fc2", "output"))
+    assert (tmp_path / figure.with_suffix(".png")).exists()
+
+
 @pytest.mark.slow
 def test_the_keras_benchmarks_config_schedules_seeds_001_and_002(tmp_path):
     shutil.copy(ROOT / "config" / "keras_benchmarks.yaml", tmp_path / "config.yaml")

@@ -127,7 +127,7 @@ METRICS = {
                          "run's epochs, training and evaluations (seed 003's Time column)", tasks=("accuracy",)),
     "profiling_overhead": Metric("profile", "overhead", "× unprofiled step",
                                  "a step's mean wall time under the framework's profiler over a step's without it "
-                                 "(seed 004 found 2.35-2.45x)", tasks=("profile",)),
+                                 "(seed 004 reports +235 to +245 %: 3.35-3.45x read literally)", tasks=("profile",)),
     "unaccounted_share": Metric("profile", "unaccounted_share", "share of a profiled step",
                                 "the share of a profiled step's wall time that no layer's forward or backward time "
                                 "accounts for (seed 004 found 38-54 %; below 0 where the framework's ops overlap)",

@@ -257,6 +257,36 @@ def layer_names(network: Network) -> list[str]:
     return list(named.leaves)
 
 
+WEIGHTED_KINDS = {"conv": "conv", "dense": "fc", "lstm": "lstm"}  # leaf kind -> its block's name (seed 004's)
+FORWARD_KINDS = ("dropout", "flatten")  # leaves that prepare the next weighted layer's input
+
+
+def layer_groups(network: Network) -> dict[str, str]:
+    """Each leaf's block as seed 004 grouped its per-layer times (conv1–5, fc1, fc2, output): every weighted layer
+    opens a block (``conv<k>``, ``fc<k>``; the last one ``output``) that holds the leaves after it (its batch norm,
+    activation, pooling); dropout and flatten belong to the next weighted layer, as the seed's variable scopes put
+    the dropout in fc1; leaves before the first weighted layer, to it."""
+    names = layer_names(network)
+    kinds = [name.rstrip("0123456789") for name in names]
+    counts, blocks, current = {}, [], None
+    for kind in kinds:
+        if kind in WEIGHTED_KINDS:
+            block = WEIGHTED_KINDS[kind]
+            counts[block] = counts.get(block, 0) + 1
+            current = f"{block}{counts[block]}"
+        blocks.append(current)
+    last_weighted = max(index for index, kind in enumerate(kinds) if kind in WEIGHTED_KINDS)
+    blocks = ["output" if block == blocks[last_weighted] else block for block in blocks]
+    # dropout and flatten join the block of the next weighted layer; leading leaves the first weighted layer's
+    following = None
+    for index in reversed(range(len(names))):
+        if kinds[index] in WEIGHTED_KINDS:
+            following = blocks[index]
+        elif (kinds[index] in FORWARD_KINDS or blocks[index] is None) and following:
+            blocks[index] = following
+    return dict(zip(names, blocks))
+
+
 class FlopCounter:
     """A :class:`Builder` whose "model" counts training FLOPs per image, by the convention of
     ``torch.utils.flop_counter``: 2 × multiply-adds of convolutions and dense layers, no other layer.

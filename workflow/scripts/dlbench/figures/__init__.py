@@ -23,17 +23,18 @@ def framework_order(names) -> list[str]:
     return [name for name in FRAMEWORKS if name in set(names)]
 
 
-def with_notes(width: float, height: float, notes: list[str], panels: int = 1):
-    """A figure with its plot's ``panels`` side by side on top and, below them, ``notes`` (why cells are
-    missing) wrapped to the figure's width, so that they never run under a legend or a bar."""
+def with_notes(width: float, height: float, notes: list[str], panels: int = 1, rows: int = 1):
+    """A figure with its plot's ``panels`` side by side on top (``rows`` of them, ``height`` in all; the axes
+    row by row) and, below them, ``notes`` (why cells are missing) wrapped to the figure's width, so that they
+    never run under a legend or a bar."""
     lines = [line for note in notes for line in textwrap.wrap(note, width=int(width * 15), subsequent_indent="  ")]
     notes_height = 0.14 * len(lines) + 0.1 if lines else 0.0
     fig = plt.figure(figsize=(width, height + notes_height), layout="constrained")
-    grid = fig.add_gridspec(2, panels, height_ratios=[height, max(notes_height, 1e-3)])
-    text = fig.add_subplot(grid[1, :])
+    grid = fig.add_gridspec(rows + 1, panels, height_ratios=[height / rows] * rows + [max(notes_height, 1e-3)])
+    text = fig.add_subplot(grid[rows, :])
     text.axis("off")
     text.text(0, 1, "\n".join(lines), va="top", fontsize=7, color="dimgray", transform=text.transAxes)
-    return fig, [fig.add_subplot(grid[0, k]) for k in range(panels)]
+    return fig, [fig.add_subplot(grid[row, k]) for row in range(rows) for k in range(panels)]
 
 
 def plain_log(axis, span: float) -> None:

@@ -1,0 +1,101 @@
+"""Seed 004's figures of a profile run's every step: each block's time per iteration, and the share of each
+step that no layer accounts for, with the missing time summed at 25, 50, 75 and 100 % of the profiled steps."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import seaborn as sns
+
+from .. import files, networks
+from ..datasets import description
+from ..record import series_path
+from ..spec import RunSpec
+from ..tables import settings
+from ..tables.runs import runs_table
+from . import save, with_notes
+
+QUARTERS = (25, 50, 75, 100)
+
+
+def block_seconds(kept_profile: dict, groups: dict[str, str], device: dict | None = None) -> dict[str, np.ndarray]:
+    """Per block of :func:`dlbench.networks.layer_groups`, in the network's order: its forward and backward seconds
+    in each profiled step, summed over its layers (of ``device``'s steps where given, else the first device's)."""
+    steps = device or kept_profile
+    total = np.asarray(steps["forward_seconds"]) + np.asarray(steps["backward_seconds"])  # steps x layers
+    blocks = list(dict.fromkeys(groups[name] for name in kept_profile["layers"]))
+    return {block: total[:, [groups[name] == block for name in kept_profile["layers"]]].sum(axis=1)
+            for block in blocks}
+
+
+def unaccounted(kept_profile: dict) -> tuple[np.ndarray, dict[int, tuple[int, float]]]:
+    """Each profiled step's share that no layer accounts for (the seed's per-iteration error), and per quarter of
+    the steps (25, 50, 75, 100 %) its last step and the seconds no layer accounts for summed up to it (the seed's
+    missing time)."""
+    steps = np.asarray(kept_profile["iteration_seconds"])
+    accounted = (np.asarray(kept_profile["forward_seconds"]) + np.asarray(kept_profile["backward_seconds"])).sum(1)
+    missing = steps - accounted
+    last = {quarter: max(1, round(len(missing) * quarter / 100)) for quarter in QUARTERS}
+    return missing / steps, {quarter: (step, float(missing[:step].sum())) for quarter, step in last.items()}
+
+
+def first_series(records: list[dict]) -> tuple[dict | None, dict | None, str]:
+    """The first ok record's kept series (its repetition stands for the cell, as the seed drew one run), or why
+    there is none."""
+    ok = [record for record in records if record["status"] == "ok"]
+    if not ok:
+        return None, None, f"{records[0]['status']}: {records[0]['reason'].splitlines()[0]}"
+    record = min(ok, key=lambda item: item["run"]["repetition"])
+    path = series_path(Path(record["path"]))
+    if not path.exists():
+        return record, None, f"unavailable: no series beside {Path(record['path']).name} (made before 0.31.0)"
+    try:
+        return record, files.read_json(path), ""
+    except files.Unreadable as error:
+        return record, None, f"unavailable: {error}"
+
+
+def layer_steps(records: list[dict], outputs: list[Path]) -> None:
+    """A row per profile cell (framework and setting): on the left each block's milliseconds in every profiled
+    step (conv1–5, fc1, fc2, output for AlexNet: seed 004's Figures 4-3 to 4-12), on the right each step's share
+    in no layer (its Figure 4-13) with the missing seconds summed at 25/50/75/100 % of the steps."""
+    records = [record for record in records if record["run"]["task"] == "profile"]
+    table = runs_table(records)
+    table["setting"] = table["framework"] + " " + settings(table)
+    cells = sorted(table["setting"].unique())
+    notes, rows = [], []
+    for cell in cells:
+        paths = set(table.loc[table["setting"] == cell, "record"])
+        record, kept, why = first_series([record for record in records if record["path"] in paths])
+        if kept is None or not (kept.get("profile") or {}).get("layers"):
+            notes.append(f"{cell}: {why or 'no profiled step'}")
+            continue
+        rows.append((cell, record, kept["profile"]))
+    run = records[0]["run"]
+    fig, axes = with_notes(11.0, 2.6 * max(1, len(rows)), notes, panels=2, rows=max(1, len(rows)))
+    for row, (cell, record, kept_profile) in enumerate(rows):
+        spec = RunSpec(**{key: value for key, value in record["run"].items() if key in RunSpec.__dataclass_fields__})
+        groups = networks.layer_groups(description(spec.network, spec.family, spec.input_size, spec.classes))
+        blocks = block_seconds(kept_profile, groups)
+        left, right = axes[2 * row], axes[2 * row + 1]
+        colours = sns.color_palette("tab20" if len(blocks) > 10 else "tab10", n_colors=len(blocks))
+        steps = np.arange(1, len(kept_profile["iteration_seconds"]) + 1)
+        for colour, (block, seconds) in zip(colours, blocks.items()):
+            left.plot(steps, seconds * 1e3, color=colour, linewidth=1, label=block, gid=f"block {cell} {block}")
+        left.set(ylabel="ms (forward + backward)", title=f"{cell}: time per block, rep {spec.repetition}")
+        left.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        share, missing = unaccounted(kept_profile)
+        right.plot(steps, share * 100, color="gray", linewidth=1, gid=f"unaccounted {cell}")
+        for quarter, (step, seconds) in missing.items():
+            right.axvline(step, color="lightgray", linewidth=0.8)
+            right.annotate(f"{quarter}%: {seconds * 1e3:,.1f} ms", (step, 1), xycoords=("data", "axes fraction"),
+                           fontsize=6, rotation=90, va="top", ha="right")
+        right.set(ylabel="% of the step in no layer", title=f"{cell}: per-iteration error")
+        for axis in (left, right):
+            axis.title.set_fontsize(8)
+            axis.set_xlabel("profiled step")
+    if not rows:
+        for axis in axes:
+            axis.axis("off")
+    fig.suptitle(f"{run['dataset']} / {run['network']}: every profiled step (seed 004)", fontsize=10)
+    save(fig, outputs)
