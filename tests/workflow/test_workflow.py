@@ -156,7 +156,8 @@ def test_tables_figures_and_report(finished):
     cells = [("mnist-synthetic", "mlp"), ("text-synthetic", "lstm"), ("cifar10-synthetic", "vgg16"),
              ("imagenet-generated", "alexnet"), *cell_tasks]
     # a cell's figures: the metrics its runs measure (no GPU metric on CPUs), every training step's time;
-    # LeNet's accuracy over time, AlexNet's time per layer; per dataset with training runs a heatmap of speed
+    # LeNet's accuracy over time, AlexNet's time per layer and every profiled step; per dataset with training runs a
+    # heatmap of speed
     # (and of CPU energy per image where RAPL counts it); ours beside the thesis
     node = {"rapl": host.Rapl().error is None, "cpu_peak": peaks.node_knows_cpu_peak()}
     bars = sum(metrics.drawn(metric, cell_tasks.get(cell, {"train"}), ["cpu"], **node)
@@ -165,7 +166,7 @@ def test_tables_figures_and_report(finished):
     heatmaps = sorted((finished / "results" / "figures").glob("*/*_heatmap.png"))
     assert len(heatmaps) == len({dataset for dataset, _ in trained}) * sum(
         metrics.drawn(metric, ["train"], ["cpu"], **node) for metric, spec in metrics.METRICS.items() if spec.best)
-    assert len(figures) == bars + len(trained) + 2 + len(heatmaps) + 1
+    assert len(figures) == bars + len(trained) + 3 + len(heatmaps) + 1
     assert not list((finished / "results" / "figures").rglob("gpu_*"))  # a CPU-only config: no GPU figures
     steps = (finished / "results" / "figures" / "mnist-generated" / "lenet" / "iteration_times.svg").read_text()
     assert all(f'id="steps {framework} cpu rep 2"' in steps for framework in ("pytorch", "tensorflow"))
@@ -178,6 +179,8 @@ def test_tables_figures_and_report(finished):
     assert all(layers.loc[framework, "layer 1"] for framework in ("tensorflow", "mxnet", "caffe", "cntk",
                                                                   "keras-tensorflow", "keras-jax", "keras-torch"))
     assert (finished / "results" / "figures" / "cifar10-synthetic" / "alexnet" / "layers.svg").exists()
+    steps_drawn = (finished / "results" / "figures" / "cifar10-synthetic" / "alexnet" / "layer_steps.svg").read_text()
+    assert all(f'id="block {framework} cpu profile fc2"' in steps_drawn for framework in ("pytorch", "caffe", "cntk"))
     lenet = finished / "results" / "figures" / "mnist-generated" / "lenet"
     assert (lenet / "latency_p50.png").exists() and (lenet / "accuracy_curve.png").exists()
     curves = (lenet / "accuracy_curve.svg").read_text()
@@ -195,7 +198,7 @@ def test_tables_figures_and_report(finished):
     assert report.count("error bars one standard deviation") == bars
     assert "apples to oranges" in report and "Which framework, at a glance" in report
     assert "Every training step of every run" in report
-    assert "Where a training step's time goes" in report
+    assert "Where a training step's time goes" in report and "Every profiled training step" in report
     assert "Appendix A layout" in report and "Every run of the workflow" in report
 
 
