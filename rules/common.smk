@@ -385,6 +385,8 @@ def run_spec(wildcards):
     spec = asdict(run.run_spec(int(wildcards.repetition), threads, data_input(run), loader_workers(run.device, threads)))
     if spec["hardware"] is None:  # no target named: the spec of the runs made before targets, which stay done
         del spec["hardware"]
+    if not spec["batch_swept"]:  # one batch: the spec of the runs made before batch lists, which stay done
+        del spec["batch_swept"]
     return spec
 
 

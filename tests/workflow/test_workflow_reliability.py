@@ -148,7 +148,8 @@ CHANGES = {
     "input_size": ((2, {"input_size": 224}), [RESIZABLE]),
     "sample_hz": ((None, {"measurement": {"sample_hz": 25}}), FINISHED),
 }
-NAMED_BY_PATH = {"framework", "dataset", "network", "hardware", "device", "repetition", "precision", "compile", "task"}
+NAMED_BY_PATH = {"framework", "dataset", "network", "hardware", "device", "repetition", "precision", "compile", "task",
+                 "batch_swept"}  # a swept batch names its variant (fp32-b64)
 DERIVED = {"data_dir": "the dataset's format, from framework and dataset", "seed": "the repetition"}
 
 
