@@ -22,7 +22,7 @@ from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
                           cuda_variant, current_environment, node_gpus)
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
-from dlbench.spec import (HARDWARE_NAME, PRECISIONS, VARIANT, dataset_classes, gpu_count,  # noqa: E402
+from dlbench.spec import (HARDWARE_NAME, IMAGENET_LABEL, PRECISIONS, VARIANT, dataset_classes, gpu_count,  # noqa: E402
                           parse_dataset_label, parse_placement, placement_label, whole_dataset)
 from dlbench.tasks import TASKS  # noqa: E402
 
@@ -60,8 +60,6 @@ try:
 except (bench_config.ConfigError, merge.MergeError) as error:
     raise WorkflowError(f"invalid config: {error}")
 
-# ILSVRC12's dataset labels: real or generated, whole or a class subset (imagenet-generated-4classes)
-IMAGENET_LABEL = r"imagenet(-generated)?(-[1-9][0-9]*classes(-[0-9a-f]{6})?)?"
 # Class subsets of ILSVRC12 by dataset label (imagenet-10classes: 10), indexed from the whole dataset's index
 CLASS_SUBSETS = bench_config.class_subsets(config) if not MERGED else {}
 

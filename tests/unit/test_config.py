@@ -18,7 +18,7 @@ from dlbench.config import (
     targets,
 )
 from dlbench.datasets import description
-from dlbench.spec import RUN_FIELDS, RunSpec
+from dlbench.spec import IMAGENET_LABEL, RUN_FIELDS, RunSpec, dataset_classes, whole_dataset
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
@@ -78,6 +78,14 @@ def test_a_class_subset_of_imagenet_names_its_dataset_and_sizes_the_network_for_
     listed = cases(validated({**GOOD, "benchmarks": [{**bench, "classes": ["n01440764", "n02102040"]}]}))[0]
     assert re.fullmatch(r"imagenet-generated-2classes-[0-9a-f]{6}", listed.dataset) and listed.classes == 2
     assert class_subsets(validated({**GOOD, "benchmarks": [bench]})) == {"imagenet-generated-4classes": 4}
+    # the label names the subset and the whole dataset it is converted from, the rules' constraint takes it
+    for label, count, whole in ((case.dataset, 4, "imagenet-generated"), (listed.dataset, 2, "imagenet-generated"),
+                                ("imagenet-10classes", 10, "imagenet")):
+        assert (dataset_classes(label), whole_dataset(label)) == (count, whole)
+        assert re.fullmatch(IMAGENET_LABEL, label)
+    assert dataset_classes("imagenet-generated") is None and not re.fullmatch(IMAGENET_LABEL, "imagenet-synthetic")
+    with pytest.raises(ValueError, match="bad dataset label 'imagenet-0classes'"):
+        dataset_classes("imagenet-0classes")
     with pytest.raises(ConfigError, match=r"benchmarks\[0\].classes: 11 of the 10 classes of imagenet-generated; "
                                           r"allowed: 2 to 10"):
         cases(validated({**GOOD, "benchmarks": [{**bench, "classes": 11}]}))

@@ -34,24 +34,34 @@ def dataset_label(family: str, mode: str, classes: int | list[str] | None = None
     return f"{label}-{class_subset_label(classes)}" if classes else label
 
 
-DATASET_LABEL = re.compile(rf"(?P<family>{'|'.join(DATASET_FAMILIES)})"
-                           rf"(?:-(?P<mode>{'|'.join(m for m in DATA_MODES if m != 'real')}))?"
-                           r"(?:-(?P<classes>[1-9][0-9]*)classes(?:-[0-9a-f]{6})?)?")
+def _label_pattern(families, modes) -> str:
+    return (rf"(?P<family>{'|'.join(families)})(?:-(?P<mode>{'|'.join(modes)}))?"
+            r"(?:-(?P<classes>[1-9][0-9]*)classes(?:-[0-9a-f]{6})?)?")
 
 
-def parse_dataset_label(label: str) -> tuple[str, str]:
+DATASET_LABEL = re.compile(_label_pattern(DATASET_FAMILIES, [mode for mode in DATA_MODES if mode != "real"]))
+# ILSVRC12's labels, real or generated, whole or a class subset (imagenet-generated-4classes), as a Snakemake
+# wildcard constraint: without named groups, which Snakemake's own pattern would clash with
+IMAGENET_LABEL = re.sub(r"\(\?P<\w+>", "(?:", _label_pattern(["imagenet"], ["generated"]))
+
+
+def _matched_label(label: str) -> re.Match:
     found = DATASET_LABEL.fullmatch(label)
     if not found:
         raise ValueError(f"bad dataset label {label!r}: expected <{'|'.join(DATASET_FAMILIES)}>"
                          f"[-{'|-'.join(m for m in DATA_MODES if m != 'real')}][-<k>classes[-<digest>]]")
+    return found
+
+
+def parse_dataset_label(label: str) -> tuple[str, str]:
+    found = _matched_label(label)
     return found["family"], found["mode"] or "real"
 
 
 def dataset_classes(label: str) -> int | None:
     """The classes of a class subset's label (``imagenet-10classes`` -> 10); None: the family's own."""
-    parse_dataset_label(label)
-    found = DATASET_LABEL.fullmatch(label)["classes"]
-    return int(found) if found else None
+    classes = _matched_label(label)["classes"]
+    return int(classes) if classes else None
 
 
 def whole_dataset(label: str) -> str:
