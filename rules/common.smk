@@ -85,14 +85,18 @@ def menu_label(wildcards, before=""):
 
 
 # A cell's figures: the metrics its runs measure (latency only where it has inference runs, GPU power only
-# where it runs on GPUs, CPU energy where this node has RAPL counters, MFU where dlbench knows the peak).
+# where it runs on GPUs, CPU energy where this node has RAPL counters, MFU where dlbench knows the peak, idle GPUs'
+# power where CPU runs have GPUs beside them: this node's, or the config's GPU runs').
 # (With merge: where the merged runs measured them, on their nodes.)
 RAPL = (any(r["power"]["cpu_energy_j"] is not None for r in MERGED.values()) if MERGED else Rapl().error is None)
 CPU_PEAK = (any(r["compute"]["mfu"] is not None and not gpu_count(r["run"]["device"]) for r in MERGED.values())
             if MERGED else node_knows_cpu_peak())
+IDLE_GPUS = (any(r["power"].get("idle_gpu_mean_w") is not None for r in MERGED.values()) if MERGED
+             else any(gpu_count(c.device) for c in CASES.values()) or bool(node_gpus()))
+NODE = {"rapl": RAPL, "cpu_peak": CPU_PEAK, "idle_gpus": IDLE_GPUS}
 FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metric in METRICS
            if drawn(metric, *zip(*[(c.task, c.device) for c in CASES.values() if (c.dataset, c.network) == (d, n)]),
-                    rapl=RAPL, cpu_peak=CPU_PEAK)
+                    **NODE)
            for ext in ("png", "svg")]
 TRAINED = [c for c in CASES.values() if c.task == "train"]
 # Per dataset with training runs, a heatmap of each metric with a better end that they measure (speed, energy
@@ -100,8 +104,7 @@ TRAINED = [c for c in CASES.values() if c.task == "train"]
 # a GPU and a CPU, their speed-ups
 HEATMAPS = [f"results/figures/{d}/{metric}_heatmap.{ext}" for d in sorted({c.dataset for c in TRAINED})
             for metric, spec in METRICS.items()
-            if spec.best and drawn(metric, ["train"], [c.device for c in TRAINED if c.dataset == d], rapl=RAPL,
-                                 cpu_peak=CPU_PEAK)
+            if spec.best and drawn(metric, ["train"], [c.device for c in TRAINED if c.dataset == d], **NODE)
             for ext in ("png", "svg")]
 
 

@@ -14,9 +14,9 @@ class FakeNVMLError(Exception):
 class FakeNVML:
     """Two GPUs; power and energy follow a clock the test advances; PID 42 uses 1 GiB on GPU 0."""
 
-    def __init__(self, watts=(200.0, 100.0), energy_counter=True, fail_init=False):
+    def __init__(self, watts=(200.0, 100.0), energy_counter=True, fail_init=False, busy=True):
         self.watts, self.energy_counter, self.fail_init, self.now = watts, energy_counter, fail_init, 0.0
-        self.shut = False
+        self.shut, self.busy = False, busy
 
     def nvmlInit(self):
         if self.fail_init:
@@ -65,11 +65,13 @@ class FakeNVML:
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle):
         proc = lambda pid, mib: type("Process", (), {"pid": pid, "usedGpuMemory": mib * 2**20})()
+        if not self.busy:
+            return []
         return [proc(42, 1024), proc(7, 512)] if handle == 0 else [proc(7, 256)]
 
 
-def sample_run(nvml, seconds=10, hz=10):
-    probe = gpu.GpuProbe(["GPU-fake-0", "GPU-fake-1"], nvml)
+def sample_run(nvml, seconds=10, hz=10, probe=None):
+    probe = probe or gpu.GpuProbe(["GPU-fake-0", "GPU-fake-1"], nvml)
     ticks = []
     for step in range(seconds * hz + 1):
         nvml.now = step / hz
@@ -90,6 +92,39 @@ def test_power_and_energy_over_the_timed_window(energy_counter, method):
     assert memory["gpu_device_peak_mib"] == pytest.approx(7 * 1024)
     assert probe.describe()[1] == {"index": 1, "uuid": "GPU-fake-1", "name": "Fake P100", "driver": "550.1",
                                    "cuda": "12.4", "memory_mib": 80 * 1024}
+
+
+def test_the_thesis_memory_and_power_are_each_gpus_means_over_the_whole_run():
+    probe, ticks = sample_run(FakeNVML())
+    memory, power = gpu.memory_and_power(ticks, window=(2.0, 8.0), images=600, error=probe.error)
+    assert memory["gpu_device_mean_mib_per_gpu"] == pytest.approx([3 * 1024, 4 * 1024])  # every process's
+    assert memory["gpu_device_mean_mib"] == pytest.approx(7 * 1024)
+    assert power["gpu_run_mean_w_per_gpu"] == pytest.approx([200.0, 100.0]) and power["gpu_run_mean_w"] == 300.0
+    assert power["idle_gpu_mean_w"] is None and power["reasons"]["idle_gpu_mean_w"] == gpu.NOT_IDLE
+
+
+def test_a_cpu_run_reads_the_idle_draw_of_its_nodes_gpus(monkeypatch):
+    """The thesis's GPU power of a CPU run (28-33 W): the node's GPUs while no process computes on them."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    probe = gpu.GpuProbe.idle_gpus(FakeNVML(busy=False))
+    assert probe.idle and probe.error == gpu.CPU_RUN and len(probe.handles) == 2
+    _, ticks = sample_run(probe.nvml, probe=probe)
+    memory, power = gpu.memory_and_power(ticks, (2.0, 8.0), 600, probe.error, probe.idle_error)
+    assert power["idle_gpu_mean_w"] == 300.0 and power["idle_gpu_mean_w_per_gpu"] == pytest.approx([200.0, 100.0])
+    assert power["gpu_mean_w"] is None and power["reasons"]["gpu_run_mean_w"] == gpu.CPU_RUN
+    assert memory["gpu_device_mean_mib"] is None and memory["reasons"]["gpu_device_peak_mib"] == gpu.CPU_RUN
+    busy = gpu.GpuProbe.idle_gpus(FakeNVML(busy=True))  # another job computes on both
+    _, ticks = sample_run(busy.nvml, probe=busy)
+    _, power = gpu.memory_and_power(ticks, (2.0, 8.0), 600, busy.error, busy.idle_error)
+    assert power["idle_gpu_mean_w"] is None
+    assert power["reasons"]["idle_gpu_mean_w"].startswith("the node's GPU 0, 1 ran a process during this CPU run")
+    for nvml, visible, why in ((FakeNVML(fail_init=True), None, "NVML: Driver Not Loaded"),
+                               (FakeNVML(), "", "no GPU on this node (or none visible to this job)")):
+        if visible is not None:
+            monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        none = gpu.GpuProbe.idle_gpus(nvml)
+        _, power = gpu.memory_and_power([], None, None, none.error, none.idle_error)
+        assert none.handles == [] and power["reasons"]["idle_gpu_mean_w"] == why
 
 
 def test_without_nvml_every_gpu_field_is_null_with_a_reason():
@@ -139,10 +174,11 @@ def test_every_gpu_sample_is_kept_per_gpu_in_the_series():
     """The series beside a record keep each GPU's samples whole (the thesis's 1 Hz means, or any other
     definition, can be computed from them later)."""
     _, ticks = sample_run(FakeNVML(energy_counter=True), seconds=2, hz=5)
-    sampler = SimpleNamespace(host_samples=[], gpu_samples=ticks)
+    sampler = SimpleNamespace(host_samples=[], gpu_samples=ticks, probe=gpu.GpuProbe([]))
     spec = RunSpec(framework="pytorch", dataset="mnist-synthetic", network="lenet", device="gpu2", repetition=1,
                    batch_size_global=8, iterations=4, warmup_iterations=1, learning_rate=0.01, threads=2)
     kept = series({"network": "lenet"}, spec, {}, sampler)
     assert [len(one["time"]) for one in kept["gpus"]] == [11, 11] and kept["profile"] is None
     assert kept["gpus"][1]["power_w"] == [tick[1]["power_w"] for tick in ticks]
     assert kept["gpus"][0]["process_mib"][0] == 1024 and kept["gpus"][1]["device_mib"][0] == 4 * 1024
+    assert kept["gpus"][0]["processes"][0] == 2 and kept["gpus_idle"] is False

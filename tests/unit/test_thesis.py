@@ -37,7 +37,7 @@ def test_each_cell_stands_beside_the_thesis_with_what_differs(runs, tmp_path):
     assert "Test CPU 9000, 2 cores vs 2x Xeon E5-2630" in words
     assert "generated stand-in files vs the real dataset" in words
     assert "batch 64" not in words  # the thesis's LeNet batch too
-    assert set(compared["metric"]) == {"train_speed"}  # neither side has a CPU run's GPU memory
+    assert set(compared["metric"]) == {"train_speed"}  # no GPU memory in CPU runs, no idle GPUs beside them
     ranks = thesis.rank_agreement(compared).set_index("metric")
     assert ranks.loc["train_speed", "frameworks"] == 3 and ranks.loc["train_speed", "spearman"] == pytest.approx(0.5)
     assert ranks.loc["train_speed", "swapped"] == "pytorch < tensorflow" and not ranks.loc["train_speed", "same_order"]
@@ -75,3 +75,24 @@ def test_a_gpu_target_is_set_beside_the_thesis_gpu_it_names():
     assert set(unnamed["thesis_hardware"]) == {"1x_p100", "1x_k20m"}
     assert all("target h100 names no thesis GPU (hardware[].thesis)" in words
                for words in unnamed["apples_to_oranges"])
+
+
+def test_the_thesis_memory_and_power_stand_beside_ours_of_the_same_definition():
+    """Its GPU memory and power are whole-run means of nvidia-smi's readings, its CPU runs' GPU power the idle
+    cards' draw: each is set beside ours of that definition, never beside our peaks or timed-window means."""
+    cpu = record("pytorch")
+    cpu["power"].update(idle_gpu_mean_w=62.0, idle_gpu_mean_w_per_gpu=[31.0, 31.0])
+    on_gpu = record("pytorch", device="gpu1")
+    on_gpu["memory"].update(gpu_process_peak_mib=900.0, gpu_device_mean_mib=680.0, gpu_device_mean_mib_per_gpu=[680.0])
+    on_gpu["power"].update(gpu_mean_w=90.0, gpu_run_mean_w=60.0, gpu_run_mean_w_per_gpu=[60.0])
+    on_gpu["run"]["hardware"] = "p100"
+    runs = runs_table([{**cpu, "path": "c"}, {**on_gpu, "path": "g"}])
+    compared = thesis.comparison(appendix(runs), runs, thesis_gpus={"p100": "p100"}).set_index(["metric", "device"])
+    assert sorted(compared.index) == [("gpu_memory_mean", "gpu1"), ("gpu_power_run_mean", "gpu1"),
+                                      ("idle_gpu_power", "cpu"), ("train_speed", "cpu"), ("train_speed", "gpu1")]
+    assert compared.loc[("idle_gpu_power", "cpu"), "thesis"] == 31  # PyTorch's CPU LeNet: its idle cards' draw
+    assert compared.loc[("idle_gpu_power", "cpu"), "ratio"] == pytest.approx(2.0)
+    assert compared.loc[("gpu_memory_mean", "gpu1"), "ratio"] == pytest.approx(680 / 340)
+    assert compared.loc[("gpu_power_run_mean", "gpu1"), "ratio"] == pytest.approx(60 / 30)
+    assert "NVML read at measurement.sample_hz vs nvidia-smi at 1 Hz, both averaged over the whole run" in \
+        compared.loc[("gpu_memory_mean", "gpu1"), "apples_to_oranges"]

@@ -6,6 +6,10 @@ energy / time; ``nvmlDeviceGetPowerUsage`` is itself a ~1 s average on recent GP
 only the fallback (trapezoidal integration of the samples). Memory: per-process (the runner's
 process tree, from ``nvmlDeviceGetComputeRunningProcesses``) and whole-device, both peaks.
 
+Beside them, the thesis's quantities (seed 000 averaged ``nvidia-smi``'s 1 Hz readings over the whole run): each
+GPU's mean device memory and mean power over every sample of the run, and, during a CPU run, the node's idle
+GPUs' mean power (an idle probe: the GPUs the run does not use, sampled for their draw).
+
 ``nvml`` is injectable so the code paths are tested with a fake on machines without a GPU.
 """
 from __future__ import annotations
@@ -77,13 +81,17 @@ def visible_gpus(nvml=None) -> list[tuple[str, int]]:
         nvml.nvmlShutdown()
 
 
-class GpuProbe:
-    """NVML handles for the GPUs a job holds (UUIDs); ``error`` says why there are none."""
+CPU_RUN = "CPU run (no GPU used)"
 
-    def __init__(self, uuids: list[str], nvml=None):
-        self.nvml, self.handles, self.error = None, [], None
+
+class GpuProbe:
+    """NVML handles for the GPUs a job holds (UUIDs); ``error`` says why there are none. ``idle``: the GPUs are
+    the node's, which a CPU run leaves idle (sampled for their idle draw; ``error`` is then :data:`CPU_RUN`)."""
+
+    def __init__(self, uuids: list[str], nvml=None, idle: bool = False):
+        self.nvml, self.handles, self.error, self.idle, self.idle_error = None, [], None, idle, None
         if not uuids:
-            self.error = "CPU run (no GPU used)"
+            self.error = CPU_RUN
             return
         try:
             self.nvml = nvml or _load_nvml()
@@ -92,6 +100,18 @@ class GpuProbe:
         except Exception as error:  # noqa: BLE001 - missing library, driver or device
             self.error = _nvml_error(error)
             self.handles = []
+        if idle:
+            self.idle_error, self.error = self.error, CPU_RUN
+
+    @classmethod
+    def idle_gpus(cls, nvml=None) -> GpuProbe:
+        """The node's GPUs (those this job may see) as a CPU run leaves them; ``idle_error`` says why there are
+        none to sample."""
+        uuids, error = inventory(nvml)
+        probe = cls(uuids, nvml, idle=True)
+        probe.idle_error = error or probe.idle_error or (
+            None if uuids else "no GPU on this node (or none visible to this job)")
+        return probe
 
     def describe(self) -> list[dict]:
         """Each GPU held: its index, UUID, model, memory and the node's driver and the CUDA version it supports."""
@@ -105,7 +125,8 @@ class GpuProbe:
                  "memory_mib": self.nvml.nvmlDeviceGetMemoryInfo(h).total / 2**20} for h in self.handles]
 
     def sample(self, now: float, pids: set[int]) -> list[dict]:
-        """One reading per GPU: time, power (W), device and process memory (MiB), energy (J)."""
+        """One reading per GPU: time, power (W), device and process memory (MiB), energy (J), and how many
+        processes computed on it (the run's and any other's)."""
         readings = []
         for handle in self.handles:
             try:
@@ -119,6 +140,7 @@ class GpuProbe:
                 "device_mib": self.nvml.nvmlDeviceGetMemoryInfo(handle).used / 2**20,
                 "process_mib": sum((p.usedGpuMemory or 0) for p in processes if p.pid in pids) / 2**20,
                 "energy_j": energy,
+                "processes": len(processes),
             })
         return readings
 
@@ -127,22 +149,64 @@ class GpuProbe:
             self.nvml.nvmlShutdown()
 
 
+# The thesis's quantities: each GPU's mean over every sample of the run (per GPU, and their sum)
+RUN_MEANS = {"memory": ("gpu_device_mean_mib", "device_mib"), "power": ("gpu_run_mean_w", "power_w")}
+IDLE_POWER = "idle_gpu_mean_w"
+NOT_IDLE = "a GPU run: its GPUs are not idle"
+# The timed window's power, from its samples alone
+WINDOW_POWER = ("gpu_mean_w", "gpu_peak_w", "gpu_energy_j", "energy_per_image_j")
+
+
+def per_gpu_means(samples: list[list[dict]], field: str) -> list[float]:
+    """Each GPU's mean of ``field`` over every tick (the plain mean of readings, as the thesis averaged
+    nvidia-smi's)."""
+    return [sum(tick[gpu][field] for tick in samples) / len(samples) for gpu in range(len(samples[0]))]
+
+
+def _with_means(block: dict, field: str, means: list[float] | None, reason: str | None) -> dict:
+    block.update({field: sum(means) if means else None, f"{field}_per_gpu": means or None})
+    if not means:
+        block.setdefault("reasons", {}).update(dict.fromkeys((field, f"{field}_per_gpu"), reason))
+    return block
+
+
+def idle_power(samples: list[list[dict]], error: str | None) -> tuple[list[float] | None, str | None]:
+    """The node's GPUs' mean power per GPU over a CPU run, and why there is none: no GPU, or a GPU on which some
+    process computed during the run (it was not idle)."""
+    if error or not samples:
+        return None, error or "no GPU samples were taken"
+    busy = sorted({gpu for tick in samples for gpu, reading in enumerate(tick) if reading["processes"]})
+    if busy:
+        return None, (f"the node's GPU {', '.join(map(str, busy))} ran a process during this CPU run (another "
+                      "job's?): not idle")
+    return per_gpu_means(samples, "power_w"), None
+
+
 def memory_and_power(samples: list[list[dict]], window: tuple[float, float] | None, images: int | None,
-              error: str | None) -> tuple[dict, dict]:
-    """Memory and power blocks of the record from per-tick readings (one list per tick)."""
+                     error: str | None, idle_error: str | None = None) -> tuple[dict, dict]:
+    """Memory and power blocks of the record from per-tick readings (one list per tick). A CPU run's (``error``
+    :data:`CPU_RUN`) samples are its node's idle GPUs' (``idle_error``: why there are none)."""
     memory = {"gpu_process_peak_mib": None, "gpu_device_peak_mib": None}
-    power = {"gpu_mean_w": None, "gpu_peak_w": None, "gpu_energy_j": None, "energy_per_image_j": None,
-             "method": None}
+    power = {**dict.fromkeys(WINDOW_POWER), "method": None}
     if error or not samples:
         reason = error or "no GPU samples were taken"
-        return ({**memory, "reasons": {k: reason for k in memory}},
-                {**power, "reasons": {k: reason for k in power if k != "method"}})
+        memory, power = {**memory, "reasons": dict.fromkeys(memory, reason)}, {
+            **power, "reasons": dict.fromkeys(WINDOW_POWER, reason)}
+        for block, (field, _) in ((memory, RUN_MEANS["memory"]), (power, RUN_MEANS["power"])):
+            _with_means(block, field, None, reason)
+        if error == CPU_RUN:
+            return memory, _with_means(power, IDLE_POWER, *idle_power(samples, idle_error))
+        return memory, _with_means(power, IDLE_POWER, None, NOT_IDLE)
+    for block, (field, reading) in ((memory, RUN_MEANS["memory"]), (power, RUN_MEANS["power"])):
+        _with_means(block, field, per_gpu_means(samples, reading), None)
+    _with_means(power, IDLE_POWER, None, NOT_IDLE)
     memory["gpu_process_peak_mib"] = max(sum(r["process_mib"] for r in tick) for tick in samples)
     memory["gpu_device_peak_mib"] = max(sum(r["device_mib"] for r in tick) for tick in samples)
     inside = [tick for tick in samples if window and window[0] <= tick[0]["time"] <= window[1]]
     if len(inside) < 2:
         reason = "fewer than 2 GPU samples inside the timed window"
-        return memory, {**power, "reasons": {k: reason for k in power if k != "method"}}
+        power["reasons"].update(dict.fromkeys(WINDOW_POWER, reason))
+        return memory, power
     power["gpu_peak_w"] = max(sum(r["power_w"] for r in tick) for tick in inside)
     span = inside[-1][0]["time"] - inside[0][0]["time"]
     if all(r["energy_j"] is not None for tick in (inside[0], inside[-1]) for r in tick):

@@ -21,13 +21,14 @@ class Metric:
     # runs were unsteady (not so for shares near zero, such as a synthetic run's input wait)
     steady: bool = True
     # "gpu": only runs on GPUs measure it; "rapl": only on nodes with RAPL counters; "peak": only where dlbench
-    # knows the hardware's peak (GPUs, CPUs of dlbench.peaks)
+    # knows the hardware's peak (GPUs, CPUs of dlbench.peaks); "idle_gpu": only CPU runs on nodes with GPUs
     needs: str = ""
     beside: str = ""  # a metric whose bars its figure draws beside its own (and that gets no figure of its own)
     # "max" or "min": the better end, for a heatmap per dataset of each framework against the best one per network
     best: str = ""
     flagged: bool = True  # whether the runs' flags (input-bound, contended) bear on it: not on a peak or an accuracy
     signed: bool = False  # whether a value below 0 can be true (a runs.csv from elsewhere is checked: read_runs)
+    thesis: str = ""  # the thesis's metric (Appendix A) measured the same way, which tables.thesis sets it beside
 
 
 @dataclass(frozen=True)
@@ -60,13 +61,15 @@ def caption_thresholds() -> dict[str, str]:
     return {"input_bound": percent(FLAGS["input_bound"].above), "contended": percent(FLAGS["contended"].above),
             "beats_ceiling": percent(FLAGS["beats_ceiling"].above - 1), "unsteady": percent(UNSTEADY)}
 
-# The one place a metric is added; the thesis's three first.
+# The one place a metric is added. The thesis's three (speed, GPU memory, GPU power) first, ours then theirs: our
+# memory and power as peaks and over the timed window, theirs (seed 000's definitions) from the same samples.
 METRICS = {
     "train_speed": Metric("timing", "images_per_second_mean", "images/s",
                           "images per second over the timed iterations (warm-up excluded), with the global batch, "
                           "from the training loop's own clock: each interval runs from one step's completion to "
                           "the next (accuracy runs: over all their epochs, the first steps included; profile runs: "
-                          "their steps without the profiler)", tasks=("train", "accuracy", "profile"), best="max"),
+                          "their steps without the profiler)", tasks=("train", "accuracy", "profile"), best="max",
+                          thesis="train_speed"),
     "inference_speed": Metric("timing", "images_per_second_mean", "images/s",
                               "images per second of forward passes without gradients at the case's batch size, "
                               "timed as training steps are (one batch in flight, warm-up excluded)",
@@ -85,9 +88,22 @@ METRICS = {
                                "framework's own count (torch.cuda.max_memory_allocated, TensorFlow's and JAX's "
                                "memory stats); the process peak adds the CUDA context, workspaces and caches",
                                needs="gpu", flagged=False),
+    "gpu_memory_mean": Metric("memory", "gpu_device_mean_mib", "MiB",
+                              "the thesis's GPU memory: each GPU's used memory (all its processes', as nvidia-smi "
+                              "shows it) averaged over every sample of the whole run, start-up included, summed over "
+                              "the run's GPUs (each GPU's in the record)", needs="gpu", flagged=False,
+                              thesis="gpu_memory"),
     "gpu_power": Metric("power", "gpu_mean_w", "W",
                         "mean power of the run's GPUs over the timed iterations, from NVML (its energy counter "
                         "where the GPU has one, else integrated power samples)", needs="gpu"),
+    "gpu_power_run_mean": Metric("power", "gpu_run_mean_w", "W",
+                                 "the thesis's GPU power: each GPU's power readings averaged over every sample of the "
+                                 "whole run, start-up included, summed over the run's GPUs (each GPU's in the record)",
+                                 needs="gpu", thesis="gpu_power"),
+    "idle_gpu_power": Metric("power", "idle_gpu_mean_w", "W",
+                             "the thesis's GPU power of a CPU run: the node's GPUs' draw while the run left them idle "
+                             "(read once a second; none where any process ran on them), summed over the GPUs (each "
+                             "GPU's in the record)", tasks=("train",), needs="idle_gpu", thesis="gpu_power"),
     "gpu_energy_per_image": Metric("power", "energy_per_image_j", "J/image",
                                    "GPU energy over the timed iterations divided by the images trained in them",
                                    needs="gpu", best="min"),
@@ -144,13 +160,15 @@ METRICS = {
 }
 
 
-def drawn(metric: str, tasks, devices, rapl: bool, cpu_peak: bool = False) -> bool:
+def drawn(metric: str, tasks, devices, rapl: bool, cpu_peak: bool = False, idle_gpus: bool = False) -> bool:
     """Whether a cell whose runs have these tasks and devices gets ``metric``'s figure: whether any of them
     can measure it (``rapl``: whether the node has RAPL counters; ``cpu_peak``: whether dlbench knows its CPU's
-    peak, dlbench.peaks). A figure of nothing but "unavailable" notes tells a reader nothing."""
+    peak, dlbench.peaks; ``idle_gpus``: whether its CPU runs have GPUs beside them). A figure of nothing but
+    "unavailable" notes tells a reader nothing."""
     spec = METRICS[metric]
     if any(other.beside == metric for other in METRICS.values()):
         return False  # drawn in the other's figure
     on_gpus = any(gpu_count(device) for device in devices)
-    return bool(set(tasks) & set(spec.tasks)) and {"gpu": on_gpus, "rapl": rapl,
-                                                   "peak": on_gpus or cpu_peak}.get(spec.needs, True)
+    on_cpus = not all(gpu_count(device) for device in devices)
+    return bool(set(tasks) & set(spec.tasks)) and {"gpu": on_gpus, "rapl": rapl, "peak": on_gpus or cpu_peak,
+                                                   "idle_gpu": on_cpus and idle_gpus}.get(spec.needs, True)

@@ -75,7 +75,8 @@ class Sampler(threading.Thread):
             self.rss_peak_mib = max(self.rss_peak_mib, rss / 2**20)
             self.host_samples.append(host.HostSample(now, host.cores_busy_seconds(self.cores), cpu, self.rapl.read(),
                                                      rss / 2**20))
-            if self.probe.handles:
+            # A CPU run's idle GPUs once a second, as the thesis read them: their draw barely moves, the run's cores do
+            if self.probe.handles and (not self.probe.idle or self.ticks % max(1, round(1 / self.interval)) == 0):
                 self.gpu_samples.append(self.probe.sample(now, {p.pid for p in tree}))
             self.first, self.last, self.ticks = self.first or now, now, self.ticks + 1
             self._stop_event.wait(self.interval)
@@ -250,7 +251,7 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
                                   log) as (gpus, cores, locks):
                     held["held_from"] = _now("microseconds")
                     try:
-                        probe = GpuProbe(gpus, nvml)
+                        probe = GpuProbe(gpus, nvml) if spec.gpus else GpuProbe.idle_gpus(nvml)
                         result, sampler = _measure(spec, python, log, timeout_s, sample_hz, probe, gpus, cores, locks,
                                                    worker_python)
                     finally:  # the runner and its descendants are gone: the devices are free from here

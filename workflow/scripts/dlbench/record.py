@@ -97,7 +97,8 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
     unsampled = result.get("unsampled")
     timing["contention_share"], contention_reason = (None, unsampled) if unsampled else host.contention_share(
         host_samples, window_span, len(sampler.cores) if sampler else 0)
-    gpu_memory, power = memory_and_power(sampler.gpu_samples if sampler else [], window_span, images, probe.error)
+    gpu_memory, power = memory_and_power(sampler.gpu_samples if sampler else [], window_span, images, probe.error,
+                                         probe.idle_error)
     if unsampled and spec.gpus:
         for block in (gpu_memory, power):
             block["reasons"] = {**block.get("reasons", {}),
@@ -127,7 +128,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
             ("input_wait_seconds", unseen), ("contention_share", contention_reason)) if timing[k] is None}
         if waited is None:
             timing["reasons"]["input_wait_share"] = timing["reasons"]["input_wait_seconds"]
-    gpus = probe.describe() if probe.handles else []
+    gpus = probe.describe() if probe.handles and not probe.idle else []
     return {
         "schema": SCHEMA_VERSION,
         "run": spec.record_block(result.get("framework_version")),
@@ -147,6 +148,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
             "hostname": socket.gethostname(), "cpu_model": cpu_model(), "cores": os.cpu_count(),
             "sockets": host.sockets(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
             "gpus": gpus,
+            "idle_gpus": probe.describe() if probe.handles and probe.idle else [],  # a CPU run's idle draw's GPUs
             "python": result.get("python"), "packages": result.get("packages", {}),
             "framework_build": result.get("framework_build"),  # cpu or cuda <version>
             "gpu_code": result.get("gpu_code"),  # how the GPUs ran the build's code (backends.check_gpu_code)
@@ -185,7 +187,8 @@ def series_path(record_path: Path) -> Path:
 def series(run: dict, spec: RunSpec, result: dict, sampler: Sampler | None) -> dict:
     """What a record reduces, kept whole so that another definition can be computed from it later: every sample of
     the monitor (host: the run's resident memory and CPU time, the held cores' busy time, RAPL counters; each GPU:
-    power, device and process memory, energy counter) and, for a profile run, every profiled step's time and
+    power, device and process memory, energy counter, processes on it; a CPU run's are its node's idle GPUs, read
+    once a second) and, for a profile run, every profiled step's time and
     each layer's forward and backward seconds in it (steps x layers, the first device's; then each device's).
     ``run``: the record's run block, which names the run the series are of."""
     host_samples, gpu_samples = (sampler.host_samples, sampler.gpu_samples) if sampler else ([], [])
@@ -193,8 +196,9 @@ def series(run: dict, spec: RunSpec, result: dict, sampler: Sampler | None) -> d
             "host": {field: [getattr(sample, field) for sample in host_samples]
                      for field in ("time", "rss_mib", "own_cpu_s", "cores_busy_s", "energy_uj")},
             "gpus": [{field: [tick[gpu][field] for tick in gpu_samples]
-                      for field in ("time", "power_w", "device_mib", "process_mib", "energy_j")}
+                      for field in ("time", "power_w", "device_mib", "process_mib", "energy_j", "processes")}
                      for gpu in range(len(gpu_samples[0]) if gpu_samples else 0)],
+            "gpus_idle": bool(sampler and sampler.probe.idle),  # a CPU run's: the node's GPUs, which it left idle
             "profile": None}
     if spec.task == "profile":
         found = result.get("profile") or {}

@@ -51,7 +51,8 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
         for metric, spec in METRICS.items():
             block = (record.get(spec.section) or {}) if run["task"] in spec.tasks else {}
             row[metric] = block.get(spec.field)
-            reason = block.get("reasons", {}).get(spec.field, "")
+            reason = block.get("reasons", {}).get(spec.field) or (
+                "not measured by the older dlbench that wrote this record" if block and spec.field not in block else "")
             row[f"{metric}_reason"] = first_line(reason) if row[metric] is None else ""
         row.update(flags(row))
         rows.append(row)

@@ -23,6 +23,9 @@ HARDWARE = {"cpu": ("cpu_e5-2630_12or20cores",), "gpu1": ("1x_p100", "1x_k20m"),
 HARDWARE_WORDS = {"cpu_e5-2630_12or20cores": "2x Xeon E5-2630 (12 cores, ImageNet 20)",
                   "1x_p100": "1x Tesla P100", "1x_k20m": "1x Tesla K20m",
                   "2x_p100": "2x Tesla P100", "2x_k20m": "2x Tesla K20m"}
+# Our metrics measured as the thesis measured its (metrics.Metric.thesis): its memory and power are whole-run means
+# of nvidia-smi's readings, set beside ours of the same definition, never beside our peaks or timed-window means
+LIKE = {metric: spec.thesis for metric, spec in METRICS.items() if spec.thesis}
 KEYS = ["metric", "dataset", "network", "framework", "hardware", "device", "machine", "thesis_hardware"]
 COLUMNS = [*KEYS, "unit", "ours", "ours_mean", "n", "thesis", "ratio", "apples_to_oranges"]
 RANK_COLUMNS = [*(key for key in KEYS if key != "framework"), "frameworks", "spearman", "same_order", "swapped"]
@@ -61,14 +64,17 @@ def comparison(appendix: pd.DataFrame, runs: pd.DataFrame, thesis: pd.DataFrame 
     ``thesis_gpus``: the thesis GPU each of the config's hardware targets names (config hardware[].thesis)."""
     thesis = reference() if thesis is None else thesis
     thesis_gpus = thesis_gpus or {}
-    cells = comparable(appendix[appendix["metric"].isin(thesis["metric"].unique())])
+    cells = comparable(appendix[appendix["metric"].isin(LIKE)])
     rows = []
     for cell in cells.itertuples():
-        if METRICS[cell.metric].needs == "gpu" and not gpu_count(cell.device):
-            continue  # the thesis's "GPU power" of a CPU run is its idle cards' draw
+        needs = METRICS[cell.metric].needs
+        if (needs == "gpu" and not gpu_count(cell.device)) or (needs == "idle_gpu" and gpu_count(cell.device)):
+            continue  # the thesis's "GPU power" of a CPU run is its idle cards' draw: idle_gpu_power
+        if needs == "idle_gpu" and pd.isna(cell.mean):
+            continue  # a node without GPUs (or whose GPUs were busy) has no idle draw to set beside the thesis's
         thesis_gpu = thesis_gpus.get(cell.hardware)
         for column in thesis_columns(cell.device, thesis_gpu):
-            match = thesis[(thesis["metric"] == cell.metric) & (thesis["family"] == cell.family)
+            match = thesis[(thesis["metric"] == LIKE[cell.metric]) & (thesis["family"] == cell.family)
                            & (thesis["network"] == cell.network) & (thesis["framework"] == cell.framework)
                            & (thesis["thesis_hardware"] == column)]
             theirs = match["value"].iloc[0] if len(match) else float("nan")
@@ -102,10 +108,12 @@ def differences(cell, column: str, runs: pd.DataFrame, theirs: float) -> list[st
             words.append({"generated": "generated stand-in files vs the real dataset",
                           "synthetic": "synthetic in-memory batches (no input pipeline) vs the real dataset"}
                          [first["data_mode"]])
-    if cell.metric == "gpu_memory":
-        words.append("process peak from NVML vs the thesis's nvidia-smi reading"
-                     + (" (its TensorFlow figure is the allocator preallocating most of the card, not what "
-                        "the model needs)" if cell.framework == "tensorflow" else ""))
+    if LIKE[cell.metric] == "gpu_memory" and cell.framework == "tensorflow":
+        words.append("the thesis's TensorFlow figure is its allocator taking most of the card (TF 1.9's default); "
+                     "ours grows as the model needs (set_memory_growth)")
+    if LIKE[cell.metric] != "train_speed":
+        rate = "1 Hz" if cell.metric == "idle_gpu_power" else "measurement.sample_hz"
+        words.append(f"NVML read at {rate} vs nvidia-smi at 1 Hz, both averaged over the whole run")
     return words
 
 
