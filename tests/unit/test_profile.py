@@ -74,6 +74,10 @@ def test_a_profile_names_every_layer_of_the_description_and_times_both_passes(pr
     assert profile["unaccounted_share"] == pytest.approx(1 - accounted / profile["iteration_ms"])
     assert 0 <= profile["unaccounted_share"] < 1
     assert profile["overhead"] == pytest.approx(profile["iteration_ms"] / profile["unprofiled_iteration_ms"])
+    # seed 004's: the whole profiled training (the profiler's start, the step left out, the kept steps, the trace read)
+    # over as many unprofiled steps' time: its wall time holds at least the kept steps
+    whole_ms = profile["whole_overhead"] * (profile["steps"] + 1) * profile["unprofiled_iteration_ms"]
+    assert whole_ms > profile["iteration_ms"] * profile["steps"]
     # the speed is the unprofiled steps', as a training run's
     timed = profiled["timing"]["iteration_seconds"][2:]
     assert profiled["timing"]["images_per_second_mean"] == pytest.approx(8 * len(timed) / sum(timed), rel=1e-3)
@@ -266,6 +270,7 @@ def test_the_layers_table_and_figure_read_the_same_layer_across_frameworks(profi
     top = means.nlargest(1, "total").iloc[0]
     assert table.loc["pytorch", "layer 1"].startswith(f"{top['layer']} ")
     assert "(n=1)" in table.loc["pytorch", "unaccounted_share"]  # (marked contended where CI shares the cores)
+    assert "(n=1)" in table.loc["pytorch", "profiling_whole_overhead"]
     assert table.loc["cntk", "profiling_overhead"] == "unavailable: profile: cntk runs train, inference only"
     assert table.loc["cntk", "layer 1"] == ""
     layer_times(records, [tmp_path / "layers.svg"])

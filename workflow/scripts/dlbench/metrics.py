@@ -144,6 +144,10 @@ METRICS = {
     "profiling_overhead": Metric("profile", "overhead", "× unprofiled step",
                                  "a step's mean wall time under the framework's profiler over a step's without it "
                                  "(seed 004 reports +235 to +245 %: 3.35-3.45x read literally)", tasks=("profile",)),
+    "profiling_whole_overhead": Metric("profile", "whole_overhead", "× unprofiled training",
+                                       "seed 004's profiling overhead: the whole profiled training's wall time (the "
+                                       "profiler's start, every profiled step, its trace read back) over as many "
+                                       "unprofiled steps' (+235 to +245 % in the seed)", tasks=("profile",)),
     "unaccounted_share": Metric("profile", "unaccounted_share", "share of a profiled step",
                                 "the share of a profiled step's wall time that no layer's forward or backward time "
                                 "accounts for (seed 004 found 38-54 %; below 0 where the framework's ops overlap)",

@@ -38,20 +38,20 @@ def layer_means(records: list[dict]) -> pd.DataFrame:
 
 
 def layers_table(records: list[dict], appendix: pd.DataFrame) -> pd.DataFrame:
-    """One row per profile cell: the appendix's cells of its profiler overhead and unaccounted share, and its
+    """One row per profile cell: the appendix's cells of its profiler overheads and unaccounted share, and its
     most expensive layers (forward + backward, mean over its ok runs), so that the same layer can be read
     across frameworks."""
     keys = PROFILE_CELL
     profiled = appendix[appendix["task"] == "profile"]
-    columns = [*keys, "profiling_overhead", "unaccounted_share", *[f"layer {k}" for k in range(1, TOP_LAYERS + 1)]]
+    shares = ("profiling_overhead", "profiling_whole_overhead", "unaccounted_share")
+    columns = [*keys, *shares, *[f"layer {k}" for k in range(1, TOP_LAYERS + 1)]]
     if not len(profiled):
         return pd.DataFrame(columns=columns)
     cells = profiled.pivot_table(index=keys, columns="metric", values="cell", aggfunc="first")
     means = layer_means(records).assign(total_ms=lambda t: t["forward_ms"] + t["backward_ms"])
     rows = []
     for key in cells.index:
-        row = dict(zip(keys, key), **{metric: cells.loc[key].get(metric, "") for metric in
-                                      ("profiling_overhead", "unaccounted_share")})
+        row = dict(zip(keys, key), **{metric: cells.loc[key].get(metric, "") for metric in shares})
         layers = means[(means[keys] == pd.Series(dict(zip(keys, key)))).all(axis=1)].nlargest(TOP_LAYERS, "total_ms")
         for rank, layer in enumerate(layers.itertuples(), 1):
             row[f"layer {rank}"] = (f"{layer.layer} {layer.total_ms:,.{decimals(layer.total_ms)}f} ms "
