@@ -298,8 +298,8 @@ def ceiling_inputs(wildcards):
 
 
 def ceiling_threads(wildcards):
-    """A CPU run's cores, or a GPU run's: those a run on the device is measured with."""
-    return threads_for("gpu1" if ceiling_on_gpu(wildcards) else "cpu")
+    """A CPU run's cores, or a GPU run's, on the ceiling's target: those a run on the device is measured with."""
+    return threads_for("gpu1" if ceiling_on_gpu(wildcards) else "cpu", ceiling_target(wildcards))
 
 
 def ceiling_on_gpu(wildcards):
@@ -333,7 +333,8 @@ def train_conda(wildcards):
 
 
 def train_threads(wildcards):
-    return threads_for(case(wildcards).device)
+    run = case(wildcards)
+    return threads_for(run.device, run.hardware)
 
 
 def train_gpus(wildcards):
@@ -358,11 +359,13 @@ def given_cores():
         return None
 
 
-def threads_for(device):
-    """A job's threads on ``device`` as Snakemake gives them: the config's, capped as Snakemake caps a
-    rule's threads (--max-threads, --cores); threads.cpu 0 means all cores given to Snakemake."""
+def threads_for(device, hardware=None):
+    """A job's threads on ``device`` of the hardware target as Snakemake gives them: the target's, else the
+    config's, capped as Snakemake caps a rule's threads (--max-threads, --cores); 0 on a CPU means all cores
+    given to Snakemake."""
     caps = [cap for cap in (workflow.resource_settings.max_threads, given_cores()) if cap]
-    wanted = config["threads"]["gpu"] if gpu_count(device) else config["threads"]["cpu"]
+    kind = "gpu" if gpu_count(device) else "cpu"
+    wanted = TARGETS.get(hardware, {}).get("threads", {}).get(kind, config["threads"][kind])
     if not wanted:
         return min(caps, default=os.cpu_count())
     return min([wanted, *caps])
@@ -382,7 +385,7 @@ def run_spec(wildcards):
     the one it stored for the record (its params trigger leaves out what depends on threads, input or
     output, and values it cannot represent), so that a changed setting reruns the run."""
     run = case(wildcards)
-    threads = threads_for(run.device)
+    threads = threads_for(run.device, run.hardware)
     spec = asdict(run.run_spec(int(wildcards.repetition), threads, data_input(run), loader_workers(run.device, threads)))
     if spec["hardware"] is None:  # no target named: the spec of the runs made before targets, which stay done
         del spec["hardware"]

@@ -272,3 +272,7 @@ def test_the_schema_knows_the_targets_slurm_options_and_thesis_gpus():
     assert target["datasets"]["items"] == schema["properties"]["benchmarks"]["items"]["properties"]["dataset"]
     with pytest.raises(WorkflowError, match="'a b' does not match"):
         validated({**TWO_TARGETS, "hardware": [{"name": "a b", "devices": ["cpu"]}]})
+    # a target's own cores per job (the thesis's 12-core and 20-core CPUs): 0 on CPUs is all cores given
+    assert validated({**TWO_TARGETS, "hardware": [{"name": "e5", "devices": ["cpu"], "threads": {"cpu": 0}}]})
+    with pytest.raises(WorkflowError, match="0 is less than the minimum of 1"):
+        validated({**TWO_TARGETS, "hardware": [{"name": "e5", "devices": ["gpu1"], "threads": {"gpu": 0}}]})

@@ -1,6 +1,7 @@
 """The workflow through Slurm: a one-node cluster started here, the default config (PyTorch, one
 repetition, in the test's interpreter) run with --profile profiles/slurm, every run a Slurm job."""
 import json
+import os
 import subprocess
 import sys
 
@@ -71,6 +72,9 @@ def test_two_hardware_targets_run_in_their_own_partitions_and_columns(slurm, tmp
     for record in records:
         assert record["status"] == "ok", record["reason"]
         assert record["provenance"]["slurm_node"] == "localhost"
+    # node-b's threads are its own (one core); node-a's the config's (all the cores its jobs are given)
+    threads = {(r["run"]["hardware"], r["run"]["threads"]) for r in records}
+    assert threads == {("node-a", os.cpu_count()), ("node-b", 1)}
     assert (tmp_path / "results" / "runs" / "pytorch" / "mnist-synthetic" / "lenet" / "node-b@cpu").is_dir()
     appendix = (tmp_path / "results" / "tables" / "appendix.md").read_text()
     assert "node-a: cpu" in appendix and "node-b: cpu" in appendix
