@@ -177,7 +177,7 @@ def _worker_strategy(spec: RunSpec) -> tf.distribute.Strategy:
     return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
 
 
-def _devices(spec: RunSpec) -> list[str]:
+def run_devices(spec: RunSpec) -> list[str]:
     visible = configure_runtime(spec.threads, spec.precision)
     if spec.gpus == 0:
         return ["/cpu:0"]
@@ -191,7 +191,7 @@ class Harness:
     INFERENCE_IDIOM = "model(images, training=False) in a tf.function"
 
     def __init__(self, spec: RunSpec, description: networks.Network, devices: list[str] | None = None):
-        devices = devices or _devices(spec)
+        devices = devices or run_devices(spec)
         self.gpus = [device for device in devices if "gpu" in device.lower()]
         # Data parallelism: the global batch is split over the replicas, gradients summed. One device
         # takes the default strategy, which adds nothing to the step (OneDeviceStrategy cost LeNet
