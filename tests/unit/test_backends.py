@@ -36,7 +36,7 @@ def test_every_network_has_the_same_trainable_parameters_in_every_framework(tens
         for sized_for in sizings:
             description = networks.network(name, sized_for)
             expected[f"{name}/{sized_for}"] = [networks.trainable_parameters(description), [1, description.num_classes]]
-    assert len(expected) == 17  # Figure 5.1's cases, seed 001's MLP and LSTM, seed 003's ResNet-18, seed 004's two
+    assert len(expected) == 18  # Figure 5.1's cases, seed 001's MLP, CNN, LSTM, seed 003's ResNet-18, seed 004's two
     for framework, python in (("pytorch", sys.executable), ("tensorflow", tensorflow_python),
                               ("mxnet", mxnet_python), ("keras-jax", jax_python), ("keras-torch", sys.executable),
                               ("caffe", caffe_python)):

@@ -38,6 +38,11 @@ def test_mlp_is_the_keras_benchmarks_mlp_and_trains_with_rmsprop():
     assert networks.optimizer("mlp") == networks.RMSPROP and networks.optimizer("lenet") == networks.SGD_MOMENTUM
 
 
+def test_cifar10_cnn_is_the_keras_benchmarks_cnn_and_trains_with_rmsprop():
+    assert networks.trainable_parameters(networks.network("cifar10_cnn", "cifar10")) == 1_250_858  # model.summary()
+    assert networks.optimizer("cifar10_cnn") == networks.RMSPROP
+
+
 def test_lstm_is_the_keras_benchmarks_lstm():
     # Keras's model.summary(): LSTM 96,768 (one bias vector per gate), Dense 7,740
     assert networks.trainable_parameters(networks.network("lstm", "text")) == 104_508

@@ -299,9 +299,9 @@ def test_the_keras_benchmarks_config_schedules_seeds_001_and_002(tmp_path):
     shutil.copy(ROOT / "config" / "keras_benchmarks.yaml", tmp_path / "config.yaml")
     result = snakemake(tmp_path, "-n", "--quiet", "rules")
     jobs = dict(line.split() for line in result.stdout.splitlines() if len(line.split()) == 2)
-    # 8 frameworks x (mlp, lenet, lstm) x (train, inference), ONNX Runtime and raw tf.nn the inference; x cpu, gpu1
-    # x 3
-    assert jobs["train"] == str((8 * 3 * 2 + 3 + 3) * 2 * 3)
+    # 8 frameworks x (mlp, lenet, lstm, cifar10_cnn, resnet50) x (train, inference), ONNX Runtime and raw tf.nn the
+    # inference; x cpu, gpu1 x 3
+    assert jobs["train"] == str((8 * 5 * 2 + 5 + 5) * 2 * 3)
     assert "convert" not in jobs  # synthetic data: nothing to download or convert
 
 

@@ -537,6 +537,16 @@ def mlp(sized_for: str = "mnist") -> Network:
     return Network("mlp", sized_for, (1, 28, 28), 10, body)
 
 
+def cifar10_cnn(sized_for: str = "cifar10") -> Network:
+    """The Keras benchmarks' CNN (seed 001's "CNN"; keras/examples/cifar10_cnn.py): two blocks of two 3x3
+    convolutions ("same", then unpadded), max-pooling and dropout, then a dense layer of 512; 1,250,858
+    parameters."""
+    def block(channels: int) -> tuple:
+        return (Conv(channels, 3, padding=1), ReLU(), Conv(channels, 3), ReLU(), MaxPool(2, 2), Dropout(0.25))
+    body = _seq(*block(32), *block(64), Flatten(), Dense(512), ReLU(), Dropout(0.5), Dense(10))
+    return Network("cifar10_cnn", sized_for, (3, 32, 32), 10, body)
+
+
 TEXT_STEPS, TEXT_CHARACTERS = 40, 60  # keras/examples/lstm_text_generation.py: 40 one-hot characters in
 
 
@@ -596,6 +606,9 @@ REGISTRY = {
     # 400 iterations for VGG-11 (its figures' axis). CIFAR10: the thesis's values for AlexNet and VGG16.
     "alexnet_bn": Entry(alexnet_bn, {"cifar10": (128, 390, 0.01), "imagenet": (128, 100, 0.01)}),
     "vgg11": Entry(vgg11, {"cifar10": (128, 390, 0.01), "imagenet": (12, 400, 0.01)}),
+    # seed 001's Keras benchmarks' CNN: batch 32 and RMSprop at 1e-4 as that example trains it (its decay of 1e-6
+    # per step left out), one epoch of CIFAR10
+    "cifar10_cnn": Entry(cifar10_cnn, {"cifar10": (32, 1562, 0.0001)}, RMSPROP),
 }
 NETWORKS = {name: entry.describe for name, entry in REGISTRY.items()}
 SIZINGS = {name: tuple(entry.figure_4_5) for name, entry in REGISTRY.items()}
