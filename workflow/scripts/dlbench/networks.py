@@ -225,6 +225,15 @@ def trainable_parameters(network: Network) -> int:
 COMBINATORS = ("sequential", "concat", "residual")
 
 
+def in_sequence(functions: list) -> Any:
+    """The functions applied one after another: ``sequential`` of a builder whose layers are functions."""
+    def apply(x):
+        for function in functions:
+            x = function(x)
+        return x
+    return apply
+
+
 class Named:
     """A builder that builds with ``inner`` and keeps each leaf it builds under its name in the description:
     its kind and its number among the leaves of that kind in walk order (``conv1``, ``relu3``), the same in

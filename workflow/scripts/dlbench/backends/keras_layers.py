@@ -75,11 +75,7 @@ class KerasBuilder:
         return layers.LSTM(layer.units)
 
     def sequential(self, children):
-        def apply(x):
-            for child in children:
-                x = child(x)
-            return x
-        return apply
+        return networks.in_sequence(children)
 
     def concat(self, branches):
         join = layers.Concatenate()

@@ -105,11 +105,7 @@ class RawBuilder:
         raise Unavailable("tf.nn has no LSTM op: the raw-op builder builds convolutional and dense networks")
 
     def sequential(self, children):
-        def apply(x):
-            for child in children:
-                x = child(x)
-            return x
-        return apply
+        return networks.in_sequence(children)
 
     def concat(self, branches):
         return lambda x: tf.concat([branch(x) for branch in branches], axis=-1)
