@@ -49,9 +49,9 @@ def finished(tmp_path_factory, tensorflow_python, mxnet_python, caffe_python, cn
 @pytest.mark.slow
 def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
     records = sorted((finished / "results" / "runs").rglob("rep*.json"))
-    # training frameworks x (5 cells trained, 1 inferred, 1 to accuracy, 1 profiled) x repetitions; ONNX
+    # training frameworks x (5 cells trained, 1 inferred, 1 to accuracy, 1 profiled), one repetition; ONNX
     # Runtime: the inferred cell only
-    assert len(records) == 8 * 8 * 2 + 2
+    assert len(records) == 8 * 8 + 1
     package = {"pytorch": "torch", "tensorflow": "tensorflow-cpu", "mxnet": "mxnet", "caffe": "protobuf",
                "cntk": "cntk", "keras-tensorflow": "keras", "keras-jax": "jax", "keras-torch": "keras",
                "onnxruntime": "onnxruntime"}
@@ -137,11 +137,11 @@ def test_a_rerun_converts_only_the_missing_shard(finished):
 def test_tables_figures_and_report(finished):
     tables = finished / "results" / "tables"
     appendix = pd.read_csv(tables / "appendix.csv")
-    speed = appendix.query("metric == 'train_speed' and n == 2")
+    speed = appendix.query("metric == 'train_speed' and n == 1")
     # accuracy runs too; every training framework's profile runs (unprofiled steps)
     assert len(speed) == 8 * 5 + 8 + 8 and (speed["mean"] > 0).all()
     for metric in ("inference_speed", "latency_p50", "latency_p99"):
-        inferred = appendix.query("metric == @metric and n == 2")
+        inferred = appendix.query("metric == @metric and n == 1")
         assert len(inferred) == 9 and set(inferred["network"]) == {"lenet"} and (inferred["mean"] > 0).all()
     assert "cpu inference" in (tables / "appendix.md").read_text()  # a column beside cpu
     assert (tables / "appendix.tex").stat().st_size > 0
@@ -169,7 +169,7 @@ def test_tables_figures_and_report(finished):
     assert len(figures) == bars + len(trained) + 3 + len(heatmaps) + 1
     assert not list((finished / "results" / "figures").rglob("gpu_*"))  # a CPU-only config: no GPU figures
     steps = (finished / "results" / "figures" / "mnist-generated" / "lenet" / "iteration_times.svg").read_text()
-    assert all(f'id="steps {framework} cpu rep 2"' in steps for framework in ("pytorch", "tensorflow"))
+    assert all(f'id="steps {framework} cpu rep 1"' in steps for framework in ("pytorch", "tensorflow"))
     beside = pd.read_csv(tables / "thesis.csv").query("metric == 'train_speed' and network == 'lenet'")
     assert (beside.set_index("framework").loc["pytorch", ["thesis", "ratio"]] > 0).all()
     assert beside["apples_to_oranges"].str.contains("generated stand-in files vs the real dataset").all()
@@ -184,11 +184,11 @@ def test_tables_figures_and_report(finished):
     lenet = finished / "results" / "figures" / "mnist-generated" / "lenet"
     assert (lenet / "latency_p50.png").exists() and (lenet / "accuracy_curve.png").exists()
     curves = (lenet / "accuracy_curve.svg").read_text()
-    assert all(f'id="curve {framework} cpu accuracy rep 2"' in curves
+    assert all(f'id="curve {framework} cpu accuracy rep 1"' in curves
                for framework in ("pytorch", "tensorflow", "mxnet", "caffe", "cntk", "keras-jax"))
     accuracy = pd.read_csv(tables / "accuracy.csv").set_index("framework")
-    assert "(n=2, cv " in accuracy.loc["pytorch", "test_accuracy"] and accuracy.loc["pytorch", "epochs"] == 2
-    assert "(n=2, cv " in accuracy.loc["cntk", "test_accuracy"]
+    assert "(n=1)" in accuracy.loc["pytorch", "test_accuracy"] and accuracy.loc["pytorch", "epochs"] == 2
+    assert "(n=1)" in accuracy.loc["cntk", "test_accuracy"]
     assert accuracy["data"].str.startswith("generated stand-in").all()
     report = (finished / "results" / "report.html").read_text()
     assert "Accuracy and time to accuracy" in report
