@@ -190,7 +190,7 @@ def test_each_hardware_target_s_runs_are_slurm_jobs_on_its_own_node(tmp_path):
     (partition both, 2xcpu): the workflow, run with --profile profiles/slurm on the controller's host, places each
     target's runs on its node, and the third's in an allocation of both nodes, a process on each."""
     config = yaml.safe_load((ROOT / ".test" / "config-hardware" / "config.yaml").read_text())
-    config["environment"] = "current"
+    config.update(environment="current", repetitions=1)  # where runs go, not how they aggregate (test_slurm.py)
     for target, node in zip(config["hardware"], TwoNodeSlurm.NODES, strict=True):
         feature = TwoNodeSlurm.FEATURES[node]
         target["slurm"] = {"partition": feature, "constraint": feature}
@@ -209,7 +209,7 @@ def test_each_hardware_target_s_runs_are_slurm_jobs_on_its_own_node(tmp_path):
     assert {(record["run"]["hardware"], record["provenance"]["slurm_node"]) for record in one_node} == set(
         nodes.items())
     pair = [record for record in records if record["run"]["hardware"] == "pair"]
-    assert len(pair) == 2 and all(record["execution"]["nodes"] == ["dlnode1", "dlnode2"] for record in pair)
+    assert len(pair) == 1 and all(record["execution"]["nodes"] == ["dlnode1", "dlnode2"] for record in pair)
     assert all("on dlnode1, dlnode2" in record["execution"]["data_parallel"] for record in pair)
     appendix = (tmp_path / "results" / "tables" / "appendix.md").read_text()  # made where Snakemake runs
-    assert "nodes on one machine 2/2" in appendix
+    assert "nodes on one machine 1/1" in appendix
