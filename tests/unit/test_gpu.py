@@ -94,6 +94,20 @@ def test_power_and_energy_over_the_timed_window(energy_counter, method):
                                    "cuda": "12.4", "memory_mib": 80 * 1024}
 
 
+def test_an_energy_counter_that_did_not_advance_gives_no_power_not_zero_watts():
+    """An H200's counter stood still over a 0.1 s timed window while the GPU drew 134 W: no figure, a reason."""
+    nvml = FakeNVML()
+    probe, ticks = sample_run(nvml)
+    for tick in ticks:
+        for reading in tick:
+            reading["energy_j"] = 1000.0  # between two of the counter's updates
+    memory, power = gpu.memory_and_power(ticks, window=(2.0, 2.3), images=64, error=probe.error)
+    assert all(power[field] is None for field in gpu.WINDOW_POWER) and memory["gpu_process_peak_mib"] == 1024
+    assert power["reasons"]["gpu_mean_w"] == ("NVML's energy counter did not advance over the timed window's "
+                                              "0.30 s: too short to measure")
+    assert power["gpu_run_mean_w"] == pytest.approx(300.0)  # the whole run's samples still stand
+
+
 def test_the_thesis_memory_and_power_are_each_gpus_means_over_the_whole_run():
     probe, ticks = sample_run(FakeNVML())
     memory, power = gpu.memory_and_power(ticks, window=(2.0, 8.0), images=600, error=probe.error)

@@ -1,4 +1,6 @@
 """Our cells beside the thesis's Appendix A: the table, the rank agreement and the figure, read back."""
+from pathlib import Path
+
 import pandas as pd
 import pytest
 from dlbench.figures.thesis import thesis_figure
@@ -9,6 +11,8 @@ from dlbench.tables.runs import runs_table
 from .test_tables import record
 
 OURS = {"pytorch": 2000.0, "tensorflow": 3000.0, "caffe": 1000.0}
+
+ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture
@@ -46,6 +50,7 @@ def test_each_cell_stands_beside_the_thesis_with_what_differs(runs, tmp_path):
     thesis.write(*(tmp_path / name for name in ("appendix.csv", "runs.csv", "t.csv", "r.csv", "t.md")))
     text = (tmp_path / "t.md").read_text()
     assert "1x Tesla P100" not in text and "2x Xeon E5-2630" in text and "pytorch < tensorflow" in text
+    assert "## What still differs from the thesis's setup" in text and "TF 1.9, PyTorch 0.4" in text
     thesis_figure(pd.read_csv(tmp_path / "t.csv"), [tmp_path / "t.svg", tmp_path / "t.png"])
     svg = (tmp_path / "t.svg").read_text()
     assert all(f'id="point {f} mnist-generated lenet"' in svg for f in OURS) and 'id="point mxnet' not in svg
@@ -96,3 +101,9 @@ def test_the_thesis_memory_and_power_stand_beside_ours_of_the_same_definition():
     assert compared.loc[("gpu_power_run_mean", "gpu1"), "ratio"] == pytest.approx(60 / 30)
     assert "NVML read at measurement.sample_hz vs nvidia-smi at 1 Hz, both averaged over the whole run" in \
         compared.loc[("gpu_memory_mean", "gpu1"), "apples_to_oranges"]
+
+
+def test_readme_lists_the_differences_from_the_thesiss_setup_that_thesis_md_lists():
+    assert thesis.setup_differences() in (ROOT / "README.md").read_text(), (
+        "README.md's thesis rows differ from tables/thesis.py's SETUP_DIFFERENCES; they should read:\n"
+        + thesis.setup_differences())

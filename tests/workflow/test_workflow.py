@@ -295,13 +295,17 @@ def test_the_seed_004_miniature_profiles_and_draws_every_profiled_step_of_each_b
 
 
 @pytest.mark.slow
-def test_the_keras_benchmarks_config_schedules_seeds_001_and_002(tmp_path):
-    shutil.copy(ROOT / "config" / "keras_benchmarks.yaml", tmp_path / "config.yaml")
+@pytest.mark.parametrize("config,runs", [
+    # 8 frameworks x (mlp, lstm, cifar10_cnn, resnet50) x (train, inference) x (cpu, gpu1) x 3
+    ("keras_benchmarks.yaml", 8 * 4 * 2 * 2 * 3),
+    # LeNet's inference in 7 frameworks (cuDNN's and ONNX Runtime's too) x (cpu, gpu1) x 3
+    ("seed002.yaml", 7 * 2 * 3),
+])
+def test_the_configs_of_seeds_001_and_002_schedule_their_studies(tmp_path, config, runs):
+    shutil.copy(ROOT / "config" / config, tmp_path / "config.yaml")
     result = snakemake(tmp_path, "-n", "--quiet", "rules")
     jobs = dict(line.split() for line in result.stdout.splitlines() if len(line.split()) == 2)
-    # 8 frameworks x (mlp, lenet, lstm, cifar10_cnn, resnet50) x (train, inference), ONNX Runtime and raw tf.nn the
-    # inference; x cpu, gpu1 x 3
-    assert jobs["train"] == str((8 * 5 * 2 + 5 + 5) * 2 * 3)
+    assert jobs["train"] == str(runs)
     assert "convert" not in jobs  # synthetic data: nothing to download or convert
 
 

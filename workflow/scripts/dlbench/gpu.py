@@ -212,6 +212,11 @@ def memory_and_power(samples: list[list[dict]], window: tuple[float, float] | No
     if all(r["energy_j"] is not None for tick in (inside[0], inside[-1]) for r in tick):
         energy = sum(inside[-1][i]["energy_j"] - inside[0][i]["energy_j"] for i in range(len(inside[0])))
         power["method"] = "energy counter"
+        if energy <= 0 < power["gpu_peak_w"]:  # seen on an H200: a 0.1 s window between two of its updates
+            reason = f"NVML's energy counter did not advance over the timed window's {span:.2f} s: too short to measure"
+            power.update(dict.fromkeys(WINDOW_POWER))
+            power["reasons"].update(dict.fromkeys(WINDOW_POWER, reason))
+            return memory, power
     else:
         energy = sum((b[i]["time"] - a[i]["time"]) * (a[i]["power_w"] + b[i]["power_w"]) / 2
                      for a, b in itertools.pairwise(inside) for i in range(len(a)))

@@ -45,8 +45,8 @@ class Framework:
 MIXED = ("bf16", "fp16")
 # The one place a framework is added: the thesis's five, then Keras 3's high-level API on three
 # backends (seed 001's keras-mxnet comparison in its modern form), then ONNX Runtime on the network
-# PyTorch exports and the network in TensorFlow's raw tf.nn ops (seed 002's low-level references, inference
-# only). config/schema.yaml, the run
+# PyTorch exports, the network in TensorFlow's raw tf.nn ops and in cuDNN calls (seed 002's low-level
+# references, inference only). config/schema.yaml, the run
 # record's schema and README's table are checked against it (tests/unit/test_registry.py).
 REGISTRY = {framework.name: framework for framework in (
     Framework("caffe", "caffe", "caffe", "lmdb", always_compiled="Caffe's static net",
@@ -76,6 +76,8 @@ REGISTRY = {framework.name: framework for framework in (
               tasks=("inference",), runs_on="pytorch"),
     Framework("tensorflow-nn", "tensorflow_nn", "tensorflow", "tfrecord", always_compiled="tf.function graph",
               tasks=("inference",), runs_on="tensorflow"),
+    Framework("cudnn", "cudnn_calls", "pytorch", "lmdb", gpu_precisions=("fp32", "tf32"), tasks=("inference",),
+              runs_on="pytorch"),
 )}
 FRAMEWORKS = tuple(REGISTRY)
 ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}

@@ -26,6 +26,26 @@ HARDWARE_WORDS = {"cpu_e5-2630_12or20cores": "2x Xeon E5-2630 (12 cores, ImageNe
 # Our metrics measured as the thesis measured its (metrics.Metric.thesis): its memory and power are whole-run means
 # of nvidia-smi's readings, set beside ours of the same definition, never beside our peaks or timed-window means
 LIKE = {metric: spec.thesis for metric, spec in METRICS.items() if spec.thesis}
+# What still differs from the thesis's setup in every cell, and why: thesis.md ends with it, README's table of what
+# differs from each study has it (tests/unit/test_thesis.py keeps the two the same)
+SETUP_DIFFERENCES = (
+    ("one network description built by every framework, not each framework's official model",
+     "the same math in every cell (parameter counts checked equal)"),
+    (("today's framework versions (README's table), not its Figure 4.3's (Caffe 1.0, TF 1.9, PyTorch 0.4.0, "
+      "MXNet 1.2.0, CNTK 2.5.1: Anaconda's builds with CUDA 9, NCCL 2.1 and cuDNN 7.1.1)"),
+     "those wheels do not run on today's Python and drivers; each record names its versions and CUDA build"),
+    (("its memory and power (`gpu_memory_mean`, `gpu_power_run_mean`; a CPU run's idle GPUs: `idle_gpu_power`) "
+      "are NVML's readings at `sample_hz` (idle GPUs at 1 Hz) averaged over the whole run, not `nvidia-smi`'s at"
+      " 1 Hz; `thesis.md` sets only these beside the thesis's, not our peaks and timed-window means"),
+     "the same definition from the same device counters; every sample is kept beside the record"),
+    ("the iterations are Figure 4.5's, all timed after a warm-up (`warmup_added`)",
+     "the thesis timed them all and says nothing of a warm-up"),
+    ("TensorFlow's GPU memory grows as the model needs (`set_memory_growth`)",
+     "TF 1.9's allocator took most of the card by default, which measures the allocator, not the model"),
+    (("the machines: our CPUs and GPUs (each cell names its machine), not its CentOS 7.3 nodes' Xeon E5-2620 (12"
+      " cores) and E5-2630 (20) and Tesla K20m or P100 GPUs"),
+     "a `hardware` target's `thesis:` names the GPU column its runs stand beside"),
+)
 KEYS = ["metric", "dataset", "network", "framework", "hardware", "device", "machine", "thesis_hardware"]
 COLUMNS = [*KEYS, "unit", "ours", "ours_mean", "n", "thesis", "ratio", "apples_to_oranges"]
 RANK_COLUMNS = [*(key for key in KEYS if key != "framework"), "frameworks", "spearman", "same_order", "swapped"]
@@ -137,11 +157,18 @@ def rank_agreement(compared: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=RANK_COLUMNS)
 
 
+def setup_differences() -> str:
+    """:data:`SETUP_DIFFERENCES` as rows of README's table of what differs from each study."""
+    return "\n".join(f"| thesis | {difference} | {why} |" for difference, why in SETUP_DIFFERENCES)
+
+
 def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
+    setup = ("\n\n## What still differs from the thesis's setup, in every cell\n\n"
+             + markdown_table(pd.DataFrame(SETUP_DIFFERENCES, columns=["difference", "why"])) + "\n")
     if not len(compared):
         return ("# Our cells beside the thesis's\n\nNo cell of this config is one the thesis measured (training "
                 "in fp32 on cpu, gpu1 or gpu2; LeNet on MNIST, AlexNet, ResNet50, GoogLeNet or VGG16 on CIFAR10 "
-                "or ImageNet; Caffe, TensorFlow, PyTorch, MXNet or CNTK).\n")
+                "or ImageNet; Caffe, TensorFlow, PyTorch, MXNet or CNTK)." + setup)
     shown = compared.assign(
         thesis_hardware=compared["thesis_hardware"].map(HARDWARE_WORDS),
         thesis=[("—" if pd.isna(value) else f"{value:,.0f}") for value in compared["thesis"]],
@@ -152,7 +179,7 @@ def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
             + markdown_table(shown.drop(columns=["ours_mean"]))
             + "\n\n## Do the frameworks come out in the same order?\n\n"
             + (markdown_table(ranked) if len(ranked) else "No case has two frameworks measured in both.")
-            + "\n")
+            + setup)
 
 
 def write(appendix_csv: Path, runs_csv: Path, csv_out: Path, ranks_out: Path, md_out: Path,
