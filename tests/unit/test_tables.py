@@ -291,10 +291,16 @@ def test_the_api_cost_table_sets_each_framework_beside_the_one_it_runs_on(tmp_pa
             trained = record(framework, repetition=repetition, speed=speed or 1.0, status="ok" if speed else
                              "unavailable", reason="" if speed else "train: onnxruntime runs inference only")
             records.append({**trained, "path": f"{framework}t{repetition}"})
+        fitted = record("keras-torch", repetition=repetition, speed=80.0)  # seed 001's model.fit path
+        fitted["run"]["keras_fit"] = True
+        records.append({**fitted, "path": f"keras-torch-fit{repetition}"})
     appendix_csv = tmp_path / "appendix.csv"
     appendix(runs_table(records)).to_csv(appendix_csv, index=False)
     write_api_cost(appendix_csv, tmp_path / "api_cost.csv", tmp_path / "api_cost.md")
     cost = pd.read_csv(tmp_path / "api_cost.csv").set_index("framework")
+    fit = cost[cost["variant"] == "fp32-fit"]  # Keras's fit beside PyTorch's own loop (which has no fit variant)
+    assert list(fit.index) == ["keras-torch"] and fit["train_speed train ratio"].iloc[0] == pytest.approx(0.2)
+    cost = cost[cost["variant"] == "fp32"]
     assert list(cost.index) == ["pytorch", "keras-torch", "onnxruntime", "keras-jax"]  # each beside its peer
     assert cost.loc["keras-torch", "latency_p50 inference ratio"] == pytest.approx(8.0)
     assert cost.loc["onnxruntime", "latency_p50 inference ratio"] == pytest.approx(0.5)

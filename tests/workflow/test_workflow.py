@@ -296,8 +296,9 @@ def test_the_seed_004_miniature_profiles_and_draws_every_profiled_step_of_each_b
 
 @pytest.mark.slow
 @pytest.mark.parametrize("config,runs", [
-    # 8 frameworks x (mlp, lstm, cifar10_cnn, resnet50) x (train, inference) x (cpu, gpu1) x 3
-    ("keras_benchmarks.yaml", 8 * 4 * 2 * 2 * 3),
+    # 8 frameworks x (mlp, lstm, cifar10_cnn, resnet50) x (train, inference), and Keras's 3 x 4 networks through
+    # model.fit; x (cpu, gpu1) x 3
+    ("keras_benchmarks.yaml", (8 * 4 * 2 + 3 * 4) * 2 * 3),
     # LeNet's inference in 7 frameworks (cuDNN's and ONNX Runtime's too) x (cpu, gpu1) x 3
     ("seed002.yaml", 7 * 2 * 3),
 ])

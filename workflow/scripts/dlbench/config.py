@@ -148,6 +148,8 @@ def cases(config: dict) -> list[Case]:
             check_classes(config, where, family, mode, classes)
         frameworks = bench.get("frameworks", config["frameworks"])
         tasks = bench.get("tasks", ["train"])
+        if bench.get("keras_fit"):
+            check_keras_fit(where, frameworks, tasks)
         for framework in bench.get("frameworks", []):  # named for this case: it must run the case's tasks
             if set(tasks) - set(FRAMEWORKS[framework].tasks):
                 raise ConfigError(f"{where}.frameworks: {framework} runs {', '.join(FRAMEWORKS[framework].tasks)} "
@@ -207,8 +209,20 @@ def _network_cases(config: dict, bench: dict, where: str, dataset: str, network:
                              device=device, hardware=hardware, batch_size_global=batch, batch_swept=swept,
                              iterations=steps[0], warmup_iterations=steps[1], learning_rate=rate,
                              precision=precision, compile=compile, task=task, input_size=bench.get("input_size"),
-                             **own))
+                             keras_fit=bench.get("keras_fit", False), **own))
     return made
+
+
+def check_keras_fit(where: str, frameworks: list[str], tasks: list[str]) -> None:
+    """model.fit is Keras's, and it trains: a keras_fit case names only Keras frameworks and the train task."""
+    keras = [name for name, framework in FRAMEWORKS.items() if framework.module == "keras_api"]
+    others = [framework for framework in frameworks if framework not in keras]
+    if others:
+        raise ConfigError(f"{where}.keras_fit: model.fit is Keras's; the case runs {', '.join(others)} too: name "
+                          f"its frameworks (allowed: {', '.join(keras)})")
+    if tasks != ["train"]:
+        raise ConfigError(f"{where}.keras_fit: model.fit times training; the case's tasks: {', '.join(tasks)} "
+                          "(allowed: train)")
 
 
 def check_classes(config: dict, where: str, family: str, mode: str, classes: int | list[str]) -> None:

@@ -104,6 +104,7 @@ PRECISIONS = {
     "fp16": "mixed: fp16 compute, fp32 master weights and loss, dynamic loss scaling",
 }
 COMPILED = "compiled"  # a variant's suffix when the framework's compiler is switched on
+FIT = "fit"  # a variant's suffix when Keras trains through model.fit over NumPy arrays (a case's keras_fit)
 
 LATENCY_CALLS = 1000  # an inference run's timed single-image calls unless its case says otherwise
 EPOCHS = 10  # an accuracy run's epochs unless its case says otherwise (seed 003's)
@@ -114,26 +115,29 @@ def default_warmup(timed: int) -> int:
     return max(10, math.ceil(0.1 * timed))
 
 
-def variant_label(precision: str, compile: bool, batch: int | None = None) -> str:
+def variant_label(precision: str, compile: bool, batch: int | None = None, fit: bool = False) -> str:
     """How a run's numerics are named in paths and tables: ``fp32``, ``bf16-compiled``; with the batch where its
-    case runs several (``fp32-b64``)."""
-    return precision + (f"-{COMPILED}" if compile else "") + (f"-b{batch}" if batch else "")
+    case runs several (``fp32-b64``); trained through Keras's ``model.fit`` (``fp32-fit``)."""
+    suffixes = [COMPILED] * compile + [f"b{batch}"] * bool(batch) + [FIT] * fit
+    return "-".join([precision, *suffixes])
 
 
-VARIANT = rf"({'|'.join(PRECISIONS)})(-{COMPILED})?(-b[1-9][0-9]*)?"  # the paths' variant wildcard
+VARIANT = rf"({'|'.join(PRECISIONS)})(-{COMPILED})?(-b[1-9][0-9]*)?(-{FIT})?"  # the paths' variant wildcard
 
 
-def parse_variant(label: str) -> tuple[str, bool, int | None]:
-    """(precision, compiled, the batch where the label names it): :func:`variant_label` read back."""
+def parse_variant(label: str) -> tuple[str, bool, int | None, bool]:
+    """(precision, compiled, the batch where the label names it, fit): :func:`variant_label` read back."""
     if not re.fullmatch(VARIANT, label):
-        raise ValueError(f"bad variant {label!r}: expected <{'|'.join(PRECISIONS)}>[-{COMPILED}][-b<batch>]")
+        raise ValueError(f"bad variant {label!r}: expected <{'|'.join(PRECISIONS)}>[-{COMPILED}][-b<batch>][-{FIT}]")
     precision, *suffixes = label.split("-")
-    return precision, COMPILED in suffixes, next((int(s[1:]) for s in suffixes if s.startswith("b")), None)
+    return (precision, COMPILED in suffixes, next((int(s[1:]) for s in suffixes if s.startswith("b")), None),
+            FIT in suffixes)
 
 
 def run_variant(run: dict) -> str:
     """A record's ``run`` block's variant (:func:`variant_label`)."""
-    return variant_label(run["precision"], run["compile"], run["batch_size_global"] if run.get("batch_swept") else None)
+    return variant_label(run["precision"], run["compile"], run["batch_size_global"] if run.get("batch_swept") else None,
+                         run.get("keras_fit", False))
 
 
 # A hardware target's name (config ``hardware[].name``): a label in paths, before its devices' ("p100@gpu1")
@@ -168,6 +172,7 @@ class Labelled:
     compile: bool
     batch_size_global: int
     batch_swept: bool
+    keras_fit: bool
 
     @property
     def placement(self) -> str:
@@ -188,7 +193,8 @@ class Labelled:
 
     @property
     def variant(self) -> str:
-        return variant_label(self.precision, self.compile, self.batch_size_global if self.batch_swept else None)
+        return variant_label(self.precision, self.compile, self.batch_size_global if self.batch_swept else None,
+                             self.keras_fit)
 
 
 # What a run adds to its case (:class:`dlbench.config.Case`, RunSpec's other fields): its repetition, which
@@ -226,6 +232,9 @@ class RunSpec(Labelled):
     seed: int = 0
     hardware: str | None = None  # the config's hardware target (None: no target named, this node)
     batch_swept: bool = False  # its case runs several batches: the batch names its cells (variant fp32-b64)
+    # Keras trains through model.fit over the training split as NumPy arrays (seed 001's scripts), not
+    # train_on_batch on the batches the timed loop feeds it (variant fp32-fit)
+    keras_fit: bool = False
 
     @property
     def gpus(self) -> int:
@@ -250,7 +259,7 @@ class RunSpec(Labelled):
         if self.task != "accuracy":
             block.pop("epochs")
             block.pop("target_accuracy")
-        for absent_when_unset in ("input_size", "hardware", "batch_swept"):
+        for absent_when_unset in ("input_size", "hardware", "batch_swept", "keras_fit"):
             if block[absent_when_unset] in (None, False):
                 block.pop(absent_when_unset)
         return {"framework": self.framework, "framework_version": framework_version,

@@ -136,6 +136,29 @@ def normalised(images: np.ndarray, mean: np.ndarray, std: np.ndarray, shape: tup
     return images
 
 
+FIT_ARRAYS_GIB = 4  # the most the training arrays of a keras_fit run may take in memory
+
+
+def training_arrays(spec: RunSpec, description: networks.Network, mean, std) -> tuple[np.ndarray, np.ndarray]:
+    """The training split as normalised NumPy arrays, as seed 001's scripts loaded theirs for ``model.fit``. Synthetic
+    data: the resident batch repeated, as many batches as the run takes (at most FIT_ARRAYS_GIB's worth, and fit's
+    epochs go round them); real and generated data: every stored training image, as stored (no crop or mirror)."""
+    shape = description.input_shape
+    image_bytes = 4 * int(np.prod(shape))
+    if spec.data_mode == "synthetic":
+        images, labels = inputs.synthetic_batch(spec, description)
+        images = normalised(images, mean, std, shape)
+        copies = max(1, min(spec.iterations, FIT_ARRAYS_GIB * 2**30 // (image_bytes * len(images))))
+        return np.concatenate([images] * copies), np.concatenate([labels] * copies)
+    records = LmdbRecords(inputs.train_shards(spec), inputs.stored_shape(spec, description), augment=False)
+    require_one_batch(spec, len(records), spec.batch_size_global)
+    if len(records) * image_bytes > FIT_ARRAYS_GIB * 2**30:
+        raise Unavailable(f"keras_fit holds the training split in memory as NumPy arrays: {len(records)} images of "
+                          f"{image_bytes / 2**20:.1f} MiB are more than {FIT_ARRAYS_GIB} GiB")
+    images, labels = records.batch(list(range(len(records))))
+    return normalised(images, mean, std, shape), np.asarray(labels)
+
+
 class Harness:
     INFERENCE_IDIOM = "model.predict_on_batch(images)"
 
@@ -151,7 +174,11 @@ class Harness:
         shape = description.input_shape
         self.test_source = (spec, inputs.stored_shape(spec, description), mean, std, shape)
         self.description = description
-        if spec.data_mode == "synthetic":
+        self.batch_size, self.arrays = spec.batch_size_global, None
+        if spec.keras_fit:
+            self.arrays = training_arrays(spec, description, mean, std)
+            self.next_batch = None  # fit takes its batches from the arrays itself
+        elif spec.data_mode == "synthetic":
             images, labels = inputs.synthetic_batch(spec, description)
             resident = (keras.ops.convert_to_tensor(normalised(images, mean, std, shape)),
                         keras.ops.convert_to_tensor(labels))
@@ -174,6 +201,26 @@ class Harness:
     def step(self):
         self.loss = self.model.train_on_batch(*self.next_batch())
         return already_finished  # train_on_batch returns the loss as a host number
+
+    def fit(self, clock) -> None:
+        """Seed 001's training: ``model.fit`` over the NumPy arrays (shuffled, Keras's default), as many epochs as
+        the run's iterations need, stopped after the last; ``clock`` times each step from Keras's per-step
+        callback, which waits for the step's loss on the host as train_on_batch does."""
+        images, labels = self.arrays
+        harness = self
+
+        class Clocked(keras.callbacks.Callback):
+            def on_train_batch_end(self, batch, logs=None):
+                harness.loss = keras.ops.convert_to_numpy(logs["loss"])
+                clock.step_finished()
+                if len(clock.times) == clock.iterations:
+                    self.model.stop_training = True
+        batches = len(images) // self.batch_size
+        clock.start()
+        self.model.fit(images, labels, batch_size=self.batch_size, epochs=-(-clock.iterations // batches),
+                       steps_per_epoch=batches, verbose=0, callbacks=[Clocked()])
+        if len(clock.times) != clock.iterations:
+            raise RuntimeError(f"model.fit ran {len(clock.times)} steps of {clock.iterations}")
 
     def inference(self, batch_size: int):
         images = self.next_batch()[0][:batch_size]
@@ -215,8 +262,8 @@ class Harness:
     def final_loss(self) -> float | None:
         return None if self.loss is None else float(self.loss)
 
-    def input_wait_seconds(self) -> float:
-        return self.next_batch.seconds
+    def input_wait_seconds(self) -> float | None:
+        return None if self.next_batch is None else self.next_batch.seconds  # fit's input: inside its steps
 
     def allocator_peak_mib(self) -> float | None:
         """The Keras backend's own allocator peak on the GPU (None on CPU)."""

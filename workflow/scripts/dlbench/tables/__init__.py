@@ -73,14 +73,14 @@ def target_rank(target: str, hardware: Sequence[str]) -> tuple[int, str]:
 
 def setting_order(table: pd.DataFrame, hardware: Sequence[str] = ()) -> list[str]:
     """The settings of ``table`` by hardware target (:func:`target_rank`), machine where a device ran on several,
-    device, then precision (as spec.PRECISIONS lists them), eager first, smaller batch first, then task (as
-    tasks.TASKS lists them)."""
+    device, then precision (as spec.PRECISIONS lists them), eager first, smaller batch first, Keras's
+    train_on_batch before its fit, then task (as tasks.TASKS lists them)."""
     several = several_machines(table)
 
     def key(row) -> tuple:
-        precision, compiled, batch = parse_variant(row.variant)
+        precision, compiled, batch, fit = parse_variant(row.variant)
         return (target_rank(row.hardware, hardware), row.machine if several else "", row.device,
-                list(PRECISIONS).index(precision), compiled, batch or 0, list(TASKS).index(row.task))
+                list(PRECISIONS).index(precision), compiled, batch or 0, fit, list(TASKS).index(row.task))
     rows = table[["hardware", "machine", "device", "variant", "task"]].drop_duplicates()
     rows = rows.assign(setting=settings(rows))
     return [row.setting for row in sorted(rows.itertuples(), key=key)]

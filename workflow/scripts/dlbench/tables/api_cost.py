@@ -7,6 +7,7 @@ import pandas as pd
 
 from ..metrics import METRICS
 from ..registry import REGISTRY as FRAMEWORKS
+from ..spec import parse_variant, variant_label
 from . import CELL_KEYS, decimals, markdown_table, read_appendix
 
 # The API-cost table's columns, (metric, task): what a higher-level API or runtime costs over the framework
@@ -20,10 +21,19 @@ API_COST_COLUMNS = (("latency_p50", "inference"), ("latency_p99", "inference"), 
 SETTING_KEYS = [key for key in CELL_KEYS if key not in ("framework", "task")]
 
 
+def peer_setting(setting: tuple) -> tuple:
+    """The setting a framework's peer is read in: the same, but Keras's ``model.fit`` (variant ``-fit``) stands
+    beside its backend's own loop, which has no fit."""
+    values = dict(zip(SETTING_KEYS, setting))
+    precision, compiled, batch, _ = parse_variant(values["variant"])
+    return tuple({**values, "variant": variant_label(precision, compiled, batch)}.values())
+
+
 def api_cost(table: pd.DataFrame) -> pd.DataFrame:
     """From the appendix's long table: per dataset, network, device and variant, each framework's mean of
     every API_COST_COLUMNS column it measured and, for a framework that runs on another (the registry's
-    ``runs_on``: Keras on its backend, ONNX Runtime on PyTorch's export), that mean over the other's."""
+    ``runs_on``: Keras on its backend, ONNX Runtime on PyTorch's export), that mean over the other's (Keras's fit
+    over its backend's own loop: :func:`peer_setting`)."""
     means = table.set_index([*SETTING_KEYS, "framework", "metric", "task"])["mean"]
     order = list(FRAMEWORKS)
 
@@ -38,7 +48,8 @@ def api_cost(table: pd.DataFrame) -> pd.DataFrame:
             for metric, task in API_COST_COLUMNS:
                 mean = means.get((*setting, framework, metric, task), float("nan"))
                 row[f"{metric} {task}"] = mean
-                row[f"{metric} {task} ratio"] = mean / means.get((*setting, peer, metric, task), float("nan"))
+                row[f"{metric} {task} ratio"] = mean / means.get((*peer_setting(setting), peer, metric, task),
+                                                                 float("nan"))
             rows.append(row)
     keys = [*SETTING_KEYS, "framework", "runs_on"]
     out = pd.DataFrame(rows) if rows else pd.DataFrame(columns=keys)

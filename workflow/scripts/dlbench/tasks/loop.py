@@ -12,6 +12,53 @@ def _cpu_seconds(harness) -> float:
     return time.process_time() + (worker() if worker else 0.0)
 
 
+class StepClock:
+    """Each step's interval, from the completion of the one before it; the timed window opens once the warm-up
+    steps have finished. The timed loop's, and a framework's own loop's (Keras's ``model.fit``) through its
+    per-step callback."""
+
+    def __init__(self, harness, iterations: int, warmup: int, progress=print):
+        self.harness, self.iterations, self.warmup, self.progress = harness, iterations, warmup, progress
+        self.times: list[float] = []
+        self.window: dict = {}
+        self.report_every = max(1, iterations // 10)
+        self.last = None
+
+    def _open_window(self) -> None:
+        self.window.update(start_epoch=time.time(), cpu_start=_cpu_seconds(self.harness),
+                           input_wait_start=self.harness.input_wait_seconds())
+
+    def start(self) -> None:
+        """Nothing in flight: the first step's interval starts now."""
+        if self.warmup == 0:
+            self._open_window()
+        self.last = time.perf_counter()
+
+    def step_finished(self) -> None:
+        now = time.perf_counter()
+        self.times.append(now - self.last)
+        self.last = now
+        done = len(self.times)
+        if done == self.warmup:
+            self._open_window()
+        if done % self.report_every == 0 or done == self.iterations:
+            phase = "warm-up" if done <= self.warmup else "timed"
+            self.progress(f"iteration {done}/{self.iterations} ({phase}): {self.times[-1] * 1e3:.1f} ms", flush=True)
+
+    def result(self) -> dict:
+        input_wait = self.harness.input_wait_seconds()
+        return {
+            "iteration_seconds": self.times,
+            "timed_window": {
+                "start_epoch": self.window["start_epoch"],
+                "end_epoch": time.time(),
+                "cpu_seconds": _cpu_seconds(self.harness) - self.window["cpu_start"],
+                "seconds": sum(self.times[self.warmup:]),
+                "input_wait_seconds": None if input_wait is None else input_wait - self.window["input_wait_start"],
+            },
+        }
+
+
 def timed_loop(harness, iterations: int, warmup: int, progress=print, step=None) -> dict:
     """Run ``iterations`` steps (the harness's, or ``step``: an inference run's forward passes) with one
     step in flight, as a real training loop runs.
@@ -22,59 +69,28 @@ def timed_loop(harness, iterations: int, warmup: int, progress=print, step=None)
     next, the intervals sum to the wall time of all steps, and the timed window opens with the
     warm-up finished and nothing in flight.
     """
-    times: list[float] = []
-    window: dict = {}
-    report_every = max(1, iterations // 10)
-
-    def open_window() -> None:
-        window.update(start_epoch=time.time(), cpu_start=_cpu_seconds(harness),
-                      input_wait_start=harness.input_wait_seconds())
-
-    def step_finished() -> None:
-        nonlocal last
-        now = time.perf_counter()
-        times.append(now - last)
-        last = now
-        if len(times) == warmup:
-            open_window()
-        done = len(times)
-        if done % report_every == 0 or done == iterations:
-            phase = "warm-up" if done <= warmup else "timed"
-            progress(f"iteration {done}/{iterations} ({phase}): {times[-1] * 1e3:.1f} ms", flush=True)
-
+    clock = StepClock(harness, iterations, warmup, progress)
     step = step or harness.step
     harness.synchronize()
-    if warmup == 0:
-        open_window()
-    last = time.perf_counter()
+    clock.start()
     in_flight = None  # how to wait for the step dispatched last, until it is clocked
     for index in range(iterations):
         if index == warmup and in_flight:
             in_flight()
-            step_finished()
+            clock.step_finished()
             in_flight = None
         wait_for_step = step()
         if wait_for_step is backends.already_finished:
-            step_finished()
+            clock.step_finished()
             continue
         if in_flight:
             in_flight()
-            step_finished()
+            clock.step_finished()
         in_flight = wait_for_step
     harness.synchronize()
     if in_flight:
-        step_finished()
-    input_wait = harness.input_wait_seconds()
-    return {
-        "iteration_seconds": times,
-        "timed_window": {
-            "start_epoch": window["start_epoch"],
-            "end_epoch": time.time(),
-            "cpu_seconds": _cpu_seconds(harness) - window["cpu_start"],
-            "seconds": sum(times[warmup:]),
-            "input_wait_seconds": None if input_wait is None else input_wait - window["input_wait_start"],
-        },
-    }
+        clock.step_finished()
+    return clock.result()
 
 
 def prefixed(progress, prefix: str, line: str, **kwargs) -> None:
