@@ -149,7 +149,7 @@ CHANGES = {
     "sample_hz": ((None, {"measurement": {"sample_hz": 25}}), FINISHED),
 }
 NAMED_BY_PATH = {"framework", "dataset", "network", "hardware", "device", "repetition", "precision", "compile", "task",
-                 "batch_swept"}  # a swept batch names its variant (fp32-b64)
+                 "batch_swept", "keras_fit"}  # a swept batch, Keras's fit: each names its variant (fp32-b64, fp32-fit)
 DERIVED = {"data_dir": "the dataset's format, from framework and dataset", "seed": "the repetition"}
 
 
