@@ -101,6 +101,7 @@ def test_the_thesis_memory_and_power_stand_beside_ours_of_the_same_definition():
     assert compared.loc[("gpu_power_run_mean", "gpu1"), "ratio"] == pytest.approx(60 / 30)
     assert "NVML read at measurement.sample_hz vs nvidia-smi at 1 Hz, both averaged over the whole run" in \
         compared.loc[("gpu_memory_mean", "gpu1"), "apples_to_oranges"]
+    assert "NVML read at 1 Hz vs nvidia-smi at 1 Hz" in compared.loc[("idle_gpu_power", "cpu"), "apples_to_oranges"]
 
 
 def test_readme_lists_the_differences_from_the_thesiss_setup_that_thesis_md_lists():

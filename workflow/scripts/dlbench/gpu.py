@@ -152,6 +152,7 @@ class GpuProbe:
 # The thesis's quantities: each GPU's mean over every sample of the run (per GPU, and their sum)
 RUN_MEANS = {"memory": ("gpu_device_mean_mib", "device_mib"), "power": ("gpu_run_mean_w", "power_w")}
 IDLE_POWER = "idle_gpu_mean_w"
+IDLE_SAMPLE_SECONDS = 1.0  # a CPU run's idle GPUs are read once a second, as the thesis read nvidia-smi's
 NOT_IDLE = "a GPU run: its GPUs are not idle"
 # The timed window's power, from its samples alone
 WINDOW_POWER = ("gpu_mean_w", "gpu_peak_w", "gpu_energy_j", "energy_per_image_j")

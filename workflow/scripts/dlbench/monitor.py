@@ -24,7 +24,7 @@ import psutil
 
 from . import files, formats, host, launch, lifeline, slots
 from .envs import WORKER_PYTHON_VARIABLE
-from .gpu import GpuProbe, inventory
+from .gpu import IDLE_SAMPLE_SECONDS, GpuProbe, inventory
 from .record import build_record, series
 from .spec import RunSpec
 
@@ -76,7 +76,8 @@ class Sampler(threading.Thread):
             self.host_samples.append(host.HostSample(now, host.cores_busy_seconds(self.cores), cpu, self.rapl.read(),
                                                      rss / 2**20))
             # A CPU run's idle GPUs once a second, as the thesis read them: their draw barely moves, the run's cores do
-            if self.probe.handles and (not self.probe.idle or self.ticks % max(1, round(1 / self.interval)) == 0):
+            if self.probe.handles and (not self.probe.idle
+                                       or self.ticks % max(1, round(IDLE_SAMPLE_SECONDS / self.interval)) == 0):
                 self.gpu_samples.append(self.probe.sample(now, {p.pid for p in tree}))
             self.first, self.last, self.ticks = self.first or now, now, self.ticks + 1
             self._stop_event.wait(self.interval)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..config import FIGURE_4_5
+from ..gpu import IDLE_SAMPLE_SECONDS
 from ..metrics import METRICS
 from ..spec import dataset_classes, gpu_count, parse_dataset_label
 from . import CELL_KEYS, markdown_table, ratio_words, read_appendix, read_runs
@@ -132,7 +133,8 @@ def differences(cell, column: str, runs: pd.DataFrame, theirs: float) -> list[st
         words.append("the thesis's TensorFlow figure is its allocator taking most of the card (TF 1.9's default); "
                      "ours grows as the model needs (set_memory_growth)")
     if LIKE[cell.metric] != "train_speed":
-        rate = "1 Hz" if cell.metric == "idle_gpu_power" else "measurement.sample_hz"
+        idle = METRICS[cell.metric].needs == "idle_gpu"  # a CPU run's idle GPUs, sampled at their own rate
+        rate = f"{1 / IDLE_SAMPLE_SECONDS:g} Hz" if idle else "measurement.sample_hz"
         words.append(f"NVML read at {rate} vs nvidia-smi at 1 Hz, both averaged over the whole run")
     return words
 
