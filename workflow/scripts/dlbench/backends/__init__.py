@@ -74,6 +74,8 @@ class Harness(Protocol):
     # ``close()`` releases it; the runner calls it once, however the run ends (:func:`closing`).
     # Optional, on a run over several devices: ``data_parallel``, how it trains over them (the record's
     # execution.data_parallel: the framework's mechanism and its collective).
+    # Keras's, for a keras_fit run: ``fit(clock)`` trains in the framework's own loop (model.fit) and calls the
+    # :class:`dlbench.tasks.loop.StepClock`'s ``start`` before it and ``step_finished`` as each step ends.
 
     INFERENCE_IDIOM: str  # for the record: the framework's call that runs a forward pass in inference
 

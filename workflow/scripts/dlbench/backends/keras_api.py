@@ -207,18 +207,17 @@ class Harness:
         the run's iterations need, stopped after the last; ``clock`` times each step from Keras's per-step
         callback, which waits for the step's loss on the host as train_on_batch does."""
         images, labels = self.arrays
-        harness = self
 
-        class Clocked(keras.callbacks.Callback):
-            def on_train_batch_end(self, batch, logs=None):
-                harness.loss = keras.ops.convert_to_numpy(logs["loss"])
-                clock.step_finished()
-                if len(clock.times) == clock.iterations:
-                    self.model.stop_training = True
+        def step_ended(batch, logs):
+            self.loss = keras.ops.convert_to_numpy(logs["loss"])
+            clock.step_finished()
+            if len(clock.times) == clock.iterations:
+                self.model.stop_training = True
         batches = len(images) // self.batch_size
         clock.start()
         self.model.fit(images, labels, batch_size=self.batch_size, epochs=-(-clock.iterations // batches),
-                       steps_per_epoch=batches, verbose=0, callbacks=[Clocked()])
+                       steps_per_epoch=batches, verbose=0,
+                       callbacks=[keras.callbacks.LambdaCallback(on_train_batch_end=step_ended)])
         if len(clock.times) != clock.iterations:
             raise RuntimeError(f"model.fit ran {len(clock.times)} steps of {clock.iterations}")
 
