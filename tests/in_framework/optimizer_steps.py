@@ -28,8 +28,9 @@ for rule in (networks.SGD_MOMENTUM, networks.RMSPROP):
         import keras
         from dlbench.backends.keras_layers import keras_optimizer
 
-        weights = keras.Variable(np.zeros(2, np.float32))
-        step = keras_optimizer(rule, rate)
+        # a weight of a described layer: its update runs in the layer's scope, which changes no number
+        weights = keras.Variable(np.zeros(2, np.float32), name="dense1")
+        step = keras_optimizer(rule, rate, ["dense1"])
         for _ in range(2):
             step.apply_gradients([(keras.ops.convert_to_tensor(gradient), weights)])
         found[rule.kind] = keras.ops.convert_to_numpy(weights).tolist()

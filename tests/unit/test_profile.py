@@ -7,7 +7,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from dlbench import datasets, files, monitor, networks
-from dlbench.backends import xspace
+from dlbench.backends import updates_found, xspace
 from dlbench.config import cases
 from dlbench.figures.layer_steps import block_seconds, layer_steps, unaccounted
 from dlbench.figures.layers import layer_times
@@ -50,6 +50,9 @@ def test_the_series_beside_the_record_keep_every_profiled_step_and_every_sample(
         for phase in ("forward", "backward"):
             per_step = [step[index] for step in steps[f"{phase}_seconds"]]
             assert sum(per_step) / len(per_step) * 1e3 == pytest.approx(layer[f"{phase}_ms"])
+    # PyTorch's optimizer step, timed whole (torch.optim's own record_function): each step's
+    assert len(steps["update_seconds"]) == 4 and steps["layer_update_seconds"] is None
+    assert sum(steps["update_seconds"]) / 4 * 1e3 == pytest.approx(profiled["profile"]["update_ms"])
     host = kept["host"]
     assert len(host["time"]) == len(host["rss_mib"]) > 10 and max(host["rss_mib"]) == pytest.approx(
         profiled["memory"]["host_peak_rss_mib"])
@@ -69,7 +72,11 @@ def test_a_profile_names_every_layer_of_the_description_and_times_both_passes(pr
     # the largest layers cost more than the cheapest ones, in both passes
     assert layers["conv2"]["forward_ms"] > layers["relu5"]["forward_ms"]
     assert layers["dense2"]["backward_ms"] > layers["flatten1"]["backward_ms"]
-    accounted = sum(layer["forward_ms"] + layer["backward_ms"] for layer in layers.values())
+    # the momentum update is timed, whole (PyTorch updates every weight in one call): no layer's, but accounted for
+    assert profile["update_ms"] > 0 and "update_ms" not in profile["reasons"]
+    assert profile["update_share"] == pytest.approx(profile["update_ms"] / profile["iteration_ms"])
+    assert all(layer["update_ms"] is None for layer in layers.values())
+    accounted = sum(layer["forward_ms"] + layer["backward_ms"] for layer in layers.values()) + profile["update_ms"]
     assert profile["accounted_ms"] == pytest.approx(accounted)
     assert profile["unaccounted_share"] == pytest.approx(1 - accounted / profile["iteration_ms"])
     assert 0 <= profile["unaccounted_share"] < 1
@@ -90,14 +97,25 @@ def test_seed_004s_figures_draw_each_block_in_every_profiled_step_and_the_missin
     kept = files.read_json(series_path(Path(profiled["path"])))["profile"]
     groups = networks.layer_groups(networks.network("alexnet", "cifar10"))
     blocks = block_seconds(kept, groups)
-    assert list(blocks) == ["conv1", "conv2", "conv3", "conv4", "conv5", "fc1", "fc2", "output"]
+    # PyTorch's update, timed whole, is a block of its own after the network's
+    assert list(blocks) == ["conv1", "conv2", "conv3", "conv4", "conv5", "fc1", "fc2", "output", "update"]
     steps = len(kept["iteration_seconds"])
     total = sum(sum(row) for phase in ("forward", "backward") for row in kept[f"{phase}_seconds"])
+    total += sum(kept["update_seconds"])
     assert sum(seconds.sum() for seconds in blocks.values()) == pytest.approx(total)  # every layer in one block
     share, missing = unaccounted(kept)
     assert missing[100] == (steps, pytest.approx(sum(kept["iteration_seconds"]) - total))
-    assert missing[50][0] == steps // 2 and share[0] == pytest.approx(
-        1 - (sum(kept["forward_seconds"][0]) + sum(kept["backward_seconds"][0])) / kept["iteration_seconds"][0])
+    first = sum(kept["forward_seconds"][0]) + sum(kept["backward_seconds"][0]) + kept["update_seconds"][0]
+    assert missing[50][0] == steps // 2 and share[0] == pytest.approx(1 - first / kept["iteration_seconds"][0])
+    # where the profiler attributes the update to the layers (TensorFlow's, JAX's), each block holds its layers'
+    names = kept["layers"]
+    per_layer = {**kept, "layer_update_seconds": [[0.001 * (name in ("conv1", "dense3")) for name in names]] * steps,
+                 "update_seconds": [0.002] * steps}
+    attributed = block_seconds(per_layer, groups)
+    assert "update" not in attributed
+    assert attributed["conv1"] - blocks["conv1"] == pytest.approx([0.001] * steps)
+    assert attributed["output"] - blocks["output"] == pytest.approx([0.001] * steps)
+    assert attributed["fc1"] == pytest.approx(blocks["fc1"])
     older = {**profiled, "path": str(tmp_path / "rep2.json"), "run": {**profiled["run"], "repetition": 2,
                                                                        "framework": "tensorflow"}}
     layer_steps([profiled, older], [tmp_path / "steps.svg"])
@@ -124,6 +142,15 @@ def test_each_frameworks_profiler_times_the_same_layers(framework, request):
         assert all(layers[f"conv{k}"]["forward_ms"] > 0 for k in range(1, 6))
     if framework in ("mxnet", "caffe", "keras-torch"):  # one layer after another, nothing overlapping
         assert 0 <= profile["unaccounted_share"] < 1
+    weighted = [name for name in layers if layers[name]["kind"] in ("conv", "dense")]
+    if framework in ("tensorflow", "keras-tensorflow", "keras-jax"):  # each weight's update in its layer's scope
+        assert all(layers[name]["update_ms"] > 0 for name in weighted)
+        assert all(layers[name]["update_ms"] == 0 for name in layers if name not in weighted)  # no weights
+        assert profile["update_ms"] == pytest.approx(sum(layer["update_ms"] for layer in layers.values()))
+    elif framework == "caffe":  # caffe time's way: a profiled step makes no update
+        assert profile["update_ms"] is None and "no update" in profile["reasons"]["update_ms"]
+    else:  # MXNet's update operators and Keras's apply on torch span several layers: timed whole
+        assert profile["update_ms"] > 0 and all(layer["update_ms"] is None for layer in layers.values())
     if framework == "mxnet":  # its operators carry no layer names: only a chain of layers maps onto them
         assert "matched in order" in profile["method"]
         assert "sequential networks" in run_in(python, "profile_in_framework.py", framework, "googlenet")["unavailable"]
@@ -156,6 +183,10 @@ def test_a_profile_says_why_it_has_no_device_apart_or_no_layers():
                                                         "layers": [{"conv1": (0.05, 0.06)}] * 4}}
     block = layer_profile(_spec(), one, None)
     assert block["all_reduce_ms"] is None and block["reasons"]["all_reduce_share"] == "one device: no all-reduce"
+    assert block["update_ms"] is None and block["reasons"]["update_share"] == (
+        "the dlbench that ran it did not time the optimizer's update")
+    untimed = {**one, "profile": {**one["profile"], "update_seconds": None, "update_untimed": "no update event"}}
+    assert layer_profile(_spec(), untimed, None)["reasons"]["update_ms"] == "no update event"
     several = layer_profile(_spec(framework="mxnet", device="gpu2"), one, None)
     assert several["reasons"]["devices"] == "mxnet's profile does not time a step's devices apart"
 
@@ -168,16 +199,21 @@ def test_jax_s_trace_times_each_layer_s_xla_ops_by_their_hlo_op_names():
     space = xspace.read_space(gzip.decompress((Path(__file__).parent / "keras_jax_profile.xplane.pb.gz")
                                                    .read_bytes()))
     names = networks.layer_names(datasets.description("lenet", "mnist"))
-    steps = xspace.per_step(space, names, "PjitFunction(train_step)", xspace.HOST_PLANE)
+    steps, updates = xspace.per_step(space, names, "PjitFunction(train_step)", xspace.HOST_PLANE)
     assert len(steps) == 2 and all(list(step) == names for step in steps)
     for step in steps:
         assert all(step[name][0] > 0 and step[name][1] > 0 for name in ("conv1", "conv2", "dense1", "dense2"))
         assert step["flatten1"][0] == 0  # a reshape XLA does without an op
+    # made before the optimizer's ops had their layers' scopes: no update is timed, rather than none taken
+    assert updates_found(updates, xspace.UNTIMED) == (None, None, xspace.UNTIMED)
     assert xspace.layer_of("jit(train_step)/transpose(jvp(conv2))/conv_general_dilated", set(names)) == (
-        "conv2", True)
-    assert xspace.layer_of("jit(train_step)/jvp(compile_loss)/exp", set(names)) == (None, False)
+        "conv2", xspace.BACKWARD_PHASE)
+    assert xspace.layer_of("jit(train_step)/jvp(compile_loss)/exp", set(names)) == (None, xspace.FORWARD_PHASE)
+    # the op_name Keras on JAX gives an update of conv2's weights (keras_layers.updates_in_layer_scopes)
+    assert xspace.layer_of("jit(train_step)/sgd/weight_update/conv2/mul", set(names)) == (
+        "conv2", xspace.UPDATE_PHASE)
     # no step is found where the trace has no call of the step's name
-    assert xspace.per_step(space, names, "PjitFunction(other_step)", xspace.HOST_PLANE) == []
+    assert xspace.per_step(space, names, "PjitFunction(other_step)", xspace.HOST_PLANE) == ([], [])
 
 
 class _Trace:
@@ -244,18 +280,23 @@ def test_tensorflow_s_gpu_trace_times_each_layer_s_kernels_in_the_step_that_laun
                          "Conv2DBackpropFilter:Conv2DBackpropFilter", 10 * step + 2, 10 * step + 10.5, 0.5)
             trace.kernel(gpu, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "NcclAllReduce:NcclAllReduce",
                          10 * step + 3, 10 * step + 11, 0.75)
+            # the momentum update of conv1's weights, in its scope (Keras's optimizer, TensorFlow's suffix)
+            trace.kernel(gpu, "Sub_GPU_DT_FLOAT_DT_FLOAT_kernel", f"{replica}sgd/weight_update_1/conv1/Sub:Sub",
+                         10 * step + 3.5, 10 * step + 11.8, 0.125)
     trace.kernel(0, "redzone_checker", "", None, 35, 9.0)  # no op, no launch traced: counts for nothing
-    devices, all_reduce = xspace.tensorflow_per_step(trace.space, ["conv1", "dense1", "dense2"], "train_step", 2)
+    devices, all_reduce, updates = xspace.tensorflow_per_step(trace.space, ["conv1", "dense1", "dense2"],
+                                                              "train_step", 2)
     assert len(devices) == 2 and all(len(steps) == 3 for steps in devices)
     for gpu, steps in enumerate(devices):
         for step in steps:
             assert step["conv1"] == pytest.approx((1.0e-3 + gpu * 1e-3, 0.5e-3))
             assert step["dense1"] == pytest.approx((0.25e-3, 0.0)) and step["dense2"] == (0.0, 0.0)
     assert all_reduce == pytest.approx([0.75e-3] * 3)
-    one_gpu, no_all_reduce = xspace.tensorflow_per_step(trace.space, ["conv1", "dense1"], "train_step", 1)
+    assert updates == [pytest.approx({"conv1": 0.125e-3, "dense1": 0.0, "dense2": 0.0})] * 3  # the first GPU's
+    one_gpu, no_all_reduce, _ = xspace.tensorflow_per_step(trace.space, ["conv1", "dense1"], "train_step", 1)
     assert len(one_gpu) == 1 and no_all_reduce is None
     assert xspace.tensorflow_layer_of("replica_1/gradient_tape/sequential/conv2_1/Relu/ReluGrad:ReluGrad",
-                                      {"conv2"}) == ("conv2", True)
+                                      {"conv2"}) == ("conv2", xspace.BACKWARD_PHASE)
     with pytest.raises(ValueError, match="no kernel on /device:GPU:2"):  # a GPU the trace holds nothing of
         xspace.tensorflow_per_step(trace.space, ["conv1"], "train_step", 3)
 
@@ -273,9 +314,13 @@ def test_the_layers_table_and_figure_read_the_same_layer_across_frameworks(profi
     assert "(n=1)" in table.loc["pytorch", "profiling_whole_overhead"]
     assert table.loc["cntk", "profiling_overhead"] == "unavailable: profile: cntk runs train, inference only"
     assert table.loc["cntk", "layer 1"] == ""
+    # PyTorch's update, timed whole: a column of the table, a bar of its own in the figure
+    assert float(table.loc["pytorch", "update ms/step"].replace(",", "")) == pytest.approx(
+        profiled["profile"]["update_ms"], rel=0.01)
     layer_times(records, [tmp_path / "layers.svg"])
     svg = (tmp_path / "layers.svg").read_text()
     assert 'id="forward pytorch cpu profile"' in svg and 'id="unaccounted pytorch cpu profile"' in svg
+    assert 'id="update pytorch cpu profile"' in svg
     assert "unavailable: profile: cntk" in svg
 
 

@@ -288,6 +288,10 @@ def test_the_seed_004_miniature_profiles_and_draws_every_profiled_step_of_each_b
         record = json.loads((runs / variant / "profile" / "rep1.json").read_text())
         assert record["status"] == "ok", (variant, record["reason"])
         assert (runs / variant / "profile" / "rep1.series.json.gz").exists()
+        # the seed's momentum update, attributed: each convolution's and dense layer's, none for a ReLU
+        layers = record["profile"]["layers"]
+        assert all(layer["update_ms"] > 0 for layer in layers if layer["kind"] in ("conv", "dense")), layers
+        assert all(layer["update_ms"] == 0 for layer in layers if layer["kind"] == "relu"), layers
     drawn = (tmp_path / figure).read_text()
     for cell in ("tensorflow cpu fp32-b4 profile", "tensorflow cpu fp32-b8 profile"):
         assert all(f'id="block {cell} {block}"' in drawn for block in ("conv1", "conv5", "fc1", "fc2", "output"))

@@ -149,8 +149,9 @@ METRICS = {
                                        "profiler's start, every profiled step, its trace read back) over as many "
                                        "unprofiled steps' (+235 to +245 % in the seed)", tasks=("profile",)),
     "unaccounted_share": Metric("profile", "unaccounted_share", "share of a profiled step",
-                                "the share of a profiled step's wall time that no layer's forward or backward time "
-                                "accounts for (seed 004 found 38-54 %; below 0 where the framework's ops overlap)",
+                                "the share of a profiled step's wall time that neither the layers' forward and "
+                                "backward times nor the optimizer's update account for (seed 004 found 38-54 %; "
+                                "below 0 where the framework's ops overlap)",
                                 tasks=("profile",), steady=False, signed=True),
     "mfu": Metric("compute", "mfu", "fraction of peak",
                   "model FLOPs utilisation: achieved TFLOP/s over the peak of the run's devices from the hardware's "

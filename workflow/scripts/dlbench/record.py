@@ -189,7 +189,8 @@ def series(run: dict, spec: RunSpec, result: dict, sampler: Sampler | None) -> d
     the monitor (host: the run's resident memory and CPU time, the held cores' busy time, RAPL counters; each GPU:
     power, device and process memory, energy counter, processes on it; a CPU run's are its node's idle GPUs, read
     once a second) and, for a profile run, every profiled step's time and
-    each layer's forward and backward seconds in it (steps x layers, the first device's; then each device's).
+    each layer's forward and backward seconds in it (steps x layers, the first device's; then each device's), and the
+    optimizer's update in it (the whole; and steps x layers where the profiler attributes it).
     ``run``: the record's run block, which names the run the series are of."""
     host_samples, gpu_samples = (sampler.host_samples, sampler.gpu_samples) if sampler else ([], [])
     kept = {"series_schema": SERIES_SCHEMA, "run": run,
@@ -208,9 +209,14 @@ def series(run: dict, spec: RunSpec, result: dict, sampler: Sampler | None) -> d
         def phases(device_steps: list[dict]) -> dict:
             return {f"{phase}_seconds": [[step[name][index] for name in names] for step in device_steps]
                     for index, phase in enumerate(("forward", "backward"))}
+        layer_updates = found.get("layer_update_seconds")
         kept["profile"] = {"method": found.get("method"), "layers": names,
                            "iteration_seconds": found.get("iteration_seconds") or [], **phases(steps),
-                           "devices": [phases(device) for device in found.get("devices") or []]}
+                           "devices": [phases(device) for device in found.get("devices") or []],
+                           # the first device's optimizer update: each step's whole, and its layers' where timed apart
+                           "update_seconds": found.get("update_seconds"),
+                           "layer_update_seconds": layer_updates and [[step[name] for name in names]
+                                                                      for step in layer_updates]}
     return kept
 
 

@@ -101,6 +101,29 @@ class LayerProfiler(Protocol):
     # are ``steps``), and each step's all-reduce seconds
     devices: list[list[dict[str, tuple[float, float]]]] | None
     all_reduce: list[float] | None
+    # The optimizer's update of the weights (seed 004's momentum update), the first device's: per step, each
+    # layer's update seconds where its events say whose weights they update (``layer_updates``, every layer named,
+    # 0 for a layer without weights); else None, and per step the whole update's seconds (``update``; the layers'
+    # sum where they are known); where it does not time the update, None and ``update_untimed`` says why
+    layer_updates: list[dict[str, float]] | None
+    update: list[float] | None
+    update_untimed: str | None
+
+
+UPDATE_SCOPE = "weight_update"  # the name scope (Keras) or record_function (torch) of the optimizer's update
+
+
+def whole_update(update: list[float], untimed: str) -> tuple[list[float] | None, str | None]:
+    """A profiler's ``update`` and ``update_untimed`` from the update seconds per step it read: a trace holding no
+    event of the update did not time it (it did not take no time): None, and ``untimed`` says why."""
+    return (update, None) if any(update) else (None, untimed)
+
+
+def updates_found(layer_updates: list[dict[str, float]], untimed: str):
+    """A profiler's ``layer_updates``, ``update`` and ``update_untimed`` from the layers' update seconds per step
+    it read (:func:`whole_update`)."""
+    update, why = whole_update([sum(step.values()) for step in layer_updates], untimed)
+    return layer_updates if update else None, update, why
 
 
 class WorkerHarness(Harness, Protocol):

@@ -399,7 +399,8 @@ class LayerProfiler:
 
     METHOD = ("caffe time's per-layer forward and backward (Net::ForwardFromTo, BackwardFromTo one layer at a time "
               "through pycaffe, host clock), mapped to the description's layers; a profiled step makes no update")
-    devices = all_reduce = None  # it profiles one device
+    devices = all_reduce = layer_updates = update = None  # it profiles one device, and no update
+    update_untimed = "a profiled step makes no update (caffe time's way: pycaffe applies none apart from a solver step)"
 
     def __init__(self, harness: Harness, layers: list[str]):
         self.harness, self.layers, self.steps = harness, layers, []

@@ -260,6 +260,9 @@ class LayerProfiler:
               "whose CNTK call made it (the primitives, blocks' insides too, between the layer's input and output: "
               "C.logging.graph.depth_first_search); parameters', inputs' and the loss's nodes count for no layer")
 
+    layer_updates = update = None
+    update_untimed = "dlbench reads CNTK's node timing, and the learner's update is no node of the network"
+
     def __init__(self, harness: Harness, names: list[str]):
         self.harness, self.names, self.steps = harness, names, []
         self.all_reduce = self.devices = None  # its detail log has no event of the MPI all-reduce

@@ -20,6 +20,7 @@ import numpy as np
 from .. import networks
 from ..spec import RunSpec
 from . import (
+    UPDATE_SCOPE,
     GpuCode,
     InputClock,
     Unavailable,
@@ -106,9 +107,10 @@ TENSORFLOW_STEP, JAX_STEP = "one_step_on_data", "PjitFunction(train_step)"
 
 
 @contextlib.contextmanager
-def call_scopes(layers: dict[str, keras.Layer]):
-    """While open, each Keras layer's ``call`` runs inside a ``record_function`` named after it. On torch a
-    Keras layer is a torch module, but Keras's own ``__call__`` bypasses the module's hooks."""
+def call_scopes(layers: dict[str, keras.Layer], optimizer: keras.optimizers.Optimizer):
+    """While open, each Keras layer's ``call`` runs inside a ``record_function`` named after it, and the
+    optimizer's ``apply`` (every weight's update, in one call on torch) inside one named ``weight_update``. On torch
+    a Keras layer is a torch module, but Keras's own ``__call__`` bypasses the module's hooks."""
     import torch
 
     def scoped(name: str, call):
@@ -116,13 +118,15 @@ def call_scopes(layers: dict[str, keras.Layer]):
             with torch.profiler.record_function(name):
                 return call(*args, **kwargs)
         return call_in_scope
-    for name, layer in layers.items():
-        layer.call = scoped(name, layer.call)
+    scoped_objects = {**{name: (layer, "call") for name, layer in layers.items()},
+                      UPDATE_SCOPE: (optimizer, "apply")}
+    for name, (owner, method) in scoped_objects.items():
+        setattr(owner, method, scoped(name, getattr(owner, method)))
     try:
         yield
     finally:
-        for layer in layers.values():
-            del layer.call  # the class's again
+        for owner, method in scoped_objects.values():
+            delattr(owner, method)  # the class's again
 
 
 def normalised(images: np.ndarray, mean: np.ndarray, std: np.ndarray, shape: tuple) -> np.ndarray:
@@ -167,7 +171,8 @@ class Harness:
         self.gpus = spec.gpus
         keras.utils.set_random_seed(spec.seed)
         self.model = build(description)
-        self.model.compile(optimizer=keras_optimizer(networks.optimizer(spec.network), spec.learning_rate),
+        self.model.compile(optimizer=keras_optimizer(networks.optimizer(spec.network), spec.learning_rate,
+                                                     networks.layer_names(description)),
                            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                            jit_compile=spec.compile or keras.backend.backend() == "jax")
         mean, std = inputs.pixel_statistics(spec)
@@ -241,9 +246,10 @@ class Harness:
             from .pytorch import LayerProfiler as TorchProfiler
 
             layers = {layer.name: layer for layer in self.model.layers if layer.name in names}
-            return TorchProfiler(names, bool(self.gpus), call_scopes(layers), method=(
+            return TorchProfiler(names, bool(self.gpus), call_scopes(layers, self.model.optimizer), method=(
                 "torch.profiler under Keras: a record_function around each Keras layer's call (named after the "
-                "description's layers), each layer's backward the autograd functions of its ops' sequence numbers"))
+                "description's layers), each layer's backward the autograd functions of its ops' sequence numbers, "
+                "the optimizer's apply (one call for every weight) timed whole"))
         from .xspace import LayerProfiler as JaxProfiler
 
         return JaxProfiler(names, JAX_STEP, bool(self.gpus))

@@ -9,6 +9,7 @@ import keras
 import numpy as np
 
 from .. import networks
+from . import UPDATE_SCOPE
 
 layers = keras.layers
 POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}  # Keras's names; else float32
@@ -106,8 +107,31 @@ def forward_shape(model: keras.Model, images: np.ndarray) -> tuple:
     return tuple(model(keras_layout(images), training=False).shape)
 
 
-def keras_optimizer(rule: networks.Optimizer, learning_rate: float) -> keras.optimizers.Optimizer:
-    """The network's optimizer in Keras (for TensorFlow's backend and Keras 3 on any backend)."""
+def keras_optimizer(rule: networks.Optimizer, learning_rate: float, layers: list[str]) -> keras.optimizers.Optimizer:
+    """The network's optimizer in Keras (for TensorFlow's backend and Keras 3 on any backend), each weight's update in
+    the name scope of its description layer (:func:`updates_in_layer_scopes`)."""
     if rule.kind == "rmsprop":
-        return keras.optimizers.RMSprop(learning_rate, rho=rule.rho, epsilon=rule.epsilon)
-    return keras.optimizers.SGD(learning_rate, momentum=rule.momentum)
+        optimizer = keras.optimizers.RMSprop(learning_rate, rho=rule.rho, epsilon=rule.epsilon)
+    else:
+        optimizer = keras.optimizers.SGD(learning_rate, momentum=rule.momentum)
+    return updates_in_layer_scopes(optimizer, set(layers))
+
+
+def updates_in_layer_scopes(optimizer: keras.optimizers.Optimizer, layers: set[str]) -> keras.optimizers.Optimizer:
+    """Each weight's update runs in the name scope ``weight_update/<layer>`` of the description layer that owns the
+    weight (the layer's name is in the weight's path), so that TensorFlow's and JAX's profilers can attribute the
+    optimizer's ops to the layers, as seed 004 did with the momentum update. Names only: the math is the
+    optimizer's. Keras on torch updates all weights in one call (its ``_parallel_update_step``), which this does
+    not reach."""
+    update_step = optimizer.update_step
+
+    def update_step_in_scope(gradient, variable, learning_rate):
+        # the index is how Keras's own optimizers find a weight's slots (its momentum)
+        path = optimizer._trainable_variables[optimizer._get_variable_index(variable)].path
+        layer = next((part for part in path.split("/") if part in layers), None)
+        if layer is None:
+            return update_step(gradient, variable, learning_rate)
+        with keras.name_scope(UPDATE_SCOPE), keras.name_scope(layer):
+            return update_step(gradient, variable, learning_rate)
+    optimizer.update_step = update_step_in_scope
+    return optimizer

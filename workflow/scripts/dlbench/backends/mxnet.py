@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -36,7 +37,16 @@ from mxnet.gluon.contrib.nn import HybridConcurrent
 
 from ..formats import recordio_im2rec
 from ..spec import RunSpec
-from . import GpuCode, InputClock, Unavailable, cuda_of_distribution, inputs, require_gpus, require_one_batch
+from . import (
+    GpuCode,
+    InputClock,
+    Unavailable,
+    cuda_of_distribution,
+    inputs,
+    require_gpus,
+    require_one_batch,
+    whole_update,
+)
 
 
 def framework_version() -> str:
@@ -225,6 +235,9 @@ def require_bf16_kernels() -> None:
 OPERATORS = {"conv": "Convolution", "batchnorm": "BatchNorm", "relu": "Activation", "maxpool": "Pooling",
              "globalavgpool": "Pooling", "flatten": "Flatten", "dense": "FullyConnected", "dropout": "Dropout"}
 BACKWARD_OPERATORS = {"Flatten": "_backward_copy"}
+# The optimizer's update operators: SGD with momentum (sgd_mom_update; several weights at once, MXNet's default
+# aggregation: multi_sgd_mom_update, preloaded_multi_sgd_mom_update; fp16's master weights: mp_ in them) and RMSprop
+UPDATE_OPERATOR = re.compile(r"^(preloaded_)?(multi_)?(mp_)?(sgd|sgd_mom|rmsprop)_update$")
 
 
 def _sequential(node) -> bool:
@@ -246,19 +259,23 @@ class LayerProfiler:
     """MXNet's profiler over the steps taken under it, its Chrome trace read back. MXNet names an operator by its
     type alone, not by the block that ran it; in a sequential network each layer runs one operator, so a step's
     layers are its operators in order: each layer's forward in the description's order, then their backward in
-    reverse (the loss's, the optimizer's and the engine's operators between them are no layer's). The mapping
-    is checked: the trace must hold exactly as many operators of the layers' types as the steps need. MXNet
+    reverse (the loss's and the engine's operators between them are no layer's). The mapping is checked: the
+    trace must hold exactly as many operators of the layers' types as the steps need. The optimizer's update
+    operators are the steps' updates, as many in each, timed whole: MXNet updates several weights in one
+    operator (``multi_sgd_mom_update``), so the update is no layer's. MXNet
     bulks a hybridised graph's operators into one event; under the profiler the graph is rebuilt with bulking
     off (MXNET_EXEC_BULK_EXEC_TRAIN=0; aggregate stats on, which keeps the engine from bulking the imperative
     ones), so the profiled steps run unbulked: their overhead includes that."""
 
     METHOD = ("MXNet's profiler (mx.profiler, its Chrome trace): operators, named by type only, matched in order to a "
               "sequential network's layers (forward in the description's order, backward in reverse) and the count "
-              "checked; bulked execution off while profiling, so that each operator is its own event")
-    devices = all_reduce = None  # it profiles one device
+              "checked; the optimizer's update operators timed whole; bulked execution off while profiling, so that "
+              "each operator is its own event")
+    devices = all_reduce = layer_updates = None  # it profiles one device; its update operators span several layers
 
     def __init__(self, net: nn.HybridBlock, layers: list[str]):
-        self.net, self.layers, self.steps = net, layers, []
+        self.net, self.layers, self.steps, self.update = net, layers, [], None
+        self.update_untimed = "the trace was not read"
         kinds = [name.rstrip("0123456789") for name in layers]
         forward = [OPERATORS[kind] for kind in kinds]
         self.pattern = [*((layer, 0, operator) for layer, operator in zip(layers, forward)),
@@ -315,7 +332,19 @@ class LayerProfiler:
         if position or found != len(steps) * len(self.pattern):
             raise RuntimeError(f"MXNet's trace does not map onto the layers: {found} operators of their types for "
                                f"{len(steps)} complete steps of {len(self.pattern)}")
+        self.update, self.update_untimed = self._updates([seconds for _, seconds, name in sorted(operators)
+                                                          if UPDATE_OPERATOR.match(name)], len(steps))
         return steps
+
+    @staticmethod
+    def _updates(updates: list[float], steps: int) -> tuple[list[float] | None, str | None]:
+        """Each step's update: every step runs as many update operators, in order; counted, not placed by time, as
+        the engine runs the last layers' updates beside the next step's first layers."""
+        if steps and len(updates) % steps:
+            return None, f"the trace's {len(updates)} update operators do not divide among its {steps} steps"
+        per_step = len(updates) // steps if steps else 0
+        return whole_update([sum(updates[step * per_step:(step + 1) * per_step]) for step in range(steps)],
+                            "the trace holds no optimizer update operator (sgd_mom_update and its kin)")
 
 
 def optimizer(rule: networks.Optimizer, learning_rate: float) -> tuple[str, dict]:

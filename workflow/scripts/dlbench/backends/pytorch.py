@@ -22,7 +22,17 @@ from torch.utils.data import DataLoader
 
 from .. import networks
 from ..spec import RunSpec
-from . import GpuCode, InputClock, Unavailable, already_finished, inputs, require_gpus, require_one_batch
+from . import (
+    UPDATE_SCOPE,
+    GpuCode,
+    InputClock,
+    Unavailable,
+    already_finished,
+    inputs,
+    require_gpus,
+    require_one_batch,
+    whole_update,
+)
 from .lmdb_records import LmdbRecords, in_order, shuffled_runs
 
 
@@ -307,17 +317,21 @@ class LayerProfiler:
     kernels they launched. A step begins with the first layer's call. Over several processes
     (DistributedDataParallel) each profiles its own steps, the first gathers them all (``devices``), and
     each step's all-reduces (gloo's or NCCL's, which run beside the backward pass) are timed apart
-    (``all_reduce``)."""
+    (``all_reduce``). The optimizer's update is timed whole (``update``): torch.optim's own ``Optimizer.step#``
+    record_function (Keras on torch: a ``weight_update`` one around its optimizer's ``apply``); PyTorch updates
+    every weight in one call (its foreach kernels on GPUs), so the update is no layer's."""
 
     METHOD = ("torch.profiler: a record_function per description layer (module hooks), each layer's backward "
-              "the autograd functions of its ops' sequence numbers")
+              "the autograd functions of its ops' sequence numbers, the optimizer's step timed whole")
     BACKWARD = "autograd::engine::evaluate_function: "
     ALL_REDUCE = ("gloo:all_reduce", "nccl:all_reduce")  # the process group's own events
+    UPDATE = ("Optimizer.step#", UPDATE_SCOPE)  # torch.optim's record_function of a step: Optimizer.step#SGD.step
 
     def __init__(self, layers: list[str], cuda: bool, scopes: contextlib.AbstractContextManager,
                  method: str = METHOD):
         self.layers, self.cuda, self.scopes, self.METHOD = layers, cuda, scopes, method
-        self.steps, self.all_reduce, self.devices = [], None, None
+        self.steps, self.all_reduce, self.devices, self.layer_updates, self.update = [], None, None, None, None
+        self.update_untimed = "the trace was not read"
 
     def __enter__(self) -> Self:
         self.scopes.__enter__()
@@ -353,17 +367,20 @@ class LayerProfiler:
                 if child.sequence_nr >= 0:
                     owners[child.sequence_nr] = (step, event.name)
                 stack += child.cpu_children
-        reducing = [0.0 for _ in starts]
+        reducing, updating = [0.0 for _ in starts], [0.0 for _ in starts]
         for event in events:
+            step = bisect.bisect_right(starts, event.time_range.start) - 1
             if event.name.startswith(self.BACKWARD) and event.sequence_nr in owners:
                 step, name = owners[event.sequence_nr]
                 times[step][name][1] += self._seconds(event)
-            elif event.name in self.ALL_REDUCE:
-                step = bisect.bisect_right(starts, event.time_range.start) - 1
-                if step >= 0:
-                    reducing[step] += self._seconds(event)
+            elif event.name in self.ALL_REDUCE and step >= 0:
+                reducing[step] += self._seconds(event)
+            elif event.name.startswith(self.UPDATE) and step >= 0:
+                updating[step] += self._seconds(event)
         if distributed.is_initialized() and distributed.get_world_size() > 1:
             self.all_reduce = reducing
+        self.update, self.update_untimed = whole_update(
+            updating, "the trace holds no event of the optimizer's step (Optimizer.step#)")
         return [{name: tuple(pair) for name, pair in step.items()} for step in times]
 
 

@@ -21,7 +21,7 @@ import tensorflow as tf
 from .. import launch, networks
 from ..formats import TFRECORD_FILE
 from ..spec import RunSpec
-from . import GpuCode, InputClock, already_finished, inputs, require_gpus, xspace
+from . import GpuCode, InputClock, already_finished, inputs, require_gpus, updates_found, xspace
 from .keras_layers import build, forward_shape, keras_layout, keras_optimizer, set_precision, trainable_parameters  # noqa: F401 - the backend interface
 
 SHUFFLE_BUFFER = 10_000  # records, as the model garden's ImageNet input
@@ -115,26 +115,31 @@ def test_dataset(spec: RunSpec, description: networks.Network) -> tf.data.Datase
 class LayerProfiler:
     """TensorFlow's profiler (``tf.profiler.experimental``) over the steps taken under it, its trace (an XSpace)
     read by ``xspace.tensorflow_per_step``. Each op's time counts for the description layer in its name scope
-    (the Keras layers are named after the description's), the gradient tape's ops for that layer's backward;
-    an op TensorFlow fused across layers (a dense layer's matrix product with the ReLU after it, say) counts
-    for the layer that names it. On a CPU: each op's kernel time on the host's threads, where ops run on
-    several threads at once and their times can sum to more than the step. On GPUs: each GPU kernel's time by
-    the op that launched it, in the step that launched it; over several GPUs (MirroredStrategy) each GPU's
-    layers, and the all-reduce's kernels (NCCL's) apart. A step begins with its ``step_name`` call."""
+    (the Keras layers are named after the description's), the gradient tape's ops for that layer's backward,
+    the optimizer's ops in its ``weight_update`` scope (the first device's) for its update; an op TensorFlow fused
+    across layers (a dense layer's matrix product with the ReLU after it, say) counts for the layer that names it.
+    On a CPU: each op's kernel time on the host's threads, where ops run on several threads at once and their
+    times can sum to more than the step. On GPUs: each GPU kernel's time by the op that launched it, in the step
+    that launched it; over several GPUs (MirroredStrategy) each GPU's layers, and the all-reduce's kernels (NCCL's)
+    apart. A step begins with its ``step_name`` call."""
 
     CPU_METHOD = ("TensorFlow's profiler (tf.profiler.experimental): host op times by the Keras layer in their name "
-                  "scope (named after the description's layers), the gradient tape's ops as its backward; fused ops "
-                  "count for the layer that names them (a convolution's forward for the ReLU after it); ops run on "
-                  "several threads at once, so the layers' times can sum to more than the step")
+                  "scope (named after the description's layers), the gradient tape's ops as its backward, the "
+                  "optimizer's ops in its weight_update scope as its update; fused ops count for the layer that names "
+                  "them (a convolution's forward for the ReLU after it); ops run on several threads at once, so the "
+                  "layers' times can sum to more than the step")
     GPU_METHOD = ("TensorFlow's profiler (tf.profiler.experimental): GPU kernel times by the op that launched them "
                   "(the kernel's tf_op), by the Keras layer in its name scope (named after the description's "
-                  "layers), the gradient tape's ops as its backward, each in the step that launched it; fused ops "
-                  "count for the layer that names them; NCCL's all-reduce kernels apart")
+                  "layers), the gradient tape's ops as its backward, the optimizer's ops in its weight_update scope "
+                  "as its update, each in the step that launched it; fused ops count for the layer that names them; "
+                  "NCCL's all-reduce kernels apart")
 
     def __init__(self, layers: list[str], step_name: str, gpus: int):
         self.layers, self.step_name, self.gpus = layers, step_name, gpus
         self.METHOD = self.GPU_METHOD if gpus else self.CPU_METHOD
         self.steps, self.devices, self.all_reduce = [], None, None
+        self.layer_updates = self.update = None
+        self.update_untimed = "the trace was not read"
 
     def __enter__(self) -> Self:
         self.logdir = tempfile.mkdtemp(prefix="dlbench-tfprofile-")
@@ -147,7 +152,9 @@ class LayerProfiler:
             if exception[0] is None:
                 (path,) = Path(self.logdir).glob("plugins/profile/*/*.xplane.pb")
                 space = xspace.read_space(path.read_bytes())
-                devices, self.all_reduce = xspace.tensorflow_per_step(space, self.layers, self.step_name, self.gpus)
+                devices, self.all_reduce, updates = xspace.tensorflow_per_step(space, self.layers, self.step_name,
+                                                                               self.gpus)
+                self.layer_updates, self.update, self.update_untimed = updates_found(updates, xspace.UNTIMED)
                 self.steps = devices[0]
                 self.devices = devices if len(devices) > 1 else None
         finally:
@@ -210,7 +217,8 @@ class Harness:
         set_precision(spec.precision)
         with strategy.scope(), tf.device(devices[0]):
             self.model = build(description)
-            optimizer = keras_optimizer(networks.optimizer(spec.network), spec.learning_rate)
+            optimizer = keras_optimizer(networks.optimizer(spec.network), spec.learning_rate,
+                                        networks.layer_names(description))
             if spec.precision == "fp16":
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
             # Momentum slots now, in the strategy's scope: created inside the traced step on a

@@ -15,6 +15,9 @@ metadata plane. What names an event's layer differs by framework:
   instructions carry the ``op_name`` JAX gave them: the named scopes they were traced in (Keras names a
   layer's ops after it) inside ``jvp(...)`` for the forward pass and ``transpose(jvp(...))`` for the backward.
 
+In both, the optimizer's update of a layer's weights is in the name scope ``weight_update/<layer>``
+(``keras_layers.updates_in_layer_scopes``): the layer's update.
+
 jaxlib ships neither message's Python class, so the few fields read here are declared below with protobuf's
 descriptors (unknown fields are skipped); TensorFlow's traces are read the same way.
 """
@@ -29,6 +32,8 @@ from typing import Self
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from . import UPDATE_SCOPE, updates_found
+
 HOST_PLANE, METADATA_PLANE, CUPTI_PLANE, GPU_PLANE = "/host:CPU", "/host:metadata", "/host:CUPTI", "/device:GPU:"
 CORRELATION, TF_OP = "correlation_id", "tf_op"  # a kernel's and its launch's stat; the op that launched it
 TAPE = "gradient_tape"  # the name scope of TensorFlow's backward ops
@@ -36,6 +41,9 @@ ALL_REDUCE = re.compile(r"all_?reduce", re.IGNORECASE)  # NCCL's kernels: ncclDe
 HLO_PROTO = "Hlo Proto"  # the metadata plane's stat holding a module's serialised HloProto
 STAT_VALUES = ("str_value", "bytes_value", "int64_value", "uint64_value")
 BACKWARD = "transpose("  # JAX's reverse-mode pass: the transpose of the forward pass's linearisation
+FORWARD_PHASE, BACKWARD_PHASE, UPDATE_PHASE = range(3)  # what an op of a layer does: its forward, backward, update
+UNTIMED = (f"the trace holds no op in the optimizer's update scope ({UPDATE_SCOPE}/<layer>, which dlbench's "
+           "Keras optimizers open)")
 
 
 def _message_classes() -> dict:
@@ -182,35 +190,44 @@ def _named(module) -> dict[str, str]:
             for computation in module.computations for instruction in computation.instructions}
 
 
-def layer_of(op_name: str, layers: set[str]) -> tuple[str | None, bool]:
-    """The description layer whose named scope a JAX op was traced in (its outermost), and whether the op is
-    of the backward pass."""
-    layer = next((token for token in re.findall(r"[\w.-]+", op_name) if token in layers), None)
-    return layer, BACKWARD in op_name
+def layer_of(op_name: str, layers: set[str]) -> tuple[str | None, int]:
+    """The description layer whose named scope a JAX op was traced in (its outermost), and the op's phase: of the
+    backward pass, of the update of the layer's weights, else of the forward pass."""
+    tokens = re.findall(r"[\w.-]+", op_name)
+    layer = next((token for token in tokens if token in layers), None)
+    return layer, (BACKWARD_PHASE if BACKWARD in op_name else UPDATE_PHASE if UPDATE_SCOPE in tokens
+                   else FORWARD_PHASE)
 
 
-def tensorflow_layer_of(op: str, layers: set[str]) -> tuple[str | None, bool]:
+def tensorflow_layer_of(op: str, layers: set[str]) -> tuple[str | None, int]:
     """The description layer in a TensorFlow op's name scope (``scope/.../Name:Type``; TensorFlow suffixes a
-    scope used again, ``conv2_1``; MirroredStrategy's other replicas prefix theirs, ``replica_1/``), and
-    whether it is the gradient tape's (the backward pass)."""
-    scope = op.partition(":")[0].split("/")
-    layer = next((part for part in (re.sub(r"_\d+$", "", part) for part in scope) if part in layers), None)
-    return layer, TAPE in scope
+    scope used again, ``conv2_1``; MirroredStrategy's other replicas prefix theirs, ``replica_1/``), and the
+    op's phase: the gradient tape's (the backward pass), the update of the layer's weights, else the forward."""
+    scope = [re.sub(r"_\d+$", "", part) for part in op.partition(":")[0].split("/")]
+    layer = next((part for part in scope if part in layers), None)
+    return layer, BACKWARD_PHASE if TAPE in scope else UPDATE_PHASE if UPDATE_SCOPE in scope else FORWARD_PHASE
 
 
-def _in_steps(starts: list[int], layers: list[str], timed) -> list[dict[str, tuple[float, float]]]:
-    """Sums (when, duration, layer, backward) into each step's (forward, backward) seconds per layer."""
-    times = [{name: [0.0, 0.0] for name in layers} for _ in starts]
-    for when, duration, layer, backward in timed:
+Steps = list[dict[str, tuple[float, float]]]  # per step, each layer's (forward, backward) seconds
+Updates = list[dict[str, float]]  # per step, each layer's update seconds
+
+
+def _in_steps(starts: list[int], layers: list[str], timed) -> tuple[Steps, Updates]:
+    """Sums (when, duration, layer, phase) into each step's (forward, backward) seconds per layer, and its update
+    seconds per layer."""
+    times = [{name: [0.0, 0.0, 0.0] for name in layers} for _ in starts]
+    for when, duration, layer, phase in timed:
         step = bisect.bisect_right(starts, when) - 1
         if layer and step >= 0:
-            times[step][layer][backward] += duration / 1e12
-    return [{name: tuple(pair) for name, pair in step.items()} for step in times]
+            times[step][layer][phase] += duration / 1e12
+    return ([{name: (forward, backward) for name, (forward, backward, _) in step.items()} for step in times],
+            [{name: update for name, (_, _, update) in step.items()} for step in times])
 
 
-def per_step(space, layers: list[str], step_event: str, plane_name: str) -> list[dict[str, tuple[float, float]]]:
+def per_step(space, layers: list[str], step_event: str, plane_name: str) -> tuple[Steps, Updates]:
     """JAX: each layer's (forward, backward) seconds per step from the XLA ops of ``plane_name`` (the host's,
-    or a GPU's) by their HLO's op_name; a step from the host's call of ``step_event`` (the jitted step)."""
+    or a GPU's) by their HLO's op_name, and its update's; a step from the host's call of ``step_event`` (the
+    jitted step)."""
     programs, wanted = op_names(space), set(layers)
 
     def timed():
@@ -221,29 +238,34 @@ def per_step(space, layers: list[str], step_event: str, plane_name: str) -> list
     return _in_steps(step_starts(space, step_event), layers, timed())
 
 
-def tensorflow_per_step(space, layers: list[str], step_event: str, gpus: int):
-    """TensorFlow: each profiled device's steps (each layer's forward and backward seconds per step) and, over
-    several GPUs, each step's all-reduce seconds on the first (its collective's kernels, which no layer owns).
-    On a CPU the host's op events; on GPUs each GPU's kernels by their ``tf_op``."""
+def tensorflow_per_step(space, layers: list[str], step_event: str, gpus: int
+                        ) -> tuple[list[Steps], list[float] | None, Updates]:
+    """TensorFlow: each profiled device's steps (each layer's forward and backward seconds per step), over
+    several GPUs each step's all-reduce seconds on the first (its collective's kernels, which no layer owns), and
+    the first device's update seconds per layer and step. On a CPU the host's op events; on GPUs each GPU's
+    kernels by their ``tf_op``."""
     starts, wanted = step_starts(space, step_event), set(layers)
     if not gpus:
-        return [_in_steps(starts, layers, ((when, duration, *tensorflow_layer_of(name, wanted))
-                                           for when, duration, name, _ in timed_events(space, HOST_PLANE)
-                                           if ":" in name))], None
-    devices, reducing = [], [0.0 for _ in starts]
+        steps, updates = _in_steps(starts, layers, ((when, duration, *tensorflow_layer_of(name, wanted))
+                                                    for when, duration, name, _ in timed_events(space, HOST_PLANE)
+                                                    if ":" in name))
+        return [steps], None, updates
+    devices, reducing, updates = [], [0.0 for _ in starts], None
     for index in range(gpus):
         kernels = list(timed_events(space, f"{GPU_PLANE}{index}"))
         if not kernels:  # CUPTI traced nothing: no layer took no time
             raise ValueError(f"TensorFlow's trace has no kernel on {GPU_PLANE}{index}")
-        devices.append(_in_steps(starts, layers, (
+        steps, device_updates = _in_steps(starts, layers, (
             (when, duration, *tensorflow_layer_of(stats.get(TF_OP) or "", wanted))
-            for when, duration, name, stats in kernels if not ALL_REDUCE.search(name))))
+            for when, duration, name, stats in kernels if not ALL_REDUCE.search(name)))
+        devices.append(steps)
         if index == 0:
+            updates = device_updates
             for when, duration, name, _ in kernels:
                 step = bisect.bisect_right(starts, when) - 1
                 if ALL_REDUCE.search(name) and step >= 0:
                     reducing[step] += duration / 1e12
-    return devices, reducing if gpus > 1 else None
+    return devices, reducing if gpus > 1 else None, updates
 
 
 class LayerProfiler:
@@ -257,11 +279,13 @@ class LayerProfiler:
               "names a layer's ops after it; named after the description's layers), the transposed (reverse-mode) "
               "ops as its backward; a fusion counts for the layer its op_name names, an op XLA rewrote without "
               "one for none; ops run on several threads at once, so the layers' times can sum to more than "
-              "the step")
+              "the step; the optimizer's ops in a layer's weight_update scope as its update")
     devices = all_reduce = None  # it profiles one device
 
     def __init__(self, layers: list[str], step_event: str, gpu: bool):
         self.layers, self.step_event, self.steps = layers, step_event, []
+        self.layer_updates = self.update = None
+        self.update_untimed = "the trace was not read"
         self.plane = f"{GPU_PLANE}0" if gpu else HOST_PLANE
 
     def __enter__(self) -> Self:
@@ -280,6 +304,8 @@ class LayerProfiler:
         try:
             if exception[0] is None:
                 (path,) = Path(self.logdir).glob("plugins/profile/*/*.xplane.pb")
-                self.steps = per_step(read_space(path.read_bytes()), self.layers, self.step_event, self.plane)
+                self.steps, updates = per_step(read_space(path.read_bytes()), self.layers, self.step_event,
+                                               self.plane)
+                self.layer_updates, self.update, self.update_untimed = updates_found(updates, UNTIMED)
         finally:
             shutil.rmtree(self.logdir, ignore_errors=True)

@@ -1,5 +1,6 @@
 """Seed 004's figures of a profile run's every step: each block's time per iteration, and the share of each
-step that no layer accounts for, with the missing time summed at 25, 50, 75 and 100 % of the profiled steps."""
+step that neither a layer nor the optimizer's update accounts for, with the missing time summed at 25, 50, 75 and
+100 % of the profiled steps."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,22 +19,36 @@ from . import save, with_notes
 QUARTERS = (25, 50, 75, 100)
 
 
+UPDATE_BLOCK = "update"  # the optimizer's update where the profiler times it whole, no layer's
+
+
 def block_seconds(kept_profile: dict, groups: dict[str, str], device: dict | None = None) -> dict[str, np.ndarray]:
-    """Per block of :func:`dlbench.networks.layer_groups`, in the network's order: its forward and backward seconds
-    in each profiled step, summed over its layers (of ``device``'s steps where given, else the first device's)."""
+    """Per block of :func:`dlbench.networks.layer_groups`, in the network's order: its forward, backward and update
+    seconds in each profiled step, summed over its layers (of ``device``'s steps where given, else the first
+    device's, with the optimizer's update: each layer's where the profiler attributes it, as seed 004 did, else
+    the whole update as a block of its own, ``update``)."""
     steps = device or kept_profile
     total = np.asarray(steps["forward_seconds"]) + np.asarray(steps["backward_seconds"])  # steps x layers
+    layer_updates, update = (None, None) if device else (kept_profile.get("layer_update_seconds"),
+                                                          kept_profile.get("update_seconds"))
+    if layer_updates:
+        total = total + np.asarray(layer_updates)
     blocks = list(dict.fromkeys(groups[name] for name in kept_profile["layers"]))
-    return {block: total[:, [groups[name] == block for name in kept_profile["layers"]]].sum(axis=1)
-            for block in blocks}
+    seconds = {block: total[:, [groups[name] == block for name in kept_profile["layers"]]].sum(axis=1)
+               for block in blocks}
+    if update and not layer_updates:
+        seconds[UPDATE_BLOCK] = np.asarray(update)
+    return seconds
 
 
 def unaccounted(kept_profile: dict) -> tuple[np.ndarray, dict[int, tuple[int, float]]]:
-    """Each profiled step's share that no layer accounts for (the seed's per-iteration error), and per quarter of
-    the steps (25, 50, 75, 100 %) its last step and the seconds no layer accounts for summed up to it (the seed's
-    missing time)."""
+    """Each profiled step's share that neither a layer nor the optimizer's update accounts for (the seed's
+    per-iteration error), and per quarter of the steps (25, 50, 75, 100 %) its last step and those seconds summed
+    up to it (the seed's missing time)."""
     steps = np.asarray(kept_profile["iteration_seconds"])
     accounted = (np.asarray(kept_profile["forward_seconds"]) + np.asarray(kept_profile["backward_seconds"])).sum(1)
+    if kept_profile.get("update_seconds"):
+        accounted = accounted + np.asarray(kept_profile["update_seconds"])
     missing = steps - accounted
     last = {quarter: max(1, round(len(missing) * quarter / 100)) for quarter in QUARTERS}
     return missing / steps, {quarter: (step, float(missing[:step].sum())) for quarter, step in last.items()}
@@ -82,7 +97,7 @@ def layer_steps(records: list[dict], outputs: list[Path]) -> None:
         steps = np.arange(1, len(kept_profile["iteration_seconds"]) + 1)
         for colour, (block, seconds) in zip(colours, blocks.items()):
             left.plot(steps, seconds * 1e3, color=colour, linewidth=1, label=block, gid=f"block {cell} {block}")
-        left.set(ylabel="ms (forward + backward)", title=f"{cell}: time per block, rep {spec.repetition}")
+        left.set(ylabel="ms (forward + backward + update)", title=f"{cell}: time per block, rep {spec.repetition}")
         left.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
         share, missing = unaccounted(kept_profile)
         right.plot(steps, share * 100, color="gray", linewidth=1, gid=f"unaccounted {cell}")
@@ -90,7 +105,7 @@ def layer_steps(records: list[dict], outputs: list[Path]) -> None:
             right.axvline(step, color="lightgray", linewidth=0.8)
             right.annotate(f"{quarter}%: {seconds * 1e3:,.1f} ms", (step, 1), xycoords=("data", "axes fraction"),
                            fontsize=6, rotation=90, va="top", ha="right")
-        right.set(ylabel="% of the step in no layer", title=f"{cell}: per-iteration error")
+        right.set(ylabel="% of the step in no layer, no update", title=f"{cell}: per-iteration error")
         for axis in (left, right):
             axis.title.set_fontsize(8)
             axis.set_xlabel("profiled step")

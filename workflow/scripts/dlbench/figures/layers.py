@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import pandas as pd
 import seaborn as sns
 
 from ..tables import settings
@@ -14,8 +15,9 @@ from . import save
 
 def layer_times(records: list[dict], outputs: list[Path]) -> None:
     """Where a profiled training step's time goes: a panel per framework and setting, a bar per layer of the
-    description (in its order, top down), its forward and backward milliseconds stacked (mean over the ok
-    runs), and below them the step's time no layer accounts for. Cells without a profile say why."""
+    description (in its order, top down), its forward, backward and (where the profiler attributes it) weight
+    update milliseconds stacked (mean over the ok runs), and below them the optimizer's update where it is timed
+    whole and the step's time that neither accounts for. Cells without a profile say why."""
     records = [record for record in records if record["run"]["task"] == "profile"]
     run = records[0]["run"]
     means = layer_means(records)
@@ -35,17 +37,25 @@ def layer_times(records: list[dict], outputs: list[Path]) -> None:
                     fontsize=8, color="firebrick", transform=ax.transAxes)
             ax.set(title=panel, xticks=[], yticks=[])
             continue
-        names = [*layers["layer"], "unaccounted"]
-        y = range(len(names))
-        unaccounted = layers["iteration_ms"].iloc[0] - (layers["forward_ms"] + layers["backward_ms"]).sum()
-        ax.barh(list(y)[:-1], layers["forward_ms"], color=colours[0], label="forward", gid=f"forward {panel}")
-        ax.barh(list(y)[:-1], layers["backward_ms"], left=layers["forward_ms"], color=colours[1], label="backward",
-                gid=f"backward {panel}")
-        ax.barh(len(names) - 1, max(unaccounted, 0), color="gray", label="no layer", gid=f"unaccounted {panel}")
+        whole_update = layers["step_update_ms"].iloc[0]
+        per_layer = layers["update_ms"].notna().all()
+        names = [*layers["layer"], *["update"] * (pd.notna(whole_update) and not per_layer), "unaccounted"]
+        y = list(range(len(names)))
+        step = layers["iteration_ms"].iloc[0]
+        unaccounted = step - (layers["forward_ms"] + layers["backward_ms"]).sum() - (
+            0 if pd.isna(whole_update) else whole_update)
+        ax.barh(y[:len(layers)], layers["forward_ms"], color=colours[0], label="forward", gid=f"forward {panel}")
+        ax.barh(y[:len(layers)], layers["backward_ms"], left=layers["forward_ms"], color=colours[1],
+                label="backward", gid=f"backward {panel}")
+        if per_layer:
+            ax.barh(y[:len(layers)], layers["update_ms"], left=layers["forward_ms"] + layers["backward_ms"],
+                    color=colours[2], label="update", gid=f"update {panel}")
+        elif pd.notna(whole_update):
+            ax.barh(y[-2], whole_update, color=colours[2], label="update (whole)", gid=f"update {panel}")
+        ax.barh(y[-1], max(unaccounted, 0), color="gray", label="no layer, no update", gid=f"unaccounted {panel}")
         ax.set_yticks(list(y), names, fontsize=6)
         ax.invert_yaxis()
-        share = unaccounted / layers["iteration_ms"].iloc[0]
-        ax.set(title=f"{panel}\nstep {layers['iteration_ms'].iloc[0]:,.1f} ms, {share:.0%} in no layer",
+        ax.set(title=f"{panel}\nstep {step:,.1f} ms, {unaccounted / step:.0%} in no layer, no update",
                xlabel="ms per profiled step")
         ax.title.set_fontsize(8)
         ax.legend(fontsize=7, loc="lower right")

@@ -11,12 +11,15 @@ from . import CELL_KEYS, decimals, markdown_table, read_appendix
 from .runs import hardware, machine
 
 TOP_LAYERS = 5  # the layers table's most expensive layers per cell
+UPDATE_COLUMN = "update ms/step"  # the optimizer's update, seed 004's momentum update
 PROFILE_CELL = [key for key in CELL_KEYS if key != "task"]
 
 
 def layer_means(records: list[dict]) -> pd.DataFrame:
     """Per profile cell (dataset, network, framework, placement, variant) and layer, in walk order: the mean over
-    its ok runs of each layer's forward and backward milliseconds, and of the profiled step's."""
+    its ok runs of each layer's forward and backward milliseconds, and of its weights' update where the profiler
+    attributes it (else NaN); of the profiled step's, and of the optimizer's whole update per step (NaN where the
+    profiler does not time it)."""
     rows = []
     for record in records:
         run, profile = record["run"], record.get("profile") or {}
@@ -26,37 +29,44 @@ def layer_means(records: list[dict]) -> pd.DataFrame:
                 "hardware": hardware(run), "device": run["device"], "machine": machine(record) or "unknown",
                 "variant": run_variant(run)}
         rows += [{**cell, "order": order, "layer": layer["name"], "forward_ms": layer["forward_ms"],
-                  "backward_ms": layer["backward_ms"], "iteration_ms": profile["iteration_ms"],
+                  "backward_ms": layer["backward_ms"], "update_ms": layer.get("update_ms"),
+                  "iteration_ms": profile["iteration_ms"], "step_update_ms": profile.get("update_ms"),
                   "repetition": run["repetition"]} for order, layer in enumerate(profile["layers"])]
     columns = [*PROFILE_CELL, "order", "layer"]
+    measured = ["forward_ms", "backward_ms", "update_ms", "iteration_ms", "step_update_ms"]
     if not rows:
-        return pd.DataFrame(columns=[*columns, "forward_ms", "backward_ms", "iteration_ms", "runs"])
-    table = pd.DataFrame(rows).groupby(columns, sort=True).agg(
-        forward_ms=("forward_ms", "mean"), backward_ms=("backward_ms", "mean"), iteration_ms=("iteration_ms", "mean"),
-        runs=("repetition", "nunique")).reset_index()
+        return pd.DataFrame(columns=[*columns, *measured, "runs"])
+    table = pd.DataFrame(rows).astype({name: float for name in measured}).groupby(columns, sort=True).agg(
+        **{name: (name, "mean") for name in measured}, runs=("repetition", "nunique")).reset_index()
     return table.sort_values(PROFILE_CELL).reset_index(drop=True)
 
 
 def layers_table(records: list[dict], appendix: pd.DataFrame) -> pd.DataFrame:
-    """One row per profile cell: the appendix's cells of its profiler overheads and unaccounted share, and its
-    most expensive layers (forward + backward, mean over its ok runs), so that the same layer can be read
-    across frameworks."""
+    """One row per profile cell: the appendix's cells of its profiler overheads and unaccounted share, the
+    optimizer's update per step (mean over its ok runs; "not timed" where the profiler does not time it), and its
+    most expensive layers (forward + backward + their weights' update where attributed, mean over its ok runs), so
+    that the same layer can be read across frameworks."""
     keys = PROFILE_CELL
     profiled = appendix[appendix["task"] == "profile"]
     shares = ("profiling_overhead", "profiling_whole_overhead", "unaccounted_share")
-    columns = [*keys, *shares, *[f"layer {k}" for k in range(1, TOP_LAYERS + 1)]]
+    columns = [*keys, *shares, UPDATE_COLUMN, *[f"layer {k}" for k in range(1, TOP_LAYERS + 1)]]
     if not len(profiled):
         return pd.DataFrame(columns=columns)
     cells = profiled.pivot_table(index=keys, columns="metric", values="cell", aggfunc="first")
-    means = layer_means(records).assign(total_ms=lambda t: t["forward_ms"] + t["backward_ms"])
+    means = layer_means(records).assign(
+        total_ms=lambda t: t["forward_ms"] + t["backward_ms"] + t["update_ms"].fillna(0))
     rows = []
     for key in cells.index:
         row = dict(zip(keys, key), **{metric: cells.loc[key].get(metric, "") for metric in shares})
-        layers = means[(means[keys] == pd.Series(dict(zip(keys, key)))).all(axis=1)].nlargest(TOP_LAYERS, "total_ms")
+        cell = means[(means[keys] == pd.Series(dict(zip(keys, key)))).all(axis=1)]
+        if len(cell):
+            update = cell["step_update_ms"].iloc[0]
+            row[UPDATE_COLUMN] = "not timed" if pd.isna(update) else f"{update:,.{decimals(update)}f}"
+        layers = cell.nlargest(TOP_LAYERS, "total_ms")
         for rank, layer in enumerate(layers.itertuples(), 1):
-            row[f"layer {rank}"] = (f"{layer.layer} {layer.total_ms:,.{decimals(layer.total_ms)}f} ms "
-                                    f"({layer.forward_ms:,.{decimals(layer.forward_ms)}f} + "
-                                    f"{layer.backward_ms:,.{decimals(layer.backward_ms)}f})")
+            parts = [layer.forward_ms, layer.backward_ms, *([layer.update_ms] * pd.notna(layer.update_ms))]
+            row[f"layer {rank}"] = (f"{layer.layer} {layer.total_ms:,.{decimals(layer.total_ms)}f} ms ("
+                                    + " + ".join(f"{part:,.{decimals(part)}f}" for part in parts) + ")")
         rows.append(row)
     return pd.DataFrame(rows, columns=columns).fillna("")
 
@@ -65,4 +75,7 @@ def write_layers(record_paths: list[Path], appendix_csv: Path, csv_out: Path, md
     table = layers_table(load_records(record_paths), read_appendix(appendix_csv))
     table.to_csv(csv_out, index=False)
     text = markdown_table(table) if len(table) else "No profile runs in this config (tasks: [profile])."
+    if len(table):
+        text += ("\n\nA layer's milliseconds are its forward + backward, + the update of its weights where the "
+                 "profiler attributes the optimizer's ops to their layers (TensorFlow, Keras on TensorFlow and JAX).")
     md_out.write_text("# Where a training step's time goes, layer by layer\n\n" + text + "\n")
