@@ -8,6 +8,10 @@ CORES ?= all
 # The node's GPUs, for Snakemake's count of the gpu resource (which GPU a job gets: dlbench.slots).
 GPUS ?= $(shell nvidia-smi --list-gpus 2>/dev/null | wc -l)
 SNAKEMAKE_ARGS ?=
+# Framework environments (several GB) are built once per machine and shared by every checkout, the tests' scratch
+# workflows and the user's (dlbench.envs.shared_build, keyed by what each is built from); empty: each workflow builds
+# its own under .venvs/. A Slurm cluster's nodes must see it (a home directory does).
+export DLBENCH_VENV_ROOT ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/dlbench/venvs
 
 $(BIN)/python:
 	python3 -m venv $(VENV)

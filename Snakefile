@@ -23,17 +23,24 @@ include: "rules/aggregate.smk"
 
 # Cheap aggregation runs where Snakemake runs, not as cluster jobs; so do downloads, because a
 # cluster's compute nodes often cannot reach the internet.
-localrules: all, fetch, runs_table, appendix_table, api_cost_table, accuracy_table, layers_table, thesis_table, figure,
+localrules: all, fetch, runs_table, timings_table, appendix_table, api_cost_table, accuracy_table, layers_table, thesis_table, figure,
     accuracy_curve, layers_figure, heatmap, thesis_figure, iteration_times, scaling_figure
+
+
+# Before the first job: how many runs, about how long; then a line per finished run (dlbench.progress)
+onstart:
+    progress.start(planned_runs(), runs_at_once())
 
 
 # How many runs are ok, failed or unavailable: Snakemake's "100% done" counts jobs, and a failed
 # measurement is a job that succeeded in writing its record.
 onsuccess:
+    progress.stop()
     print(summary.summarise(RUNS))
 
 
 onerror:
+    progress.stop()
     print(summary.summarise(RUNS))
 
 
@@ -41,6 +48,7 @@ rule all:
     input:
         RUNS,
         "results/tables/runs.csv",
+        "results/timings.md",
         "results/tables/appendix.csv",
         "results/tables/api_cost.csv",
         "results/tables/thesis.csv",

@@ -18,6 +18,21 @@ rule runs_table:
         "../workflow/scripts/runs_table.py"
 
 
+rule timings_table:
+    input:
+        RUNS,
+    output:
+        csv="results/timings.csv",
+        md=report("results/timings.md", caption="../report/timings.rst", category="Tables",
+                  labels={"table": "where the time went"}),
+    log:
+        "logs/aggregate/timings_table.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/timings_table.py"
+
+
 rule appendix_table:
     input:
         "results/tables/runs.csv",

@@ -16,7 +16,7 @@ from dlbench.metrics import METRICS, caption_thresholds, drawn  # noqa: E402
 from dlbench.host import Rapl  # noqa: E402
 from dlbench.peaks import node_knows_cpu_peak  # noqa: E402
 from dlbench.registry import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
-from dlbench import ceiling, datasets, formats, ilsvrc12, launch, merge, summary  # noqa: E402
+from dlbench import ceiling, datasets, formats, ilsvrc12, launch, merge, progress, summary  # noqa: E402
 from dlbench.compute import processor  # noqa: E402
 from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
@@ -398,6 +398,19 @@ def run_spec(wildcards):
 # its installed distributions, a params value of every run. A built environment is the run's input (a venv's
 # status file, rebuilt with its requirements) or Snakemake's own (a conda environment's hash).
 CURRENT_ENVIRONMENT = None if BUILD_VENVS or USE_CONDA else current_environment()
+
+
+def planned_runs():
+    """The runs this invocation will make (the train jobs Snakemake has to run): record path and spec."""
+    return [(job.output[0], job.params.spec) for job in workflow.dag.needrun_jobs() if job.rule.name == "train"]
+
+
+def runs_at_once():
+    """How many runs go on at a time: the cluster's job limit, else the cores over a run's threads."""
+    if not workflow.local_exec:
+        return workflow.nodes
+    threads = [job.threads for job in workflow.dag.needrun_jobs() if job.rule.name == "train"]
+    return max(1, workflow.cores // max(threads, default=1))
 
 
 def records_of(dataset, network, tasks=tuple(TASKS)):

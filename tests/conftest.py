@@ -6,7 +6,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import psutil
@@ -44,40 +43,48 @@ def private_slot_locks(own_temporary_directory, tmp_path_factory):
         yield
 
 
+# Every process a test starts inherits this variable, naming the test (Slurm's job steps too: srun and sbatch pass
+# the submitter's environment on). A test owns only the processes that carry its own value: a workflow or a Slurm
+# running beside the tests on this machine is never taken for a leftover, never killed.
+OWNER_VARIABLE = "DLBENCH_TEST_OWNER"
 # What a run starts: the monitor and runner (dlbench), CNTK's worker and its MPI, torchrun, Snakemake
 RUN_PROCESS_WORDS = ("dlbench", "cntk_worker", "mpiexec", "orted", "torch.distributed.run", "snakemake")
 
 
-def _run_processes_started_since(epoch: float, known: set[int]) -> list[psutil.Process]:
-    """Processes of a run begun since ``epoch``: this session's descendants, or orphans (a parent gone)."""
-    own = {child.pid for child in psutil.Process().children(recursive=True)}
+def processes_of_this_test(*words: str) -> list[psutil.Process]:
+    """The live processes that this test started (its :data:`OWNER_VARIABLE` in their environment) whose command
+    line has one of ``words``; this process itself excluded."""
+    owner = os.environ[OWNER_VARIABLE]
     found = []
-    for process in psutil.process_iter(["pid", "ppid", "create_time", "cmdline"]):
-        info = process.info
-        if info["pid"] in known or (info["create_time"] or 0) < epoch or not info["cmdline"]:
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        if process.info["pid"] == os.getpid() or not process.info["cmdline"]:
             continue
-        if (info["pid"] in own or info["ppid"] == 1) and any(word in " ".join(info["cmdline"])
-                                                             for word in RUN_PROCESS_WORDS):
-            found.append(process)
+        command = " ".join(process.info["cmdline"])
+        if not any(word in command for word in words):
+            continue
+        with contextlib.suppress(psutil.Error):  # gone, or another user's (its environment unreadable)
+            if process.environ().get(OWNER_VARIABLE) == owner and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process)
     return found
 
 
 @pytest.fixture(autouse=True)
-def nothing_of_the_run_outlives_the_test():
+def nothing_of_the_run_outlives_the_test(request):
     """After each test, no process it started for a run is alive and no dlbench-* temporary directory it
     made is left (issue 30: CNTK's workers and scratch directories outlived their tests). Leftovers fail the
     test and are then removed."""
-    epoch, known = time.time() - 1, set(psutil.pids())
     temporary = Path(tempfile.gettempdir())
     directories = set(temporary.glob("dlbench-*"))
-    yield
-    alive = _run_processes_started_since(epoch, known)
-    _, alive = psutil.wait_procs(alive, timeout=10)  # a process being reaped as the test ends
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(OWNER_VARIABLE, f"{os.getpid()}:{request.node.nodeid}")
+        yield
+        _, alive = psutil.wait_procs(processes_of_this_test(*RUN_PROCESS_WORDS), timeout=10)  # being reaped
+        commands = []
+        for process in alive:
+            with contextlib.suppress(psutil.Error):
+                commands.append(" ".join(process.cmdline()))
+                process.kill()
     left = sorted(set(temporary.glob("dlbench-*")) - directories)
-    commands = [" ".join(process.info["cmdline"]) for process in alive]
-    for process in alive:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            process.kill()
     for path in left:
         shutil.rmtree(path, ignore_errors=True)
     assert not commands and not left, f"left by the test: processes {commands}, directories {left}"
@@ -93,17 +100,31 @@ def config_schema_path():
     return ROOT / "config" / "schema.yaml"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shared_environments():
+    """Framework environments built once per machine and shared by this session's tests and the workflows they
+    run (their framework_venv jobs inherit the variable), as make shares them with the user's workflow:
+    ``$DLBENCH_VENV_ROOT`` where set, else the user's cache."""
+    from dlbench import caffe_build
+    from dlbench.envs import SHARED_ROOT_VARIABLE
+
+    root = os.environ.get(SHARED_ROOT_VARIABLE) or str(caffe_build.cache_root().parent / "venvs")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(SHARED_ROOT_VARIABLE, root)
+        yield Path(root)
+
+
 @functools.cache
 def framework_environment(framework: str) -> dict:
-    """The framework's venv as the workflow builds it (.venvs/<framework>), built here if missing; once a
-    session."""
-    from dlbench.envs import build_environment
+    """The framework's environment as the workflow's framework_venv job builds it (:func:`shared_environments`),
+    built here if missing; once a session. Its build log: .venvs/<framework>-tests.log."""
+    from dlbench.envs import build_environment, shared_root
 
-    venv_dir = ROOT / ".venvs" / framework
-    venv_dir.parent.mkdir(exist_ok=True)
-    with open(ROOT / ".venvs" / f"{framework}-tests.log", "w") as log:
-        status = build_environment(ROOT / "envs" / f"{framework}.requirements.txt", venv_dir, os.cpu_count(),
-                                   log)
+    logs = ROOT / ".venvs"
+    logs.mkdir(exist_ok=True)
+    with open(logs / f"{framework}-tests.log", "w") as log:
+        status = build_environment(ROOT / "envs" / f"{framework}.requirements.txt", logs / framework, os.cpu_count(),
+                                   log, shared_root=shared_root())
     assert status["status"] == "ok", status["reason"]  # PyPI reaches this machine: fail, never skip
     return status
 

@@ -1,7 +1,6 @@
 """Data parallelism over processes (<n>x<device>): PyTorch over two real processes on this machine
 (torchrun, gloo), the Slurm launch command, and what the other frameworks and a bad batch say."""
 import socket
-import subprocess
 import sys
 
 import pytest
@@ -9,6 +8,7 @@ from dlbench import launch
 from dlbench.config import ConfigError, cases
 from dlbench.spec import device_layout, parse_device
 
+from ..conftest import processes_of_this_test
 from .test_config import GOOD, validated
 from .test_monitor import run, spec
 
@@ -43,7 +43,7 @@ def test_mxnet_trains_over_two_processes_with_its_parameter_servers(tmp_path, mx
                                                     "pushed to 2 parameter servers, which sum them and apply the "
                                                     "optimizer")
     assert log.count("iteration 12/12 (timed)") == 1 and record["timing"]["images_per_second_mean"] > 0
-    assert not subprocess.run(["pgrep", "-f", "import mxnet|dlbench.ps_lite"], capture_output=True, check=False).stdout
+    assert not processes_of_this_test("import mxnet", "dlbench.ps_lite")
 
 
 def test_a_group_whose_other_process_fails_fails_though_the_first_wrote_its_result(tmp_path):

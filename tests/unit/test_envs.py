@@ -2,6 +2,7 @@
 what the framework itself says it is."""
 import os
 import sys
+from pathlib import Path
 
 import pytest
 from dlbench import envs
@@ -152,3 +153,35 @@ def test_a_requirements_file_that_does_not_resolve_is_named_with_pips_reason(tmp
     assert broken["status"] == "failed"
     assert "No matching distribution found for dlbench_tiny==1.32.0" in broken["reason"]
     assert "1.31.1" in broken["reason"]  # the versions there are
+
+
+def test_a_shared_environment_is_built_once_for_what_it_is_built_from_and_a_stopped_build_again(tmp_path,
+                                                                                                 monkeypatch):
+    """Two workflows asking for the same environment under one root get one build; a changed requirements file
+    builds a second beside it; a build whose status was never written (a stopped one) is removed and made again."""
+    monkeypatch.setattr(envs, "framework_build", lambda status, environment: {"framework_build": "cpu"})
+    requirements = tmp_path / "pytorch.requirements.txt"
+    requirements.write_text("# nothing to install\n")
+    root = tmp_path / "shared"
+
+    def build(checkout: str) -> tuple[dict, str]:
+        with open(tmp_path / f"{checkout}.log", "w+") as log:
+            status = envs.build_environment(requirements, tmp_path / checkout / ".venvs" / "pytorch", 1, log, gpus=[],
+                                            shared_root=root)
+            log.seek(0)
+            return status, log.read()
+
+    first, said = build("one")
+    assert first["status"] == "ok" and "built before" not in said
+    venv = first["python"].removesuffix("/bin/python")
+    assert venv.startswith(f"{root}/pytorch-") and (Path(venv) / envs.SHARED_STATUS).exists()
+    again, said = build("two")
+    assert again == first and f"built before from the same files: {venv}" in said
+    (Path(venv) / envs.SHARED_STATUS).unlink()  # as a build killed before its end leaves it
+    (Path(venv) / "half-made").write_text("")
+    rebuilt, said = build("three")
+    assert rebuilt == first and f"removing a build that was stopped: {venv}" in said
+    assert not (Path(venv) / "half-made").exists()
+    requirements.write_text("# nothing to install, said otherwise\n")
+    changed, _ = build("four")
+    assert changed["python"] != first["python"] and Path(changed["python"]).exists() and Path(first["python"]).exists()

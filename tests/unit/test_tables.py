@@ -572,3 +572,24 @@ def test_a_runs_csv_made_before_runs_named_their_target_and_machine_still_reads(
     old = read_appendix(tmp_path / "appendix.csv")
     assert list(old.columns) == list(appendix(runs).columns) and set(old["hardware"]) == {""}
     assert appendix(runs).query("metric == 'train_speed' and framework == 'pytorch'")["n"].iloc[0] == 3
+
+
+def test_timings_split_each_run_s_wall_time_into_its_parts_and_sum_them_per_framework(tmp_path):
+    from dlbench.tables.timings import write_timings
+
+    items = [record(repetition=1), record(repetition=2),
+             record(framework="mxnet", status="failed", reason="RuntimeError: boom")]
+    items[2]["timing"].update(dict.fromkeys(("start_seconds", "import_seconds", "build_seconds", "warmup_seconds",
+                                             "timed_seconds")))
+    for item in items[:2]:
+        item["timing"].update(timed_seconds=0.5, wall_seconds=4.0)
+    write_timings(items, tmp_path / "timings.csv", tmp_path / "timings.md")
+    runs = pd.read_csv(tmp_path / "timings.csv")
+    ok = runs.query("framework == 'pytorch'")
+    # wall 4.0 = start 0.5 + import 1.0 + build 0.25 + warm-up 1.1 + timed 0.5 + other 0.65
+    assert ok["other"].round(6).tolist() == [0.65, 0.65]
+    assert runs.query("framework == 'mxnet'")["other"].isna().all()
+    text = (tmp_path / "timings.md").read_text()
+    assert "3 runs, 0.2 minutes of run wall time together" in text  # the failed run's 3 s too
+    assert "start 12 %, import 25 %, build 6 %, warm-up 28 %, timed 12 %, other 16 %" in text
+    assert "| mxnet       | train  |      1 |" in text

@@ -7,12 +7,13 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 from dlbench.record import load_records
 from dlbench.spec import RunSpec
 
-from ..conftest import ROOT
+from ..conftest import ROOT, processes_of_this_test
 from .slurm_cluster import SLURM_CONF, TwoNodeSlurm
 from .test_slurm import through_slurm
 
@@ -53,7 +54,7 @@ def test_two_nodes_run_a_job_s_tasks_as_two_hosts_and_leave_nothing_behind():
         cluster.stop()
     assert _namespaces() == before - _ours()
     assert not SLURM_CONF.exists() or "dlbench" not in SLURM_CONF.read_text()
-    assert not subprocess.run(["pgrep", "-f", "slurm(ctl)?d -D"], capture_output=True, check=False).stdout
+    assert not processes_of_this_test("slurmctld -D", "slurmd -D")  # the cluster's daemons; another Slurm may run
     assert not Path(f"/run/netns/{TwoNodeSlurm.namespace('dlctl')}").exists() and not cluster.spool.exists()
 
 
@@ -179,10 +180,8 @@ def test_scancel_mid_run_leaves_no_process_of_the_run_on_either_node(tmp_path):
         cluster.stop()
 
 
-def _run_processes() -> list[str]:
-    found = subprocess.run(["pgrep", "-af", "dlbench.runner|monitored_run.py|torch.distributed.run"],
-                           capture_output=True, text=True, check=False).stdout
-    return [line for line in found.splitlines() if "pgrep" not in line]
+def _run_processes() -> list[psutil.Process]:
+    return processes_of_this_test("dlbench.runner", "monitored_run.py", "torch.distributed.run")
 
 
 def test_each_hardware_target_s_runs_are_slurm_jobs_on_its_own_node(tmp_path):

@@ -69,7 +69,9 @@ def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
         assert record["status"] == "ok", record["reason"]
         assert record["provenance"]["python"] and record["provenance"]["packages"][package[framework]]
         assert record["provenance"]["framework_build"] == "cpu"  # what this machine's pip has
-        assert f".venvs/{environment.get(framework, framework)}/" in path.with_suffix(".log").read_text()
+        built = json.loads((finished / ".venvs" / environment.get(framework, framework) / "environment.json")
+                           .read_text())
+        assert (built.get("worker_python") or built["python"]) in path.with_suffix(".log").read_text()
         computed = record["compute"]
         assert 0 < computed["ceiling_fraction"] < 2, computed  # over this node's measured ceiling
         assert (computed["ceiling_flag"] is None) == (computed["ceiling_fraction"] <= 1.05), computed

@@ -2,11 +2,12 @@
 import json
 from pathlib import Path
 
-from dlbench.envs import build_environment
+from dlbench.envs import build_environment, shared_root
 from dlbench.joblog import logged
 
 with logged(snakemake.log[0]) as log:  # noqa: F821 - injected by Snakemake
     status_path = Path(snakemake.output[0])  # noqa: F821
-    status = build_environment(Path(snakemake.input[0]), status_path.parent, snakemake.threads, log)  # noqa: F821
+    status = build_environment(Path(snakemake.input[0]), status_path.parent, snakemake.threads, log,  # noqa: F821
+                               shared_root=shared_root())
     print(f"{status['status']}: {status['reason']}" if status["reason"] else f"environment ready: {status['python']}")
     status_path.write_text(json.dumps(status, indent=1))

@@ -8,6 +8,8 @@ framework turned out to be (``cpu`` or ``cuda <version>``, asked of the framewor
 """
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -19,7 +21,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import distributions
 from pathlib import Path
 
-from . import caffe_build, cntk_setup
+from . import caffe_build, cntk_setup, files
 from .registry import REGISTRY
 
 # Frameworks whose last release needs an older CPython than the workflow's: the runner stays on the
@@ -192,34 +194,45 @@ def framework_build(status: dict, environment: str) -> dict:
 
 def build_environment(requirements: Path, venv_dir: Path, jobs: int, log, gpus: list[str] | None = None,
                       after_install: Callable[[Path], None] | None = None,
-                      capabilities: list[int] | None = None) -> dict:
+                      capabilities: list[int] | None = None, shared_root: Path | None = None) -> dict:
     """The virtualenv from ``requirements`` (its CUDA variant on a node with ``gpus`` of ``capabilities``, by
     default what nvidia-smi lists), the framework built into it where it has no package, and the build it is;
-    ``after_install(venv_dir)`` called between pip's install and anything that imports the framework."""
+    ``after_install(venv_dir)`` called between pip's install and anything that imports the framework. The
+    environment is named by ``venv_dir``; it is built there, or with a ``shared_root``, once for every checkout
+    under that root (:func:`shared_build`)."""
+    environment = venv_dir.name
     requirements, choice = choose_requirements(requirements, node_gpus() if gpus is None else gpus,
                                                node_compute_capabilities() if capabilities is None else capabilities)
     log.write(f"{choice}: {requirements.name}\n")
-    if venv_dir.name in WORKER_PYTHONS:
-        status = build_worker_venv(requirements, venv_dir, log, after_install)
+    if shared_root is None:
+        status = _build(environment, requirements, venv_dir, jobs, log, after_install)
+    else:
+        status = shared_build(environment, requirements, shared_root, jobs, log)
+    return {**status, "requirements": requirements.name, "choice": choice}
+
+
+def _build(environment: str, requirements: Path, venv_dir: Path, jobs: int, log,
+           after_install: Callable[[Path], None] | None = None) -> dict:
+    if environment in WORKER_PYTHONS:
+        status = build_worker_venv(environment, requirements, venv_dir, log, after_install)
     else:
         status = build_venv(requirements, venv_dir, log, after_install=after_install)
-    source_build = SOURCE_BUILDS.get(venv_dir.name)
+    source_build = SOURCE_BUILDS.get(environment)
     if status["status"] == "ok" and source_build:
         try:
             status.update(source_build(venv_dir, jobs, log))
         except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
-            status.update(status="unavailable",
-                          reason=f"{venv_dir.name} could not be built ({error}); see its log")
+            status.update(status="unavailable", reason=f"{environment} could not be built ({error}); see its log")
     if status["status"] == "ok":
-        status.update(framework_build(status, venv_dir.name))
-    return {**status, "requirements": requirements.name, "choice": choice}
+        status.update(framework_build(status, environment))
+    return status
 
 
-def build_worker_venv(requirements: Path, venv_dir: Path, log,
+def build_worker_venv(environment: str, requirements: Path, venv_dir: Path, log,
                       after_install: Callable[[Path], None] | None = None) -> dict:
     """A virtualenv on the framework's own old CPython, whose runs start their runner on this one."""
     try:
-        base_python = find_worker_python(venv_dir.name)
+        base_python = find_worker_python(environment)
     except LookupError as error:
         log.write(f"{error}\n")
         return {"status": "unavailable", "python": None, "reason": str(error)}
@@ -227,10 +240,67 @@ def build_worker_venv(requirements: Path, venv_dir: Path, log,
     if status["status"] != "ok":
         return status
     try:
-        WORKER_SETUP[venv_dir.name](venv_dir, log)
+        WORKER_SETUP[environment](venv_dir, log)
     except (OSError, RuntimeError) as error:
         return {"status": "unavailable", "python": None, "reason": str(error)}
     return {**status, "python": sys.executable, "worker_python": status["python"]}
+
+
+# Where environments are shared by every checkout and every test's scratch workflow on the machine (make sets it to
+# the user's cache): unset, each workflow builds its own under .venvs/.
+SHARED_ROOT_VARIABLE = "DLBENCH_VENV_ROOT"
+# What shapes an environment beside its requirements file and interpreter: the code that builds it
+BUILD_CODE = ("envs.py", "caffe_build.py", "cntk_setup.py", "image_reader_libraries.py", "cuda_wheels.py")
+SHARED_STATUS = "dlbench-environment.json"  # written last: a shared environment without it is a stopped build
+
+
+def shared_root() -> Path | None:
+    root = os.environ.get(SHARED_ROOT_VARIABLE)
+    return Path(root).expanduser() if root else None
+
+
+def environment_key(environment: str, requirements: Path) -> str:
+    """What a shared environment is built from, hashed: its requirements file, the interpreter it is made with
+    (the framework's own old CPython for a worker environment) and the code that builds it."""
+    if environment in WORKER_PYTHONS:
+        base = find_worker_python(environment)
+        version = subprocess.run([base, "-c", "import sys; print(sys.version)"], capture_output=True, text=True,
+                                 check=True).stdout
+    else:
+        base, version = sys._base_executable, sys.version
+    digest = hashlib.sha256(f"{os.path.realpath(base)}\n{version}\n".encode())
+    digest.update(requirements.read_bytes())
+    for name in BUILD_CODE:
+        digest.update((Path(__file__).parent / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def shared_build(environment: str, requirements: Path, root: Path, jobs: int, log) -> dict:
+    """The environment under ``root``, built once for what it is built from (:func:`environment_key`) and then
+    reused by every workflow that asks for it: a changed file builds a new one beside it. One build at a time per
+    environment (a lock beside it); a build that was stopped is removed and made again."""
+    try:
+        key = environment_key(environment, requirements)
+    except (LookupError, OSError, subprocess.CalledProcessError) as error:
+        log.write(f"{error}\n")
+        return {"status": "unavailable", "python": None, "reason": str(error)}
+    venv_dir = root / f"{environment}-{key}"
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{venv_dir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another workflow may be building it: wait for its build
+        if (venv_dir / SHARED_STATUS).exists():
+            log.write(f"built before from the same files: {venv_dir}\n")
+            status = json.loads((venv_dir / SHARED_STATUS).read_text())
+        else:
+            if venv_dir.exists():
+                log.write(f"removing a build that was stopped: {venv_dir}\n")
+                shutil.rmtree(venv_dir)
+            status = _build(environment, requirements, venv_dir, jobs, log)
+            if status["status"] == "ok":
+                files.write_json(venv_dir / SHARED_STATUS, status)
+    if status.get("worker_python"):  # the runner's interpreter is the workflow's own, whichever built it
+        status = {**status, "python": sys.executable}
+    return status
 
 
 def status(path: Path) -> dict:
