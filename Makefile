@@ -54,12 +54,16 @@ run: system-packages $(VENV)/.workflow-installed
 	$(BIN)/snakemake --profile profiles/local --cores $(CORES) --resources gpu=$(GPUS) $(SNAKEMAKE_ARGS)
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html $(SNAKEMAKE_ARGS)
 
+# Two pytest-xdist workers: most tests wait on a framework's start in a process of its own, and two of them overlap
+# on two cores; each test file goes whole to one worker (tests/conftest.py). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 test: test-system-packages $(VENV)/.test-installed
-	$(BIN)/pytest -m "not slow"
+	$(PYTEST) -m "not slow"
 test-slow: test-system-packages $(VENV)/.test-installed
-	$(BIN)/pytest -m slow
+	$(PYTEST) -m slow
 test-all: test-system-packages $(VENV)/.test-installed
-	$(BIN)/pytest
+	$(PYTEST)
 # ruff (pyproject.toml: its default rules and the 120-column limit) over the package, the tests and the benchmarks
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check workflow/scripts tests benchmarks

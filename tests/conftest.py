@@ -18,6 +18,20 @@ IN_FRAMEWORK = ROOT / "tests" / "in_framework"
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 
+# Test files that start the same services (a Slurm cluster's daemons, /etc/slurm's config, the two nodes' network
+# namespaces): one pytest-xdist worker runs them, one after another
+ONE_WORKER = {"slurm": ("tests/workflow/test_slurm.py", "tests/workflow/test_slurm_nodes.py")}
+
+
+def pytest_collection_modifyitems(items):
+    """make test runs two pytest-xdist workers (--dist loadgroup): each test file goes whole to one worker, so that a
+    module's fixture (a workflow run many tests read) runs once, and :data:`ONE_WORKER`'s files to the same one."""
+    groups = {path: group for group, paths in ONE_WORKER.items() for path in paths}
+    for item in items:
+        path = Path(item.fspath).relative_to(ROOT).as_posix()
+        item.add_marker(pytest.mark.xdist_group(groups.get(path, path)))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def own_temporary_directory():
     """This session's temporary files (its runs' scratch directories too: TMPDIR reaches them) in a directory of

@@ -46,6 +46,11 @@ def test_the_default_config_runs_through_the_slurm_profile(slurm, tmp_path):
     config["benchmarks"] = [{**bench, "frameworks": ["pytorch"]} if "frameworks" in bench else bench
                             for bench in config["benchmarks"] if "pytorch" in bench.get("frameworks", ["pytorch"])
                             and (bench["dataset"] == "mnist" or bench.get("data") == "synthetic")]
+    # Where runs go, not what they measure: each case at its smallest (CI's time), its cells and tasks as they are
+    config["generated"] = {"train_images": 256, "test_images": 64}
+    config["benchmarks"] = [{**bench, "batch_size": min(bench.get("batch_size", 64), 8), "latency_calls": 10,
+                             **({"epochs": 1} if "accuracy" in bench.get("tasks", []) else
+                                {"iterations": 3, "warmup_iterations": 1})} for bench in config["benchmarks"]]
     records = through_slurm(config, tmp_path)
     # one network per benchmark entry, one run per task, one repetition
     assert len(records) == sum(len(bench.get("tasks", ["train"])) for bench in config["benchmarks"])

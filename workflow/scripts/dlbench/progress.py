@@ -23,15 +23,16 @@ from .files import Unreadable
 from .record import read_record
 from .spec import RunSpec
 
-# A run's start on a 2-core CPU before its first step, in seconds (interpreter, framework import, model build, the
-# monitor's start and the record; Snakemake's job start around it), measured on this project's 2-core VM
-# (dlbench 0.33.0: the records' setup_seconds and wall_seconds of .test/config-tiny, median by framework).
-START_SECONDS = {"pytorch": 6.0, "tensorflow": 9.0, "mxnet": 6.0, "caffe": 5.0, "cntk": 12.0,
-                 "keras-tensorflow": 12.0, "keras-jax": 11.0, "keras-torch": 11.0, "onnxruntime": 10.0,
-                 "tensorflow-nn": 9.0, "cudnn": 8.0}
-# The rate a run's steps reach, in TFLOP/s, by processor: a first guess from the same records (a CPU run), and for
-# GPUs a tenth of a P100's fp32 peak (small batches keep far from it).
-FIRST_GUESS_TFLOPS = {"cpu": 0.02, "gpu": 1.0}
+# A run's time on a 2-core CPU besides its steps, in seconds: the median of its records' wall time less warm-up and
+# timed window (interpreter, framework import, model build, the monitor, the record) over .test/config-tiny's runs on
+# this project's 2-core VM (dlbench 0.34.0, 65 runs), and a second for Snakemake's start of the job. tensorflow-nn and
+# cudnn (not in that config): their environment's framework's.
+START_SECONDS = {"pytorch": 5.0, "tensorflow": 5.3, "mxnet": 2.9, "caffe": 1.8, "cntk": 2.4,
+                 "keras-tensorflow": 5.1, "keras-jax": 5.7, "keras-torch": 5.4, "onnxruntime": 7.9,
+                 "tensorflow-nn": 5.3, "cudnn": 5.0}
+# The rate a run's steps reach, in TFLOP/s, by processor: on a CPU the median of the same runs' achieved rate (0.036;
+# quartiles 0.019 and 0.050); on GPUs a first guess, a tenth of a P100's fp32 peak (small batches keep far from it).
+FIRST_GUESS_TFLOPS = {"cpu": 0.036, "gpu": 1.0}
 POLL_SECONDS = 2.0
 
 

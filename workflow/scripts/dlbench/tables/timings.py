@@ -1,6 +1,7 @@
 """Where a workflow run's time went, from its records: each run's wall time split into its start (interpreter,
 dlbench), the framework's import, the build of model and input pipeline, the warm-up, the timed window and the
-rest (the monitor's start and end, the record); per framework and task, the sums and each part's share. What
+rest (the monitor's start and end, the record; an inference run's single-image calls, an accuracy run's
+evaluations); per framework and task, the sums and each part's share. What
 measures nothing (everything but the timed window) is what a shorter ``make run`` cuts first.
 """
 from __future__ import annotations
