@@ -55,9 +55,10 @@ run: system-packages $(VENV)/.workflow-installed
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html $(SNAKEMAKE_ARGS)
 
 # Two pytest-xdist workers: most tests wait on a framework's start in a process of its own, and two of them overlap
-# on two cores; each test file goes whole to one worker (tests/conftest.py). TEST_WORKERS=0: one process.
+# on two cores; each test file goes whole to one worker, the Slurm tests' to one (tests/conftest.py).
+# TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
-PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
+PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 test: test-system-packages $(VENV)/.test-installed
 	$(PYTEST) -m "not slow"
 test-slow: test-system-packages $(VENV)/.test-installed

@@ -1,5 +1,6 @@
 import contextlib
 import functools
+import importlib.util
 import json
 import os
 import shutil
@@ -20,16 +21,23 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 # Test files that start the same services (a Slurm cluster's daemons, /etc/slurm's config, the two nodes' network
 # namespaces): one pytest-xdist worker runs them, one after another
-ONE_WORKER = {"slurm": ("tests/workflow/test_slurm.py", "tests/workflow/test_slurm_nodes.py")}
+ONE_WORKER = {"tests/workflow/test_slurm.py": "slurm", "tests/workflow/test_slurm_nodes.py": "slurm"}
 
+if importlib.util.find_spec("xdist"):
+    def pytest_xdist_make_scheduler(config, log):
+        """make test's two pytest-xdist workers (--dist loadfile): each test file goes whole to one worker, so that a
+        module's fixture (a workflow run many tests read) runs once, and :data:`ONE_WORKER`'s files to the same
+        one."""
+        if config.getvalue("dist") != "loadfile":
+            return None
+        from xdist.scheduler import LoadFileScheduling
 
-def pytest_collection_modifyitems(items):
-    """make test runs two pytest-xdist workers (--dist loadgroup): each test file goes whole to one worker, so that a
-    module's fixture (a workflow run many tests read) runs once, and :data:`ONE_WORKER`'s files to the same one."""
-    groups = {path: group for group, paths in ONE_WORKER.items() for path in paths}
-    for item in items:
-        path = Path(item.fspath).relative_to(ROOT).as_posix()
-        item.add_marker(pytest.mark.xdist_group(groups.get(path, path)))
+        class Scheduling(LoadFileScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                file = super()._split_scope(nodeid)
+                return ONE_WORKER.get(file, file)
+
+        return Scheduling(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)
