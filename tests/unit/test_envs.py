@@ -160,6 +160,14 @@ def test_a_shared_environment_is_built_once_for_what_it_is_built_from_and_a_stop
     """Two workflows asking for the same environment under one root get one build; a changed requirements file
     builds a second beside it; a build whose status was never written (a stopped one) is removed and made again."""
     monkeypatch.setattr(envs, "framework_build", lambda status, environment: {"framework_build": "cpu"})
+    built = []
+
+    def build_venv(requirements, venv_dir, log, base_python=None, after_install=None):  # pip's part, in a second
+        built.append(venv_dir)
+        (venv_dir / "bin").mkdir(parents=True)
+        (venv_dir / "bin" / "python").write_text(requirements.read_text())
+        return {"status": "ok", "python": str(venv_dir / "bin" / "python"), "reason": "", "packages": []}
+    monkeypatch.setattr(envs, "build_venv", build_venv)
     requirements = tmp_path / "pytorch.requirements.txt"
     requirements.write_text("# nothing to install\n")
     root = tmp_path / "shared"
@@ -185,3 +193,4 @@ def test_a_shared_environment_is_built_once_for_what_it_is_built_from_and_a_stop
     requirements.write_text("# nothing to install, said otherwise\n")
     changed, _ = build("four")
     assert changed["python"] != first["python"] and Path(changed["python"]).exists() and Path(first["python"]).exists()
+    assert len(built) == 3  # the first, the stopped one again, the changed one

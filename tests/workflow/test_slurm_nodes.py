@@ -184,6 +184,7 @@ def _run_processes() -> list[psutil.Process]:
     return processes_of_this_test("dlbench.runner", "monitored_run.py", "torch.distributed.run")
 
 
+@pytest.mark.slow  # the workflow end to end through Slurm (minutes)
 def test_each_hardware_target_s_runs_are_slurm_jobs_on_its_own_node(tmp_path):
     """.test/config-hardware with its targets on the two nodes' partitions (first, second) and a third over both
     (partition both, 2xcpu): the workflow, run with --profile profiles/slurm on the controller's host, places each

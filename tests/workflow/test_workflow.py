@@ -265,6 +265,7 @@ def test_the_seed_004_config_converts_only_its_ten_classes_and_runs_each_batch_w
     assert jobs["convert_shard"] == str(4 * (10 + 1))  # ten classes: a hundredth of ILSVRC12's 1024 + 128 shards
 
 
+@pytest.mark.slow
 def test_the_seed_004_miniature_profiles_and_draws_every_profiled_step_of_each_block(tmp_path, tensorflow_python):
     """.test/config-seed004's AlexNet-BN profile runs in TensorFlow, the seed's framework (one repetition, both
     batches) on four classes of a generated ILSVRC12; the per-step figure is drawn from the series the runs
