@@ -27,8 +27,10 @@ localrules: all, fetch, runs_table, timings_table, appendix_table, api_cost_tabl
     accuracy_curve, layers_figure, heatmap, thesis_figure, iteration_times, scaling_figure
 
 
-# Before the first job: how many runs, about how long; then a line per finished run (dlbench.progress)
+# Before the first job: how many runs, about how long; then a line per finished run (dlbench.progress). Local
+# jobs run without Snakemake's job rate limit, whose timers took a core's quarter beside the runs (dlbench.scheduler).
 onstart:
+    scheduler.lift_local_rate_limit(workflow)
     progress.start(planned_runs(), runs_at_once())
 
 

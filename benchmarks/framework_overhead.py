@@ -6,8 +6,11 @@ Same network (the same builder), batch, threads and synthetic data. Two measurem
   process with the framework's interpreter, in A-B-B-A order so that the machine's drift hits
   both; the median of the pairwise ratios, their interquartile range and the runs' CPU/wall.
 - in one process (``--interleaved``): the backend's harness under the runner's timed loop and the
-  bare loop take turns every ``--timed`` steps, so drift slower than a few seconds cancels out;
-  this isolates what the harness costs per step inside the training process.
+  bare loop take turns every ``--timed`` steps, so drift slower than a few seconds cancels out (this
+  machine's speed changes 1.5x between processes, which separate runs cannot tell from the harness's cost);
+  during the harness's turns the monitor's sampler reads this process from a process of its own, as it
+  reads a workflow's runner (:class:`dlbench.monitor.Sampler`, at its rate for the run's device), so a turn
+  costs what a workflow run costs beside its monitor.
 
 The bare loop synchronises once, at its end; the workflow waits for every step (with the next one
 already dispatched) to time it. Goal: ratio >= 0.98.
@@ -127,8 +130,14 @@ spec = RunSpec({framework!r}, "{dataset}-synthetic", {network!r}, {run_device!r}
 backend_harness = backends.load({framework!r}).Harness(spec, description)
 """
 INTERLEAVED_TAIL = """
-import json, time
+import json, os, subprocess, time
 from dlbench.tasks.loop import timed_loop
+# The monitor's sampler, in a process of its own with the workflow's interpreter, on during the harness's turns
+sampler = subprocess.Popen([{monitor_python!r}, "-c", {sampler_sidecar!r}], stdin=subprocess.PIPE, text=True,
+                           env={{**os.environ, "PYTHONPATH": {package_root!r}}})
+def sampling(on):
+    sampler.stdin.write("on\\n" if on else "off\\n")
+    sampler.stdin.flush()
 def bare(steps):
     start = time.perf_counter()
     for _ in range(steps):
@@ -136,14 +145,34 @@ def bare(steps):
     finish()
     return time.perf_counter() - start
 def harness(steps):
-    return timed_loop(backend_harness, steps, 0, progress=lambda *args, **kwargs: None)["timed_window"]["seconds"]
+    sampling(True)
+    seconds = timed_loop(backend_harness, steps, 0, progress=lambda *args, **kwargs: None)["timed_window"]["seconds"]
+    sampling(False)
+    return seconds
 bare({warmup}), harness({warmup})
 ratios = []
 for _ in range({rounds}):  # A B B A
     first, bare_first, bare_second, second = harness({timed}), bare({timed}), bare({timed}), harness({timed})
     ratios += [bare_first / first, bare_second / second]
+sampler.stdin.close()
+sampler.wait()
 print(json.dumps(ratios))
 """
+# Reads its parent, the interleaved loops' process, as the monitor reads a runner, while told "on"
+SAMPLER_SIDECAR = """
+import os, sys
+from dlbench import host, monitor
+from dlbench.gpu import GpuProbe
+sampler = None
+for line in sys.stdin:
+    if line.strip() == "on":
+        sampler = monitor.Sampler(os.getppid(), GpuProbe([]), SAMPLE_HZ, sorted(os.sched_getaffinity(0)), host.Rapl())
+        sampler.start()
+    elif sampler:
+        sampler.stop()
+        sampler = None
+"""
+
 HEAD = """
 from dlbench.networks import network
 description = network({network!r}, {dataset!r})
@@ -151,13 +180,16 @@ description = network({network!r}, {dataset!r})
 
 
 RUN_DEVICES = {"cpu": "cpu", "cuda": "gpu1"}  # --device: the workflow run's device
+INTERLEAVED_QUANTITY = "harness ÷ bare loop (one process, interleaved, the monitor sampling the harness's turns)"
+SAMPLE_HZ = 20  # measurement.sample_hz's default: a CPU run's host rate follows from it
 
 
 def workflow_rate(args, scratch: Path) -> tuple[float, float, float | None]:
     """The workflow run's images/s, CPU/wall and contention share."""
     spec = RunSpec(args.framework, f"{args.dataset}-synthetic", args.network, args.run_device, 1, args.batch,
                    args.warmup + args.timed, args.warmup, 0.01, args.threads)
-    record = monitor.run(spec, bench.framework_python(args.framework), scratch / "run.log", 3600, 20, "benchmark")
+    record = monitor.run(spec, bench.framework_python(args.framework), scratch / "run.log", 3600, SAMPLE_HZ,
+                         "benchmark")
     if record["status"] != "ok":
         raise SystemExit(record["reason"])
     timing = record["timing"]
@@ -180,7 +212,10 @@ def bare_rate(args) -> float:
 
 
 def interleaved_ratios(args) -> list[float]:
-    code = (HEAD + INTERLEAVED_HEAD + BARE_LOOPS[args.framework] + INTERLEAVED_TAIL).format(**vars(args))
+    sidecar = SAMPLER_SIDECAR.replace("SAMPLE_HZ", str(SAMPLE_HZ))
+    code = (HEAD + INTERLEAVED_HEAD + BARE_LOOPS[args.framework] + INTERLEAVED_TAIL).format(
+        **vars(args), monitor_python=sys.executable, sampler_sidecar=sidecar,
+        package_root=str(ROOT / "workflow" / "scripts"))
     return json.loads(_run_bare(args, code))
 
 
@@ -203,8 +238,8 @@ def main() -> None:
     case = f"{args.network}/{args.dataset}, batch {args.batch}, {args.device}, {args.threads} threads"
     if args.interleaved:
         ratios = interleaved_ratios(args)
-        measurement = bench.Measurement("framework_overhead", "harness ÷ bare loop (one process, interleaved)",
-                                        args.framework, case, ratios, goal=">= 0.98", bound=1.0)
+        measurement = bench.Measurement("framework_overhead", INTERLEAVED_QUANTITY, args.framework, case, ratios,
+                                        goal=">= 0.98", bound=1.0)
     else:
         workflow, bare, contention, cpu = [], [], [], []
         with tempfile.TemporaryDirectory() as scratch:

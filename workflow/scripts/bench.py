@@ -38,12 +38,10 @@ load_before = os.getloadavg()
 rows, failed = [], False
 for number, job in enumerate(bench.PLANS[args.plan], 1):
     name = f"{number:02d}-{job.script.removesuffix('.py')}"
-    python = sys.executable if job.framework == "pytorch" else str(ROOT / ".venvs" / job.framework / "bin" / "python")
-    if not Path(python).exists():
+    python, missing = bench.find_framework_python(job.framework)
+    if python is None:
         rows.append({"benchmark": job.script.removesuffix(".py"), "framework": job.framework,
-                     "case": " ".join(job.arguments),
-                     "verdict": f"unavailable: {python} does not exist (the workflow builds .venvs/{job.framework} "
-                                "for a run of that framework: make run)"})
+                     "case": " ".join(job.arguments), "verdict": f"unavailable: {missing}"})
         continue
     print(f"[{number}/{len(bench.PLANS[args.plan])}] {job.script} {' '.join(job.arguments)}", flush=True)
     started = time.monotonic()

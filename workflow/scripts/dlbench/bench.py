@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -36,17 +37,52 @@ class Measurement:
 
 def framework_python(framework: str) -> str:
     """The interpreter a benchmark runs ``framework``'s runner with: this one for PyTorch (the project's .venv has
-    it), else the framework's environment as the workflow builds it (``.venvs/<environment>``)."""
+    it), else the framework's environment as the workflow builds it (:func:`built_environment`)."""
+    python, missing = find_framework_python(framework)
+    if python is None:
+        raise SystemExit(missing)
+    return python
+
+
+def find_framework_python(framework: str) -> tuple[str | None, str]:
+    """:func:`framework_python`, or None and why there is none."""
     from .registry import REGISTRY
 
     environment = REGISTRY[framework].environment
     if environment == "pytorch":
-        return sys.executable
-    python = Path(__file__).resolve().parents[3] / ".venvs" / environment / "bin" / "python"
-    if not python.exists():
-        raise SystemExit(f"{python} is missing: build it with the workflow "
-                         f"(snakemake .venvs/{environment}/environment.json)")
-    return str(python)
+        return sys.executable, ""
+    found = built_environment(environment, Path(__file__).resolve().parents[3])
+    if found is None or found["status"] != "ok":
+        return None, (f"{environment}'s environment is not built here ({found['reason'] if found else 'no build'}): "
+                      f"the workflow builds it for a run of {framework} (make run, or "
+                      f"snakemake .venvs/{environment}/environment.json)")
+    return found["python"], ""
+
+
+def built_environment(environment: str, checkout: Path) -> dict | None:
+    """The status of ``environment`` as built for the workflow in ``checkout``: the record its framework_venv job
+    left (``.venvs/<environment>/environment.json``), else the build shared under the machine's root
+    (:func:`dlbench.envs.shared_build`) from the checkout's requirements file for this node; None where neither
+    was built."""
+    from . import envs
+
+    record = checkout / ".venvs" / environment / "environment.json"
+    if record.exists():
+        return envs.status(record)
+    root = envs.shared_root()
+    if root is None:
+        return None
+    requirements, _ = envs.choose_requirements(checkout / "envs" / f"{environment}.requirements.txt",
+                                               envs.node_gpus(), envs.node_compute_capabilities())
+    try:
+        shared = root / f"{environment}-{envs.environment_key(environment, requirements)}" / envs.SHARED_STATUS
+    except (LookupError, OSError, subprocess.CalledProcessError):
+        return None
+    if not shared.exists():
+        return None
+    found = json.loads(shared.read_text())
+    # a worker environment's runner runs on the workflow's interpreter, whichever built it
+    return {**found, "python": sys.executable} if found.get("worker_python") else found
 
 
 def emit(measurements: list[Measurement]) -> None:
@@ -170,6 +206,8 @@ PLANS = {
     "smoke": [
         Job("framework_overhead.py", (*_LENET, "--dataset", "mnist", "--batch", "8", "--warmup", "1", "--timed", "2",
                                       "--rounds", "1")),
+        Job("framework_overhead.py", (*_LENET, "--dataset", "mnist", "--batch", "8", "--warmup", "1", "--timed", "2",
+                                      "--rounds", "1", "--interleaved")),
         Job("format_throughput.py", ("--family", "cifar10", "--family", "imagenet", "--images", "20",
                                      "--rounds", "1")),
         Job("input_pipeline.py", ("--family", "mnist", "--images", "64", "--batch", "8", "--warmup", "1",
