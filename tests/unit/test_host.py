@@ -68,7 +68,10 @@ def test_a_slow_input_pipeline_marks_the_run_input_bound_and_synthetic_data_neve
     runs = runs_table([slowed, synthetic]).set_index("data_mode")
     assert slowed["timing"]["input_wait_seconds"] >= 20 * 0.02  # 20 timed steps
     assert runs.loc["generated", "input_wait"] > 0.3 and runs.loc["generated", "input_bound"]
-    assert runs.loc["synthetic", "input_wait"] < 0.01 and not runs.loc["synthetic", "input_bound"]
+    # A resident batch is never waited for; on a loaded machine a preemption can still land in one of its 20 fetches
+    # (1.4 % of a short window was seen beside the other test worker), never near the mark.
+    assert runs.loc["synthetic", "input_wait"] < metrics.FLAGS["input_bound"].above / 2
+    assert not runs.loc["synthetic", "input_bound"]
     cell = appendix(runs.reset_index()).query("metric == 'train_speed' and dataset == 'mnist-generated'")
     assert "(n=1) [input-bound 1/1" in cell["cell"].iloc[0]  # ", contended 1/1" too where other work shares the cores
 

@@ -54,8 +54,9 @@ def test_the_series_beside_the_record_keep_every_profiled_step_and_every_sample(
     assert len(steps["update_seconds"]) == 4 and steps["layer_update_seconds"] is None
     assert sum(steps["update_seconds"]) / 4 * 1e3 == pytest.approx(profiled["profile"]["update_ms"])
     host = kept["host"]
-    assert len(host["time"]) == len(host["rss_mib"]) > 10 and max(host["rss_mib"]) == pytest.approx(
-        profiled["memory"]["host_peak_rss_mib"])
+    assert len(host["time"]) == len(host["rss_mib"]) > 10
+    # the record's peak: the samples' highest, or the runner's own peak the kernel kept where no sample caught it
+    assert 0 < max(host["rss_mib"]) <= profiled["memory"]["host_peak_rss_mib"]
     assert kept["gpus"] == []  # a CPU run
 
 
