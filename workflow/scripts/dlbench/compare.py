@@ -36,23 +36,24 @@ def runs_of(results: Path) -> pd.DataFrame:
     return runs_table(load_records(records))
 
 
-def cells(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+def cells(runs: pd.DataFrame, metric: str, described: pd.DataFrame) -> pd.DataFrame:
     """Per cell of ``metric``'s tasks: the mean, sd, n, min and max over its ok runs that measured it, and what
-    the cell says when none did (the appendix's words)."""
+    the cell says when none did (``described``: the runs' appendix, every metric's, made once per set)."""
     runs = runs[runs["task"].isin(METRICS[metric].tasks)]
     if not len(runs):
         return pd.DataFrame(columns=[*CELL_KEYS, "mean", "sd", "n", "min", "max", "cell"])
     stats = measured(runs, metric).groupby(CELL_KEYS)[metric].agg(["min", "max"])
-    texts = appendix(runs).query("metric == @metric").set_index(CELL_KEYS)[["mean", "sd", "n", "cell"]]
+    texts = described.query("metric == @metric").set_index(CELL_KEYS)[["mean", "sd", "n", "cell"]]
     return texts.join(stats).reset_index()
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame, metrics=tuple(METRICS)) -> pd.DataFrame:
     """The runs of set A and of set B, cell by cell, for each of ``metrics`` either set has a value of."""
     rows = []
+    described_a, described_b = appendix(a), appendix(b)
     for metric in metrics:
-        joined = cells(a, metric).merge(cells(b, metric), on=KEYS, how="outer", suffixes=("_a", "_b"),
-                                        indicator=True)
+        joined = cells(a, metric, described_a).merge(cells(b, metric, described_b), on=KEYS, how="outer",
+                                                     suffixes=("_a", "_b"), indicator=True)
         for row in joined.to_dict("records"):
             if not (row["n_a"] > 0 or row["n_b"] > 0):
                 continue  # neither measured it (GPU power of CPU runs)
