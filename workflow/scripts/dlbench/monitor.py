@@ -40,11 +40,12 @@ class Sampler(threading.Thread):
 
     The sampler shares the machine with the run it measures and must stay out of its way. On a CPU run every
     core trains, and each wake-up of the sampler stops one of the framework's threads while the others wait for
-    it at their next barrier: waking 20 times a second slowed PyTorch's LeNet by 2 to 4 % on this 2-core machine
+    it at their next barrier: waking 20 times a second slowed PyTorch's LeNet by 1 to 4 % on this 2-core machine
     (steps timed while a sampler alternated a second on, a second off), for 0.3 % of a core's time. The host's
     counters are cumulative, so fewer samples lose nothing but the time course; the runner's RSS peak is the
-    kernel's (VmHWM), which no sample rate misses. Finding the tree's children scans all of /proc (about
-    1 ms here), so it is refreshed once a second; reading RSS of known processes costs microseconds.
+    kernel's (VmHWM), which the next sample reads however short the peak was. Finding the tree's children
+    scans all of /proc (about 1 ms here), so it is refreshed once a second; reading RSS of known processes
+    costs microseconds.
     """
 
     TREE_REFRESH_S = 1.0
