@@ -35,15 +35,17 @@ onstart:
 
 
 # How many runs are ok, failed or unavailable: Snakemake's "100% done" counts jobs, and a failed
-# measurement is a job that succeeded in writing its record.
+# measurement is a job that succeeded in writing its record. Then each stage's time, from Snakemake's log.
 onsuccess:
     progress.stop()
     print(summary.summarise(RUNS))
+    print("dlbench stages:", stages.write_stages(log, rule_files(), Path("results/stages.md")))
 
 
 onerror:
     progress.stop()
     print(summary.summarise(RUNS))
+    print("dlbench stages:", stages.write_stages(log, rule_files(), Path("results/stages.md")))
 
 
 rule all:

@@ -16,7 +16,7 @@ from dlbench.metrics import METRICS, caption_thresholds, drawn  # noqa: E402
 from dlbench.host import Rapl  # noqa: E402
 from dlbench.peaks import node_knows_cpu_peak  # noqa: E402
 from dlbench.registry import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
-from dlbench import ceiling, datasets, formats, ilsvrc12, launch, merge, progress, scheduler, summary  # noqa: E402
+from dlbench import ceiling, datasets, formats, ilsvrc12, launch, merge, progress, scheduler, stages, summary  # noqa: E402
 from dlbench.compute import processor  # noqa: E402
 from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
@@ -398,6 +398,11 @@ def run_spec(wildcards):
 # its installed distributions, a params value of every run. A built environment is the run's input (a venv's
 # status file, rebuilt with its requirements) or Snakemake's own (a conda environment's hash).
 CURRENT_ENVIRONMENT = None if BUILD_VENVS or USE_CONDA else current_environment()
+
+
+def rule_files():
+    """Each rule's rules file (dlbench.stages names a job's stage by it)."""
+    return {rule.name: rule.snakefile for rule in workflow.rules}
 
 
 def planned_runs():

@@ -142,6 +142,9 @@ def test_tables_figures_and_report(finished):
         assert len(inferred) == 9 and set(inferred["network"]) == {"lenet"} and (inferred["mean"] > 0).all()
     assert "cpu inference" in (tables / "appendix.md").read_text()  # a column beside cpu
     assert (tables / "appendix.tex").stat().st_size > 0
+    # each stage's time, from Snakemake's log of the run (dlbench.stages); each run's parts
+    stages = (finished / "results" / "stages.md").read_text()
+    assert all(f"| {stage} " in stages for stage in ("environments", "data", "ceiling", "runs", "tables and figures"))
     # seed 002's question: LeNet's single-image latency through Keras and ONNX Runtime over the native frameworks'
     cost = pd.read_csv(tables / "api_cost.csv").query("network == 'lenet'").set_index("framework")
     for framework in ("keras-torch", "keras-tensorflow", "onnxruntime"):
