@@ -101,3 +101,10 @@ Error in rule convert:
 """
     ended = stages.jobs(log)
     assert [(job.rule, (job.end - job.start).total_seconds()) for job in ended] == [("train", 6), ("convert", 8)]
+
+
+def test_a_run_without_a_log_file_leaves_the_table_alone(tmp_path):
+    table = tmp_path / "stages.md"
+    assert "no log file" in stages.write_stages([], {}, table)
+    assert "no log file" in stages.write_stages(str(tmp_path / "gone.log"), {}, table)
+    assert not table.exists()

@@ -85,7 +85,10 @@ def write_stages(logs: str | list[str], rule_files: dict[str, str], md: Path) ->
     """results/stages.md from the run's log (``logs``: the handler's ``log``, Snakemake 9's list of its log files,
     the first its own); returns its summary line (what the run prints at its end). A run in which no job ran (all up
     to date) leaves the last one's table as it was."""
-    log_path = Path(logs if isinstance(logs, str) else logs[0])
+    paths = [logs] if isinstance(logs, str) else list(logs)
+    if not paths or not Path(paths[0]).is_file():  # a run Snakemake kept no log of (a logger plugin's)
+        return f"Snakemake kept no log file of this run; {md} is the last logged run's"
+    log_path = Path(paths[0])
     ended = [job for job in jobs(log_path.read_text(errors="replace")) if stage_of(job.rule, rule_files)]
     if not ended:
         return f"no job ran; {md} is the last run's"
