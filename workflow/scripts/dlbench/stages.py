@@ -70,7 +70,7 @@ def stage_table(ended: list[Job], rule_files: dict[str, str]) -> pd.DataFrame:
     """Per stage: its jobs, when its first began after the workflow's first job, its window (first start to last
     end; stages overlap where Snakemake ran their jobs side by side) and its jobs' time summed."""
     frame = pd.DataFrame([{"stage": stage_of(job.rule, rule_files), "start": job.start, "end": job.end}
-                          for job in ended]).dropna(subset=["stage"])
+                          for job in ended])
     origin = frame["start"].min()
     rows = []
     for stage, group in frame.groupby("stage"):
