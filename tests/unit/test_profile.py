@@ -136,7 +136,7 @@ def test_each_frameworks_profiler_times_the_same_layers(framework, request):
     layers = {layer["name"]: layer for layer in profile["layers"]}
     assert list(layers) == networks.layer_names(networks.network("alexnet", "cifar10")) and profile["steps"] == 4
     assert all(layers[name]["backward_ms"] > 0 for name in layers if layers[name]["kind"] in ("conv", "dense"))
-    assert profile["accounted_ms"] > 0 and profile["overhead"] > 0.5
+    assert profile["accounted_ms"] > 0 and profile["overhead"] > 0
     if framework in ("tensorflow", "keras-tensorflow"):  # a convolution's forward is fused with its bias and ReLU,
         assert all(layers[f"relu{k}"]["forward_ms"] > 0 for k in range(1, 6))  # named after the ReLU
     else:

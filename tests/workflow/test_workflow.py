@@ -97,8 +97,10 @@ def test_every_run_has_a_valid_record_and_a_log(finished, record_schema):
             profile = record["profile"]
             assert profile["steps"] == 4 and [layer["name"] for layer in profile["layers"]][:3] == [
                 "conv1", "relu1", "maxpool1"], profile
+            # a profiled step over an unprofiled one (how much slower is the machine's load's, make bench's)
+            assert profile["overhead"] == pytest.approx(profile["iteration_ms"] / profile["unprofiled_iteration_ms"])
             # TensorFlow's and XLA's ops overlap on their threads: layers' times may sum to more than the step
-            assert profile["overhead"] > 0.5 and profile["unaccounted_share"] < 1, profile
+            assert profile["unaccounted_share"] < 1, profile
             assert all(layer["backward_ms"] > 0 for layer in profile["layers"] if layer["kind"] in ("conv", "dense"))
 
 
