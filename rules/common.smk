@@ -43,6 +43,7 @@ def repetitions_of(key):
 
 
 try:
+    bench_config.check_size(config)
     bench_config.check_devices(config)
     validate(config, "../config/schema.yaml")
     TARGETS = bench_config.targets(config)

@@ -145,3 +145,22 @@ def test_the_cells_of_two_machines_are_compared_and_each_sides_machine_named(tmp
     speed = compare.compare(compare.runs_of(a), compare.runs_of(b)).query("metric == 'train_speed'").iloc[0]
     assert (speed["a_machine"], speed["b_machine"]) == ("Intel Core i7-8650U, 2 cores", "AMD EPYC 9654, 2 cores")
     assert speed["in"] == "both" and speed["ratio"] == pytest.approx(305 / 102) and speed["significant"]
+
+
+@pytest.mark.parametrize(("content", "words"), [
+    ("", "runs.csv is empty: not a runs table"),
+    ("framework,dataset,data_mode,network,device,variant,repetition,status\n",  # no task
+     "runs.csv is not a runs table: it has no task column"),
+    ("x,y\n1,2\n", ("runs.csv is not a runs table: it has no framework, dataset, data_mode, network, device, "
+                    "variant, task, repetition, status column (its columns: x, y)")),
+])
+def test_a_set_whose_runs_table_is_not_one_is_refused_naming_the_file(tmp_path, content, words):
+    a = results(tmp_path / "a", {"pytorch": [100, 104]})
+    (tmp_path / "b" / "tables").mkdir(parents=True)
+    (tmp_path / "b" / "tables" / "runs.csv").write_text(content)
+    done = subprocess.run([sys.executable, str(ROOT / "workflow" / "scripts" / "compare_results.py"), str(a),
+                           str(tmp_path / "b"), "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                          check=False, env={"PYTHONPATH": str(ROOT / "workflow" / "scripts"), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"compare: {tmp_path / 'b' / 'tables' / 'runs.csv'}{words.removeprefix('runs.csv')}")
+    assert not (tmp_path / "out").exists()

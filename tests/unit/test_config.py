@@ -9,11 +9,14 @@ import pytest
 import yaml
 from dlbench.config import (
     FIGURE_4_5,
+    MAX_CASES,
+    MAX_CONFIG_VALUES,
     SLURM_RESOURCES,
     THESIS_GPUS,
     ConfigError,
     cases,
     check_devices,
+    check_size,
     class_subsets,
     targets,
 )
@@ -183,6 +186,36 @@ def test_bad_config_stops_snakemake_before_any_job(tmp_path):
     assert result.returncode != 0
     assert "'theano' is not one of" in result.stdout + result.stderr
     assert not (tmp_path / "results").exists()
+
+
+def alias_bomb(levels: int) -> str:
+    """YAML whose k-th alias stands for 9**(k + 1) strings ("billion laughs")."""
+    lines = ['laughs0: &laughs0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"laughs{k}: &laughs{k} [{', '.join([f'*laughs{k - 1}'] * 9)}]" for k in range(1, levels)]
+    return "\n".join([*lines, f"frameworks: *laughs{levels - 1}", ""])
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    (yaml.safe_load(alias_bomb(9)), f"laughs4: more than {MAX_CONFIG_VALUES:,} values"),
+    ({**GOOD, "benchmarks": [{**GOOD["benchmarks"][0], "batch_size": list(range(1, 100_001))}]},
+     f"benchmarks: more than {MAX_CONFIG_VALUES:,} values"),
+    ({**GOOD, "devices": ["cpu", "2xcpu"], "precisions": ["fp32", "bf16"], "compile": [False, True],
+      "benchmarks": [{**GOOD["benchmarks"][0], "batch_size": list(range(1, 2_001))}]},
+     f"benchmarks: up to 16,000 cases .*; allowed: at most {MAX_CASES:,}"),
+])
+def test_a_config_too_large_to_mean_a_benchmark_is_refused_before_it_is_read_whole(config, message):
+    with pytest.raises(ConfigError, match=message):
+        check_size(config)
+
+
+def test_an_alias_bomb_stops_snakemake_at_once(tmp_path):
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(alias_bomb(9))  # 387 million strings once expanded: the schema's check never ended
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", str(bomb), "--directory",
+                             str(tmp_path), "--snakefile", str(ROOT / "Snakefile")],
+                            capture_output=True, text=True, check=False, timeout=120)
+    assert result.returncode != 0
+    assert f"invalid config: laughs4: more than {MAX_CONFIG_VALUES:,} values" in result.stdout + result.stderr
 
 
 def test_kmnist_runs_lenet_with_mnist_parameters():

@@ -39,7 +39,8 @@ def record(framework="pytorch", device="cpu", repetition=1, speed=100.0, status=
             "p50_ms": latency_ms[1], "p90_ms": latency_ms[2], "p99_ms": latency_ms[2], "mean_ms": sum(latency_ms) / 3,
             "reasons": {}},
         "timing": {"iteration_seconds": [0.1] * 20, "images_per_second_mean": speed if status == "ok" else None,
-                   "images_per_second_median": speed, "wall_seconds": 3.0, "cpu_per_wall": 1.9,
+                   "images_per_second_median": speed if status == "ok" else None, "wall_seconds": 3.0,
+                   "cpu_per_wall": 1.9,
                    "start_seconds": 0.5, "import_seconds": 1.0, "build_seconds": 0.25, "setup_seconds": 1.75,
                    "first_step_seconds": 0.2, "warmup_seconds": 1.1, "input_wait_seconds": 0.01,
                    "input_wait_share": 0.01, "contention_share": 0.0,
@@ -436,6 +437,14 @@ def damaged_records(tmp_path) -> dict:
                          "ValueError: NaN is not a measurement"),
         "negative": (json.dumps({**record(), "compute": {**record()["compute"], "ceiling_fraction": -1.0}}),
                      "compute/ceiling_fraction: -1.0 is less than the minimum of 0"),
+        "infinite": (whole.replace('"images_per_second_mean": 100.0', '"images_per_second_mean": 1e999'),
+                     "ValueError: 1e999 is not a measurement (not finite)"),
+        "absurd": (whole.replace('"images_per_second_mean": 100.0', '"images_per_second_mean": 1e300'),
+                   "ValueError: 1e300 is not a measurement (beyond ±1e+15)"),
+        "negative_speed": (whole.replace('"images_per_second_mean": 100.0', '"images_per_second_mean": -5.0'),
+                           "timing/images_per_second_mean: -5.0 is less than or equal to the minimum of 0"),
+        "boolean_schema": (json.dumps({**record(), "schema": True}),
+                           "record schema True is not one this dlbench reads (1 to 6)"),
     }
     paths = {}
     for name, (text, _) in damaged.items():
@@ -457,12 +466,29 @@ def test_a_damaged_record_is_left_out_of_the_tables_named_with_why(tmp_path):
         assert line.startswith(f"left out: {path}: ") and words in line, line
 
 
+def test_a_record_whose_run_is_not_the_one_its_path_names_is_left_out(tmp_path):
+    runs = tmp_path / "results" / "runs"
+    filed = runs / "pytorch" / "mnist-generated" / "lenet" / "cpu" / "fp32" / "train"
+    good, elsewhere, other_repetition = filed / "rep1.json", filed / "rep2.json", filed / "rep3.json"
+    write_record(record(), good)
+    alexnet = record(repetition=2)
+    alexnet["run"].update(network="alexnet", dataset="cifar10-synthetic")
+    write_record(alexnet, elsewhere)
+    write_record(record(repetition=1), other_repetition)
+    said = []
+    assert [r["path"] for r in load_records([good, elsewhere, other_repetition], log=said.append)] == [str(good)]
+    assert said == [(f"left out: {elsewhere}: its run is pytorch/cifar10-synthetic/alexnet/cpu/fp32/train/rep2, "
+                     "not the pytorch/mnist-generated/lenet/cpu/fp32/train/rep2 its path names"),
+                    (f"left out: {other_repetition}: its run is pytorch/mnist-generated/lenet/cpu/fp32/train/rep1, "
+                     "not the pytorch/mnist-generated/lenet/cpu/fp32/train/rep3 its path names")]
+
+
 def test_the_summary_counts_damaged_records_and_names_them(tmp_path):
     from dlbench.summary import summarise
 
     damaged = damaged_records(tmp_path)
-    paths = [tmp_path / "results" / "runs" / "pytorch" / "d" / "n" / "cpu" / "fp32" / "train" / f"rep{k}.json"
-             for k in range(1, 4)]
+    paths = [tmp_path / "results" / "runs" / "pytorch" / "mnist-generated" / "lenet" / "cpu" / "fp32" / "train" /
+             f"rep{k}.json" for k in range(1, 4)]
     write_record(record(), paths[0])
     paths[1].write_text(damaged["truncated"][0].read_text())
     text = summarise(list(map(str, paths)))

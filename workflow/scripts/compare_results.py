@@ -21,5 +21,9 @@ parser.add_argument("--label-a", help="A's name in the table and figure (default
 parser.add_argument("--label-b")
 parser.add_argument("--metric", default="train_speed", choices=list(METRICS), help="the figure's metric")
 args = parser.parse_args()
-for path in write(args.a, args.b, args.out, args.label_a, args.label_b, args.metric):
+try:
+    written = write(args.a, args.b, args.out, args.label_a, args.label_b, args.metric)
+except (FileNotFoundError, ValueError) as error:  # a set that is not one: its file and what it lacks
+    parser.exit(2, f"compare: {error}\n")
+for path in written:
     print(f"wrote {path}")

@@ -50,6 +50,43 @@ Case = make_dataclass(
     bases=(Labelled,), frozen=True, namespace={"run_spec": _run_spec, "__module__": __name__})
 
 
+# Far beyond a benchmark config (the shipped ones hold about a hundred values and a few hundred cases), and small
+# enough that the schema and the matrix answer within a second
+MAX_CONFIG_VALUES = 10_000
+MAX_CASES = 10_000
+
+
+def check_size(config: dict) -> None:
+    """Before anything reads the config whole: refused at once where it holds more values than a benchmark
+    config means (a list of 100,000 batch sizes; YAML aliases nested into billions of values, which the YAML
+    parser shares rather than copies but every reader after it expands), or where its benchmarks would make
+    more cases than a workflow can run (counted from the lists' lengths, before any case is made)."""
+    for key, value in config.items():
+        budget, stack = MAX_CONFIG_VALUES, [value]
+        while stack:
+            item = stack.pop()
+            budget -= 1
+            if budget < 0:
+                raise ConfigError(f"{key}: more than {MAX_CONFIG_VALUES:,} values (a YAML alias counts each time it "
+                                  f"is used); allowed: at most {MAX_CONFIG_VALUES:,}")
+            stack.extend(item.values() if isinstance(item, dict) else item if isinstance(item, list) else ())
+
+    def length(value) -> int:
+        return len(value) if isinstance(value, list) else 1
+
+    hardware = max(1, length(config.get("hardware") or []))
+    per_entry = (length(config.get("devices")) * hardware * length(config.get("precisions"))
+                 * length(config.get("compile")))
+    benchmarks = config.get("benchmarks") if isinstance(config.get("benchmarks"), list) else []
+    most = sum(per_entry * length(bench.get("networks")) * length(bench.get("batch_size"))
+               * length(bench.get("frameworks", config.get("frameworks"))) * length(bench.get("tasks"))
+               for bench in benchmarks if isinstance(bench, dict))
+    if most > MAX_CASES:
+        raise ConfigError(f"benchmarks: up to {most:,} cases (networks x batch sizes x frameworks x tasks of each "
+                          f"entry, x devices x hardware targets x precisions x compile); allowed: at most "
+                          f"{MAX_CASES:,}")
+
+
 def check_devices(config: dict) -> None:
     """Before the schema, whose pattern error shows only a regular expression: the device in words."""
     for index, device in enumerate(config.get("devices") or []):

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import platform
+import re
 import socket
 import statistics
 import subprocess
@@ -22,7 +24,7 @@ from jsonschema.exceptions import best_match
 from . import backends, compute, files, host, peaks
 from .gpu import GpuProbe, memory_and_power
 from .peaks import Peak
-from .spec import SETUP_FIELDS, RunSpec
+from .spec import SETUP_FIELDS, RunSpec, placement_label, variant_label
 from .tasks.accuracy import accuracy_block
 from .tasks.inference import latency
 from .tasks.profile import layer_profile
@@ -239,8 +241,42 @@ def record_schema_version() -> int:
     return record_validator().schema["properties"]["schema"]["const"]
 
 
+ABSURD = 1e15  # beyond any measured quantity's magnitude (FLOPs per image ~1e10, bytes ~1e12, epoch seconds ~2e9)
+
+
 def _not_a_number(token: str):
     raise ValueError(f"{token} is not a measurement")
+
+
+def _measured_number(token: str) -> float | int:
+    """A number of a record's JSON text, refused where it cannot be a measurement: it overflows to infinity
+    (1e999) or is larger than anything a run measures (1e300)."""
+    number = float(token) if any(c in token for c in ".eE") else int(token)
+    if not math.isfinite(number):
+        raise ValueError(f"{token} is not a measurement (not finite)")
+    if abs(number) > ABSURD:
+        raise ValueError(f"{token} is not a measurement (beyond ±{ABSURD:.0e})")
+    return number
+
+
+def filed_run(path: Path) -> str | None:
+    """The run a record's path names (framework/dataset/network/placement/variant/task/rep<k>, as the workflow files
+    it under ``runs/``); None for a path outside that layout."""
+    parts = Path(path).parts
+    if len(parts) < 8 or parts[-8] != "runs" or not re.fullmatch(r"rep[1-9][0-9]*\.json", parts[-1]):
+        return None
+    return "/".join([*parts[-7:-1], parts[-1].removesuffix(".json")])
+
+
+def recorded_run(record: dict) -> str:
+    """The run a record says it is, named as :func:`filed_run` names a path's."""
+    run = record["run"]
+    swept_batch = run["batch_size_global"] if run.get("batch_swept") else None
+    variant = variant_label(run.get("precision", "fp32"), run.get("compile", False), swept_batch,
+                            run.get("keras_fit", False))
+    placement = placement_label(run.get("hardware"), run["device"])
+    return "/".join([run["framework"], run["dataset"], run["network"], placement, variant, run.get("task", "train"),
+                     f"rep{run['repetition']}"])
 
 
 def read_record(path: Path) -> dict:
@@ -248,11 +284,12 @@ def read_record(path: Path) -> dict:
     finite, in range. :class:`files.Unreadable` naming the file where it is damaged, incomplete or of a
     schema newer than this code's."""
     try:
-        record = json.loads(Path(path).read_text(), parse_constant=_not_a_number)
+        record = json.loads(Path(path).read_text(), parse_constant=_not_a_number, parse_float=_measured_number,
+                            parse_int=_measured_number)
     except (OSError, ValueError) as error:
         raise files.Unreadable(f"{path}: {type(error).__name__}: {error}") from None
     schema, newest = record.get("schema") if isinstance(record, dict) else None, record_schema_version()
-    if not isinstance(schema, int) or not 1 <= schema <= newest:
+    if type(schema) is not int or not 1 <= schema <= newest:  # True is an int to isinstance
         raise files.Unreadable(f"{path}: record schema {schema!r} is not one this dlbench reads (1 to {newest}); "
                                "a newer dlbench wrote it?")
     try:
@@ -263,6 +300,9 @@ def read_record(path: Path) -> dict:
     if problem:
         where = "/".join(map(str, problem.absolute_path)) or "the record"
         raise files.Unreadable(f"{path}: {where}: {problem.message}")
+    filed = filed_run(path)
+    if filed and filed != (run := recorded_run(record)):
+        raise files.Unreadable(f"{path}: its run is {run}, not the {filed} its path names")
     return record
 
 

@@ -89,8 +89,17 @@ def setting_order(table: pd.DataFrame, hardware: Sequence[str] = ()) -> list[str
 def read_runs(runs_csv: Path) -> pd.DataFrame:
     """runs.csv as :func:`runs_table` made it: an empty reason is no reason, an empty number is missing.
     A metric that is not a finite number (non-negative unless the metric is signed) is refused, naming the
-    file, its line and column: a runs.csv may come from elsewhere (make compare)."""
-    raw = pd.read_csv(runs_csv, dtype=str, keep_default_na=False)
+    file, its line and column: a runs.csv may come from elsewhere (make compare), and one without the columns
+    that name a run (empty, or another table) is refused naming the file and what it lacks."""
+    try:
+        raw = pd.read_csv(runs_csv, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{runs_csv} is empty: not a runs table (make it with snakemake results/tables/runs.csv)") \
+            from None
+    lacking = [key for key in (*RUN_KEYS, "status") if key not in raw.columns and key not in ("hardware", "machine")]
+    if lacking:
+        raise ValueError(f"{runs_csv} is not a runs table: it has no {', '.join(lacking)} column "
+                         f"(its columns: {', '.join(raw.columns[:8])}{' ...' if len(raw.columns) > 8 else ''})")
     for metric in METRICS.keys() & set(raw.columns):
         given = raw[metric] != ""
         numbers = pd.to_numeric(raw[metric].where(given), errors="coerce")
