@@ -1,5 +1,6 @@
 """A run's processes end with the monitor that started them, even when it is killed with SIGKILL: a real
 holder process, a real watcher group (a process and its child), SIGKILL to the holder."""
+import io
 import os
 import signal
 import subprocess
@@ -7,6 +8,7 @@ import sys
 import time
 
 import psutil
+import pytest
 from dlbench import lifeline
 
 from ..conftest import ROOT
@@ -75,3 +77,53 @@ def test_a_runner_without_a_lifeline_runs_on(tmp_path):
     finally:
         os.killpg(runner.pid, signal.SIGKILL)
         runner.wait()
+
+
+# An environment job's build step: make or pip, and a compiler they started; it prints the step's and the
+# compiler's pids
+BUILDER = """
+import sys
+from dlbench import lifeline
+lifeline.run_tied(["sh", "-c", "sleep 600 & echo $$ $!; wait"], sys.stdout)
+"""
+
+
+def test_a_build_step_ends_with_its_job_when_the_job_is_killed():
+    builder = _python(BUILDER)
+    step, compiler = map(int, builder.stdout.readline().split())
+    try:
+        assert not _gone(step, 0.5) and not _gone(compiler, 0)  # the job lives: so does its build
+        builder.send_signal(signal.SIGKILL)
+        builder.wait(timeout=30)
+        assert _gone(step, 30) and _gone(compiler, 30), "the build outlived its job"
+    finally:
+        builder.kill()
+        builder.wait()
+        for pid in (step, compiler):
+            if psutil.pid_exists(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_failed_build_step_raises_as_subprocess_run_does(tmp_path):
+    with (tmp_path / "log").open("w") as log, pytest.raises(subprocess.CalledProcessError) as failed:
+        lifeline.run_tied(["sh", "-c", "echo compiling; exit 3"], log)
+    assert failed.value.returncode == 3 and (tmp_path / "log").read_text() == "compiling\n"
+
+
+def test_the_scratch_of_a_run_whose_monitor_was_killed_is_swept_and_a_live_ones_kept(tmp_path):
+    cells = [tmp_path / "results" / "runs" / "pytorch" / "mnist-generated" / network / "cpu" / "fp32" / "train"
+             for network in ("lenet", "alexnet")]
+    dead, live, unlocked = cells[0] / ".dlbench-dead", cells[1] / ".dlbench-live", cells[1] / ".dlbench-new"
+    for scratch in (dead, live, unlocked):
+        scratch.mkdir(parents=True)
+    (dead / "lifeline").touch()  # its monitor and runner were SIGKILLed: nobody holds its lock
+    holder = _python(HOLDER, live)  # a monitor that lives
+    holder.stdout.readline()
+    try:
+        said = io.StringIO()
+        lifeline.sweep(cells[0], said)
+        assert not dead.exists() and live.exists() and unlocked.exists()
+        assert said.getvalue() == f"removed {dead}: the scratch of a run whose monitor was killed\n"
+    finally:
+        holder.kill()
+        holder.wait()

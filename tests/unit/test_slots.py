@@ -140,6 +140,18 @@ def test_a_symlinked_lock_file_is_refused_and_its_target_untouched(tmp_path):
     assert victim.read_text() == "precious"
 
 
+def test_a_hard_linked_lock_file_is_refused_and_the_file_it_shares_untouched(tmp_path):
+    locks, victim = tmp_path / "locks", tmp_path / "victim"
+    locks.mkdir(mode=0o700)
+    victim.write_text("precious")
+    victim.chmod(0o644)
+    os.link(victim, locks / "core-0.lock")
+    with (pytest.raises(slots.SlotError, match=r"core-0.lock has 2 links: another name shares it"),
+          slots.hold("core", ["0"], 1, locks, wait_s=1)):
+        pass
+    assert victim.read_text() == "precious" and stat.S_IMODE(victim.stat().st_mode) == 0o644
+
+
 def test_a_lock_directory_another_user_could_tamper_with_is_refused(tmp_path):
     others = tmp_path / "others"
     others.mkdir()

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
-from . import cuda_wheels
+from . import cuda_wheels, lifeline
 
 SOURCE = "brocolli-caffe==9.0.2"
 ARCHIVE = "brocolli-caffe-9.0.2.tar.gz"
@@ -266,4 +266,4 @@ def _ask(python: Path, *arguments: str) -> list[str]:
 def _run(command: list[str], log, cwd: Path | None = None) -> None:
     log.write(" ".join(command) + "\n")
     log.flush()
-    subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, check=True)
+    lifeline.run_tied(command, log, cwd=cwd)  # make's compilers end with this job, however it ends

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import distributions
 from pathlib import Path
 
-from . import caffe_build, cntk_setup, files
+from . import caffe_build, cntk_setup, files, lifeline
 from .registry import REGISTRY
 
 # Frameworks whose last release needs an older CPython than the workflow's: the runner stays on the
@@ -73,7 +73,7 @@ def build_venv(requirements: Path, venv_dir: Path, log, base_python: str | None 
         command = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-r", str(requirements)]
         log.write(" ".join(command) + "\n")
         log.flush()
-        subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True)
+        lifeline.run_tied(command, log)  # pip's builds end with this job, however it ends
         if after_install:
             after_install(venv_dir)
         frozen = subprocess.run([str(python), "-m", "pip", "freeze"], capture_output=True, text=True,

@@ -17,11 +17,14 @@ import fcntl
 import os
 import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
 VARIABLE = "DLBENCH_LIFELINE"
+SCRATCH_PREFIX = ".dlbench-"  # a monitor's scratch directory, beside its run's log
 
 
 @contextlib.contextmanager
@@ -64,3 +67,71 @@ def _end_with_monitor(path: Path) -> None:
     if os.getpgrp() == os.getpid():  # the leader of the group it was started in: it and its children
         os.killpg(0, signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+# Kills a process group once the lifeline's exclusive lock is gone: a build step's guard (see run_tied)
+GUARD = """
+import fcntl, os, shutil, signal, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_SH)
+try:
+    os.killpg(int(sys.argv[2]), signal.SIGKILL)
+except ProcessLookupError:
+    pass
+shutil.rmtree(os.path.dirname(sys.argv[1]), ignore_errors=True)
+"""
+
+
+def run_tied(command, log, **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run(command, check=True, ...)`` for a long build step (pip, make) that ends with this process
+    however this process ends: the command runs in a process group of its own, and a guard process kills that
+    group once this process's lifeline lock is gone, a SIGKILL's included (a killed environment job's compilers
+    went on for 18 minutes). On an exception here (SIGINT, SIGTERM) the group is killed at once."""
+    with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX + "build-") as scratch, held(Path(scratch), log) as tied:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **kwargs)
+        guard = subprocess.Popen([sys.executable, "-c", GUARD, tied[VARIABLE], str(process.pid)],
+                                 start_new_session=True) if tied else None
+        try:
+            returncode = process.wait()
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
+        finally:
+            if guard:  # before the lock is let go, which would set it off
+                guard.kill()
+                guard.wait()
+    if returncode:
+        raise subprocess.CalledProcessError(returncode, command)
+    return subprocess.CompletedProcess(command, returncode)
+
+
+CELL_DEPTH = 6  # runs/<framework>/<dataset>/<network>/<placement>/<variant>/<task>: where a run's log is
+
+
+def sweep(log_directory: Path, log) -> None:
+    """Remove the scratch directories whose monitors are gone: killed together with their runners (SIGKILL to
+    both), nobody was left to remove them. Every cell's of the workflow's ``runs/`` where ``log_directory`` is a
+    cell's, else its own. A directory counts as dead only where its lifeline file can be locked, which its
+    monitor's lock prevents for as long as the monitor lives; one without a lifeline (a monitor between making
+    it and locking it) is left alone."""
+    log_directory = Path(log_directory)
+    runs = log_directory.parents[CELL_DEPTH - 1] if len(log_directory.parents) >= CELL_DEPTH else None
+    found = (runs.glob("/".join(["*"] * CELL_DEPTH + [SCRATCH_PREFIX + "*"])) if runs and runs.name == "runs"
+             else log_directory.glob(SCRATCH_PREFIX + "*"))
+    for scratch in found:
+        if scratch.is_symlink() or not scratch.is_dir():
+            continue
+        try:
+            fd = os.open(scratch / "lifeline", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its monitor lives (or the file system has no locks: nothing can be told)
+        finally:
+            os.close(fd)
+        shutil.rmtree(scratch, ignore_errors=True)
+        log.write(f"removed {scratch}: the scratch of a run whose monitor was killed\n")

@@ -335,7 +335,8 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
     The runner inherits the device locks and watches this process's lifeline (:mod:`dlbench.lifeline`).
     However the wait ends, the runner and its descendants are gone before the scratch directory is."""
     # Beside the log, not in /tmp: the processes of a run over several nodes all read the spec.
-    with (tempfile.TemporaryDirectory(prefix=".dlbench-", dir=Path(log.name).parent) as scratch,
+    lifeline.sweep(Path(log.name).parent, log)
+    with (tempfile.TemporaryDirectory(prefix=lifeline.SCRATCH_PREFIX, dir=Path(log.name).parent) as scratch,
           lifeline.held(Path(scratch), log) as lifeline_environment):
         spec_path, result_path = Path(scratch, "spec.json"), Path(scratch, "result.json")
         spec.dump(spec_path)

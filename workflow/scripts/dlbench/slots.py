@@ -107,6 +107,9 @@ def _restrict(fd: int, path: Path) -> None:
     info, directory = os.fstat(fd), path.parent.stat()
     if not stat.S_ISREG(info.st_mode):
         raise SlotError(f"slot lock file {path} is not a regular file (refused)")
+    if info.st_nlink != 1:  # a hard link planted under the name: its mode and group are another file's
+        raise SlotError(f"slot lock file {path} has {info.st_nlink} links: another name shares it (a hard link "
+                        "planted there?); refused, and left as it is: remove it if it is not a file of yours")
     shared = bool(directory.st_mode & stat.S_IWGRP)
     mode, group = (0o660, directory.st_gid) if shared else (0o600, info.st_gid)
     if info.st_uid == os.geteuid():
