@@ -188,3 +188,25 @@ def test_readers_count_what_they_read_against_the_conversion(unpacked):
         list(formats.read_split("lmdb", output, "test"))
     with pytest.raises(formats.DamagedShard, match=r"29 images read, its conversion wrote 30"):
         LmdbRecords([shard], datasets.FAMILIES[family].image_shape)
+
+
+def test_an_lmdb_damaged_on_every_page_is_refused_by_its_readers_naming_the_shard(unpacked):
+    """Damage the checksums cannot see before reading (its time of modification kept): the readers name the shard
+    that failed, the library's error and how to convert it again."""
+    import os
+
+    from dlbench.backends.lmdb_records import LmdbRecords
+
+    family, root = unpacked
+    output = root / "lmdb-garbled"
+    formats.convert("lmdb", family, root / "data", output, log=lambda line: None)
+    shard = output / "test-00000-of-00001"
+    data = shard / "data.mdb"
+    times = data.stat()
+    data.write_bytes(bytes(range(256)) * (times.st_size // 256) + bytes(times.st_size % 256))
+    os.utime(data, ns=(times.st_atime_ns, times.st_mtime_ns))
+    words = rf"{shard}: reading it failed \(\w*Error: .*\): the data is damaged; convert it again: snakemake --force"
+    with pytest.raises(formats.DamagedShard, match=words):
+        list(formats.read_split("lmdb", output, "test"))
+    with pytest.raises(formats.DamagedShard, match=words):
+        LmdbRecords([shard], datasets.FAMILIES[family].image_shape)

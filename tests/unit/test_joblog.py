@@ -20,3 +20,14 @@ def test_a_rerun_appends_to_the_log(tmp_path):
         with logged(str(log)):
             print(f"attempt {attempt}")
     assert log.read_text() == "attempt 1\nattempt 2\n"
+
+
+def test_a_full_disk_is_said_with_where_the_job_writes_and_the_room_left(tmp_path, monkeypatch):
+    """/dev/full answers every write as a full disk does (ENOSPC), naming no file."""
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "job.log"
+    with pytest.raises(OSError, match="No space left on device"), logged(str(log)), open("/dev/full", "w") as full:
+        full.write("a converted shard")
+    said = log.read_text().splitlines()[-1]
+    assert said.startswith(f"dlbench: no space left on the device of {tmp_path} (data/, results/ and .snakemake/ "
+                           "are there; ") and " MiB free): free space there, then rerun" in said

@@ -223,3 +223,18 @@ def test_a_run_on_a_damaged_conversion_converts_it_again_first(tmp_path):
     assert len(list(converted.parent.glob(".lmdb.damaged-*"))) == 1
     rerun = json.loads((tmp_path / record).read_text())
     assert rerun["status"] == "ok" and rerun["run"]["iterations"] == QUICK["iterations"] + 1
+
+    # Changed in place, its size kept: the run refuses it and says how to convert it again; doing what it says
+    # converts it again, and a plain run then reruns the run that read it.
+    data.write_bytes(bytes(reversed(data.read_bytes())))
+    assert snakemake(tmp_path, "--force", record).returncode == 0
+    refused = json.loads((tmp_path / record).read_text())
+    advice = re.search(r"convert it again: snakemake --force (\S+); then a plain snakemake run reruns the runs that "
+                       r"read it", refused["reason"])
+    assert refused["status"] == "failed" and "data.mdb was modified after its conversion" in refused["reason"]
+    assert advice, refused["reason"]
+    assert snakemake(tmp_path, "--force", advice.group(1)).returncode == 0
+    formats.check(converted)
+    again = snakemake(tmp_path, record)
+    assert again.returncode == 0, again.stderr[-5000:]
+    assert json.loads((tmp_path / record).read_text())["status"] == "ok"

@@ -8,7 +8,7 @@ from pathlib import Path
 import lmdb
 import numpy as np
 
-from ..formats import check_count, lmdb_datum
+from ..formats import check_count, lmdb_datum, unreadable_shard
 
 
 class LmdbRecords:
@@ -23,10 +23,13 @@ class LmdbRecords:
         self.augment = augment
         self.keys, self.envs, self.rng = [], None, None
         for number, shard in enumerate(self.shards):
-            env = lmdb.open(shard, readonly=True, lock=False, readahead=False)
-            with env.begin() as transaction:
-                keys = [(number, key) for key in transaction.cursor().iternext(keys=True, values=False)]
-            env.close()  # an open environment must not be inherited across fork()
+            try:
+                env = lmdb.open(shard, readonly=True, lock=False, readahead=False)
+                with env.begin() as transaction:
+                    keys = [(number, key) for key in transaction.cursor().iternext(keys=True, values=False)]
+                env.close()  # an open environment must not be inherited across fork()
+            except lmdb.Error as error:
+                raise unreadable_shard(Path(shard), error) from error
             check_count(Path(shard), len(keys))
             self.keys += keys
 
@@ -51,14 +54,18 @@ class LmdbRecords:
         try:
             for index in indices:
                 number, key = self.keys[index]
-                if number not in cursors:
-                    transactions.append(self.envs[number].begin())
-                    cursors[number] = transactions[-1].cursor()
-                cursor = cursors[number]
-                if previous != (number, index - 1) or not cursor.next():
-                    cursor.set_key(key)
+                try:
+                    if number not in cursors:
+                        transactions.append(self.envs[number].begin())
+                        cursors[number] = transactions[-1].cursor()
+                    cursor = cursors[number]
+                    if previous != (number, index - 1) or not cursor.next():
+                        cursor.set_key(key)
+                    value = cursor.value()
+                except lmdb.Error as error:
+                    raise unreadable_shard(Path(self.shards[number]), error) from error
                 previous = (number, index)
-                yield cursor.value()
+                yield value
         finally:
             for transaction in transactions:
                 transaction.abort()  # read-only: ends the snapshot

@@ -226,9 +226,21 @@ def read_split(format_name: str, directory: Path, split: str):
     reader = module(format_name)
     for shard in shard_dirs(directory, split):
         read = 0
-        for read, item in enumerate(reader.read_shard(shard), 1):
-            yield item
+        try:
+            for read, item in enumerate(reader.read_shard(shard), 1):
+                yield item
+        except DamagedShard:
+            raise
+        except Exception as error:  # the format's library on bytes it cannot parse (lmdb.PageNotFoundError, ...)
+            raise unreadable_shard(shard, error) from error
         check_count(shard, read)
+
+
+def unreadable_shard(shard: Path, error: Exception) -> DamagedShard:
+    """What a reader that failed on ``shard``'s bytes raises: the shard, the library's error, and how to convert
+    it again."""
+    return DamagedShard(f"{shard}: reading it failed ({type(error).__name__}: {error}): the data is damaged; "
+                        f"{reconvert_advice([reconvert_target(shard)])}")
 
 
 def check_count(shard: Path, read: int) -> None:
@@ -293,7 +305,7 @@ def reconvert_target(shard: Path) -> Path:
 
 def reconvert_advice(targets) -> str:
     forced = " ".join(str(target) for target in targets)
-    return f"convert it again: snakemake --force {forced} (a plain snakemake run does so too, and reruns what read it)"
+    return f"convert it again: snakemake --force {forced}; then a plain snakemake run reruns the runs that read it"
 
 
 def check(format_dir: Path) -> None:
