@@ -619,3 +619,37 @@ def test_timings_split_each_run_s_wall_time_into_its_parts_and_sum_them_per_fram
     assert "3 runs, 0.2 minutes of run wall time together" in text  # the failed run's 3 s too
     assert "start 12 %, import 25 %, build 6 %, warm-up 28 %, timed 12 %, other 16 %" in text
     assert "| mxnet       | train  |      1 |" in text
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    (lambda item: item["provenance"]["packages"].update(torch="2.12.0"), "package torch 2.12.0 here, 2.13.0 there"),
+    (lambda item: item["run"].update(framework_version="2.12.0"), "framework_version 2.12.0 here, 1 there"),
+    (lambda item: item["provenance"].update(dlbench_version="0.30.0"), "dlbench 0.30.0 here, 0.37.0 there"),
+    (lambda item: item["run"].update(threads=1), "threads 1 here, 2 there"),
+    (lambda item: item["run"].update(batch_size_global=128), "batch_size_global 128 here, 64 there"),
+    (lambda item: item["run"].update(iterations=500), "iterations 500 here, 20 there"),
+    (lambda item: item["provenance"].update(python="3.12.1"), "python 3.12.1 here, 3.11 there"),
+])
+def test_a_run_not_equal_to_its_cells_others_is_set_apart_and_says_how(change, words):
+    """Three repetitions of one cell, one of them made otherwise (another torch, dlbench, thread count, batch): the
+    cell averages the two equals, and the third is set apart with what differs; it is never in the mean."""
+    items = []
+    for repetition, speed in ((1, 100.0), (2, 102.0), (3, 5000.0)):
+        item = record(repetition=repetition, speed=speed)
+        item["provenance"].update(dlbench_version="0.37.0", packages={"torch": "2.13.0"})
+        items.append({**item, "path": f"rep{repetition}.json"})
+    change(items[2])
+    runs = runs_table(items)
+    assert list(runs["status"]) == ["ok", "ok", "set apart"]
+    assert runs["reason"].iloc[2] == f"not equal to its cell's other runs (as rep1.json): {words}"
+    speed = appendix(runs).query("metric == 'train_speed'").iloc[0]
+    assert speed["cell"] == "101 ± 1 (n=2 of 3, 1 set apart, cv 1.4%)"
+
+
+def test_the_newest_runs_setup_decides_between_two_as_many():
+    older, newer = record(repetition=1, speed=100.0), record(repetition=2, speed=200.0)
+    newer["provenance"].update(packages={"torch": "2.13.0"}, started_at="2026-11-23T00:00:00+00:00")
+    runs = runs_table([{**older, "path": "rep1.json"}, {**newer, "path": "rep2.json"}])
+    assert list(runs["status"]) == ["set apart", "ok"]
+    assert runs["reason"].iloc[0] == "not equal to its cell's other runs (as rep2.json): package torch absent here, " \
+                                     "2.13.0 there"

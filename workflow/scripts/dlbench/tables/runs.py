@@ -1,6 +1,7 @@
 """Run records -> runs.csv: one row per run, its identity, status, every metric and why one is missing."""
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pandas as pd
@@ -29,8 +30,54 @@ def machine(record: dict) -> str | None:
     return f"{provenance['cpu_model']}, {provenance['cores']} cores" if provenance.get("cpu_model") else None
 
 
+# What a run's repetitions differ in and still measure one thing: which repetition, the seed that follows from
+# it, where its data lay, and the run's bookkeeping. Everything else of the run's spec must be equal.
+REPETITION_FIELDS = {"repetition", "seed", "data_dir"}
+SET_APART = "set apart"  # the status of an ok run that is not equal to its cell's others (:func:`setup`)
+
+
+def setup(record: dict) -> dict[str, str]:
+    """What a run's measurement depends on besides its cell: its spec (but :data:`REPETITION_FIELDS`), its
+    framework's version, dlbench's version, its Python and installed packages. A cell averages only runs whose
+    setups are equal."""
+    run, provenance = record["run"], record["provenance"]
+    found = {key: str(value) for key, value in sorted(run.items()) if key not in REPETITION_FIELDS}
+    found.update({"dlbench": str(provenance.get("dlbench_version")), "python": str(provenance.get("python"))})
+    found.update({f"package {name}": str(version) for name, version in sorted((provenance.get("packages") or {})
+                                                                               .items())})
+    return found
+
+
+def _difference(setup_here: dict, setup_there: dict) -> str:
+    keys = [key for key in dict.fromkeys([*setup_here, *setup_there]) if setup_here.get(key) != setup_there.get(key)]
+    shown = [f"{key} {setup_here.get(key, 'absent')} here, {setup_there.get(key, 'absent')} there" for key in keys[:3]]
+    return "; ".join(shown) + (f"; and {len(keys) - 3} more" if len(keys) > 3 else "")
+
+
+def _unequal_runs_set_apart(table: pd.DataFrame, setups: list[dict]) -> pd.DataFrame:
+    """In each cell, the ok runs whose setup differs from the cell's most common one (on a tie, the newest run's)
+    become :data:`SET_APART`, their reason the difference: a cell averages only equals. Runs that failed keep their
+    status; they count in no mean."""
+    if not len(table):
+        return table
+    keys = [json.dumps(found, sort_keys=True) for found in setups]
+    table = table.assign(_setup=keys, _order=range(len(table)))
+    for _, cell in table.groupby(CELL_KEYS, sort=False, dropna=False):
+        counts = Counter(cell["_setup"])
+        newest = cell.sort_values("started_at", na_position="first")["_setup"].iloc[-1]
+        most = max(counts.values())
+        kept = newest if counts[newest] == most else next(key for key, count in counts.items() if count == most)
+        reference = cell[cell["_setup"] == kept]["record"].iloc[0]
+        for index in cell.index[(cell["_setup"] != kept) & (cell["status"] == "ok")]:
+            difference = _difference(setups[table.at[index, "_order"]], json.loads(kept))
+            table.at[index, "status"] = SET_APART
+            table.at[index, "reason"] = f"not equal to its cell's other runs (as {reference}): {difference}"
+    return table.drop(columns=["_setup", "_order"])
+
+
 def runs_table(records: list[dict]) -> pd.DataFrame:
-    """One row per run: its identity, status, every metric, and why a metric is missing."""
+    """One row per run: its identity, status, every metric, and why a metric is missing. A run not equal to its
+    cell's others is set apart (:func:`_unequal_runs_set_apart`)."""
     rows = []
     for record in records:
         run = record["run"]
@@ -58,7 +105,8 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
         rows.append(row)
     columns = RUN_KEYS + ["status", "reason"]
     table = pd.DataFrame(rows, columns=columns + [c for r in rows[:1] for c in r if c not in columns])
-    return table.assign(machine=_with_unknown_machines_placed(table))
+    table = table.assign(machine=_with_unknown_machines_placed(table))
+    return _unequal_runs_set_apart(table, [setup(record) for record in records])
 
 
 def _with_unknown_machines_placed(table: pd.DataFrame) -> pd.Series:
