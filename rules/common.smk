@@ -16,13 +16,14 @@ from dlbench.metrics import METRICS, caption_thresholds, drawn  # noqa: E402
 from dlbench.host import Rapl  # noqa: E402
 from dlbench.peaks import node_knows_cpu_peak  # noqa: E402
 from dlbench.registry import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
-from dlbench import ceiling, datasets, formats, ilsvrc12, launch, merge, progress, scheduler, stages, summary  # noqa: E402
+from dlbench import (ceiling, currency, datasets, formats, ilsvrc12, launch, merge, progress, scheduler,  # noqa: E402
+                     stages, summary)
 from dlbench.compute import processor  # noqa: E402
 from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
                           cuda_variant, current_environment, node_gpus)
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
-from dlbench.spec import (HARDWARE_NAME, IMAGENET_LABEL, PRECISIONS, VARIANT, dataset_classes, gpu_count,  # noqa: E402
+from dlbench.spec import (HARDWARE_NAME, IMAGENET_LABEL, PRECISIONS, VARIANT, RunSpec, dataset_classes, gpu_count,  # noqa: E402
                           parse_dataset_label, parse_placement, placement_label, whole_dataset)
 from dlbench.tasks import TASKS  # noqa: E402
 
@@ -282,6 +283,11 @@ def train_inputs(wildcards):
         inputs["environment"] = f".venvs/{ENVIRONMENTS[run.framework]}/environment.json"
     elif USE_CONDA and run.framework in WORKER_PYTHONS:
         inputs["environment"] = f".conda-workers/{run.framework}/environment.json"
+    # Whether the record is what the config and the code ask now, from the record itself (dlbench.currency); only
+    # the main Snakemake process writes the stamp, a cluster job's reads it
+    record = RUN_RECORD.format(**wildcards)
+    inputs["current"] = str(currency.stamp(record, RunSpec(**run_spec(wildcards)), log=lambda line: print(
+        line, file=sys.stderr)) if workflow.is_main_process else currency.stamp_path(record))
     # Ancient: a ceiling measured again (a new driver) does not redo the runs measured before it.
     inputs["ceiling"] = ancient(CEILING.format(processor=placement_label(run.hardware, processor(run.device)),
                                                precision=run.precision))

@@ -238,3 +238,63 @@ def test_a_run_on_a_damaged_conversion_converts_it_again_first(tmp_path):
     again = snakemake(tmp_path, record)
     assert again.returncode == 0, again.stderr[-5000:]
     assert json.loads((tmp_path / record).read_text())["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_a_record_is_current_only_while_its_spec_and_what_ran_it_are_unchanged(tmp_path):
+    """Decided from the records themselves: in a copy of the workflow whose records stand in place (planted, each
+    what its run would hold), a README edit reruns nothing; LeNet's description reruns LeNet's records in every
+    framework; TensorFlow's backend reruns TensorFlow's; with Snakemake's metadata lost, a changed batch size
+    reruns what it changes."""
+    import shutil
+
+    copy_ = tmp_path / "dlbench"
+    copy_.mkdir()
+    for part in ("Snakefile", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / part, copy_ / part)
+    for part in ("rules", "workflow", "config", "envs", "report"):
+        shutil.copytree(ROOT / part, copy_ / part, ignore=shutil.ignore_patterns("__pycache__"))
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    config = {"frameworks": ["pytorch", "tensorflow"], "repetitions": 1, "environment": "current",
+              "benchmarks": [{"dataset": "mnist", "data": "synthetic", **QUICK, "networks": ["lenet", "mlp"]}]}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    records = [f"results/runs/{framework}/mnist-synthetic/{network}/cpu/fp32/train/rep1.json"
+               for framework in ("pytorch", "tensorflow") for network in ("lenet", "mlp")]
+
+    def rerun() -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(copy_ / "Snakefile"),
+                               "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores",
+                               "2", "--dry-run", *records], capture_output=True, text=True, check=False, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return sorted(re.findall(r"output: (results/runs/\S+\.json)", done.stdout))
+
+    assert rerun() == sorted(records)  # none made yet; the dry run writes each record's stamp
+    for record in records:  # each record as its run would make it: its spec and what ran it
+        held = json.loads((workdir / "results" / ".current" / record.removeprefix("results/")).read_text())
+        (workdir / record).parent.mkdir(parents=True)
+        (workdir / record).write_text(json.dumps({"run": held["run"], "provenance": {
+            "fingerprints": held["fingerprints"]}}))
+    ceiling = workdir / "results" / "ceilings" / "cpu-fp32.json"
+    ceiling.parent.mkdir(parents=True)
+    ceiling.write_text("{}")
+    assert rerun() == []
+
+    (copy_ / "README.md").write_text("edited\n")
+    assert rerun() == []
+    networks = copy_ / "workflow" / "scripts" / "dlbench" / "networks.py"
+    networks.write_text(networks.read_text().replace("Conv(20, 5), MaxPool(2, 2), Conv(50, 5)",
+                                                     "Conv(21, 5), MaxPool(2, 2), Conv(50, 5)"))
+    assert rerun() == sorted(record for record in records if "/lenet/" in record)
+    networks.write_text(networks.read_text().replace("Conv(21, 5)", "Conv(20, 5)"))
+    assert rerun() == []
+    backend = copy_ / "workflow" / "scripts" / "dlbench" / "backends" / "tensorflow.py"
+    backend.write_text(backend.read_text() + "\n# edited\n")
+    assert rerun() == sorted(record for record in records if "/tensorflow/" in record)
+    backend.write_text(backend.read_text().removesuffix("\n# edited\n"))
+    assert rerun() == []
+
+    shutil.rmtree(workdir / ".snakemake" / "metadata", ignore_errors=True)
+    config["benchmarks"][0]["batch_size"] = 32
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    assert rerun() == sorted(records)

@@ -21,7 +21,7 @@ import psutil
 import yaml
 from jsonschema.exceptions import best_match
 
-from . import backends, compute, files, host, peaks
+from . import backends, compute, currency, files, host, peaks
 from .gpu import GpuProbe, memory_and_power
 from .peaks import Peak
 from .spec import SETUP_FIELDS, RunSpec, placement_label, variant_label
@@ -156,6 +156,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
             "gpu_code": result.get("gpu_code"),  # how the GPUs ran the build's code (backends.check_gpu_code)
             "monitor_python": platform.python_version(),
             "config_sha256": config_sha256, "dlbench_version": dlbench_version(), "git_commit": git_commit(),
+            "fingerprints": currency.fingerprints(spec),  # what ran it (dlbench.currency): 0.37.0
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),  # where the run was a Slurm job, and on which node
             "slurm_node": os.environ.get("SLURMD_NODENAME"),
             "slurm_partition": os.environ.get("SLURM_JOB_PARTITION"),
