@@ -188,7 +188,7 @@ def test_a_damaged_shard_is_named_by_its_own_job(indexed, tmp_path, monkeypatch)
     try:
         data.write_bytes(whole[:len(whole) // 2])
         assert list(formats.damage(out)) == [shard.relative_to(root)]
-        with pytest.raises(formats.DamagedShard, match=r"snakemake --force shards/tfrecord/train-00001-of-00003 "):
+        with pytest.raises(formats.DamagedShard, match=r"snakemake --force shards/tfrecord/train-00001-of-00003;"):
             formats.check(out)
     finally:
         data.write_bytes(whole)
