@@ -332,10 +332,12 @@ def resolve(requirements: Path, pip_args: Sequence[str] = ()) -> dict:
         # pip takes another interpreter's version only for a --target install (nothing is installed: a dry run)
         for_interpreter = (["--python-version", WORKER_PYTHONS[environment][0], "--only-binary=:all:",
                             "--target", str(Path(scratch) / "target")] if environment in WORKER_PYTHONS else [])
-        done = subprocess.run([sys.executable, "-m", "pip", "--isolated", "install", "--dry-run", "--ignore-installed",
-                               "--quiet", "--report", str(report), *for_interpreter, *pip_args,
-                               "-r", str(requirements)], capture_output=True, text=True, check=False)
-
+        command = [sys.executable, "-m", "pip", "--isolated", "install", "--dry-run", "--ignore-installed", "--quiet",
+                   "--report", str(report), *for_interpreter, *pip_args, "-r", str(requirements)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0 and "DO NOT MATCH THE HASHES" in done.stderr:
+            # a download damaged in transit (seen once in CI, gone a minute later): fetched once more, uncached
+            done = subprocess.run([*command, "--no-cache-dir"], capture_output=True, text=True, check=False)
         if done.returncode != 0:
             said = [line for line in done.stderr.splitlines()
                     if line.startswith("ERROR") and not line.startswith("ERROR: Ignored")] or done.stderr.splitlines()
