@@ -24,7 +24,7 @@ from jsonschema.exceptions import best_match
 from . import backends, compute, currency, files, host, peaks
 from .gpu import GpuProbe, memory_and_power
 from .peaks import Peak
-from .spec import SETUP_FIELDS, RunSpec, placement_label, variant_label
+from .spec import SETUP_FIELDS, RunSpec, placement_label, run_variant
 from .tasks.accuracy import accuracy_block
 from .tasks.inference import latency
 from .tasks.profile import layer_profile
@@ -249,10 +249,10 @@ def _not_a_number(token: str):
     raise ValueError(f"{token} is not a measurement")
 
 
-def _measured_number(token: str) -> float | int:
-    """A number of a record's JSON text, refused where it cannot be a measurement: it overflows to infinity
-    (1e999) or is larger than anything a run measures (1e300)."""
-    number = float(token) if any(c in token for c in ".eE") else int(token)
+def _measured_number(token: str, kind=float) -> float | int:
+    """A number of a record's JSON text (``kind``: float or int, as the parser found it), refused where it cannot be
+    a measurement: it overflows to infinity (1e999) or is larger than anything a run measures (1e300)."""
+    number = kind(token)
     if not math.isfinite(number):
         raise ValueError(f"{token} is not a measurement (not finite)")
     if abs(number) > ABSURD:
@@ -272,11 +272,8 @@ def filed_run(path: Path) -> str | None:
 def recorded_run(record: dict) -> str:
     """The run a record says it is, named as :func:`filed_run` names a path's."""
     run = record["run"]
-    swept_batch = run["batch_size_global"] if run.get("batch_swept") else None
-    variant = variant_label(run.get("precision", "fp32"), run.get("compile", False), swept_batch,
-                            run.get("keras_fit", False))
     placement = placement_label(run.get("hardware"), run["device"])
-    return "/".join([run["framework"], run["dataset"], run["network"], placement, variant, run.get("task", "train"),
+    return "/".join([run["framework"], run["dataset"], run["network"], placement, run_variant(run), run["task"],
                      f"rep{run['repetition']}"])
 
 
@@ -286,7 +283,7 @@ def read_record(path: Path) -> dict:
     schema newer than this code's."""
     try:
         record = json.loads(Path(path).read_text(), parse_constant=_not_a_number, parse_float=_measured_number,
-                            parse_int=_measured_number)
+                            parse_int=functools.partial(_measured_number, kind=int))
     except (OSError, ValueError) as error:
         raise files.Unreadable(f"{path}: {type(error).__name__}: {error}") from None
     schema, newest = record.get("schema") if isinstance(record, dict) else None, record_schema_version()
