@@ -73,13 +73,16 @@ channels, height, width = description.input_shape
 images = tf.random.normal(({batch}, height, width, channels))
 labels = tf.random.uniform(({batch},), 0, description.num_classes, dtype=tf.int64)
 @tf.function
-def step():
+def train():
     with tf.GradientTape() as tape:
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, model(images, training=True)))
     optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
     return loss
+losses = []
+def step():  # keeps the last step's loss: finish() waits for it rather than running a step more
+    losses[:] = [train()]
 def finish():
-    step().numpy()
+    losses[0].numpy()
 """,
     "mxnet": """
 import mxnet as mx
@@ -134,11 +137,12 @@ INTERLEAVED_TAIL = """
 import json, os, subprocess, time
 from dlbench.tasks.loop import timed_loop
 # The monitor's sampler, in a process of its own with the workflow's interpreter, on during the harness's turns
-sampler = subprocess.Popen([{monitor_python!r}, "-c", {sampler_sidecar!r}], stdin=subprocess.PIPE, text=True,
-                           env={{**os.environ, "PYTHONPATH": {package_root!r}}})
-def sampling(on):
+sampler = subprocess.Popen([{monitor_python!r}, "-c", {sampler_sidecar!r}], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True, env={{**os.environ, "PYTHONPATH": {package_root!r}}})
+def sampling(on):  # returns once the side-car has started (its first sample taken) or stopped sampling
     sampler.stdin.write("on\\n" if on else "off\\n")
     sampler.stdin.flush()
+    sampler.stdout.readline()
 def bare(steps):
     start = time.perf_counter()
     for _ in range(steps):
@@ -162,9 +166,11 @@ sampler.stdin.close()
 sampler.wait()
 print(json.dumps(ratios))
 """
-# Reads its parent, the interleaved loops' process, as the monitor reads a runner, while told "on"
+# Reads its parent, the interleaved loops' process, as the monitor reads a runner, while told "on"; says when it has
+# started (its first sample, with the process tree's scan, taken) or stopped: a workflow's monitor starts sampling
+# before its runner starts, so its start-up is no timed window's
 SAMPLER_SIDECAR = """
-import os, sys
+import os, sys, time
 from dlbench import host, monitor
 from dlbench.gpu import GpuProbe
 sampler = None
@@ -172,9 +178,12 @@ for line in sys.stdin:
     if line.strip() == "on":
         sampler = monitor.Sampler(os.getppid(), GpuProbe([]), SAMPLE_HZ, sorted(os.sched_getaffinity(0)), host.Rapl())
         sampler.start()
+        while not sampler.ticks:
+            time.sleep(0.001)
     elif sampler:
         sampler.stop()
         sampler = None
+    print(line.strip(), flush=True)
 """
 
 HEAD = """
