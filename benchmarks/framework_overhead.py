@@ -139,6 +139,7 @@ from dlbench.tasks.loop import timed_loop
 # The monitor's sampler, in a process of its own with the workflow's interpreter, on during the harness's turns
 sampler = subprocess.Popen([{monitor_python!r}, "-c", {sampler_sidecar!r}], stdin=subprocess.PIPE,
                            stdout=subprocess.PIPE, text=True, env={{**os.environ, "PYTHONPATH": {package_root!r}}})
+os.environ.update(json.loads(sampler.stdout.readline()))  # where the timed loop marks its window, as a runner's
 def sampling(on):  # returns once the side-car has started (its first sample taken) or stopped sampling
     sampler.stdin.write("on\\n" if on else "off\\n")
     sampler.stdin.flush()
@@ -166,17 +167,22 @@ sampler.stdin.close()
 sampler.wait()
 print(json.dumps(ratios))
 """
-# Reads its parent, the interleaved loops' process, as the monitor reads a runner, while told "on"; says when it has
-# started (its first sample, with the process tree's scan, taken) or stopped: a workflow's monitor starts sampling
-# before its runner starts, so its start-up is no timed window's
+# Reads its parent, the interleaved loops' process, as the monitor reads a runner (on its clock and on the timed loop's
+# window marks), while told "on"; says when it has started (its first sample, with the process tree's scan, taken) or
+# stopped: a workflow's monitor starts sampling before its runner starts, so its start-up is no timed window's
 SAMPLER_SIDECAR = """
-import os, sys, time
-from dlbench import host, monitor
+import json, os, sys, tempfile, time
+from pathlib import Path
+from dlbench import host, monitor, window_marks
 from dlbench.gpu import GpuProbe
+scratch = tempfile.TemporaryDirectory()
+marks = window_marks.Listener(Path(scratch.name, "window-marks"))
+print(json.dumps(marks.environment), flush=True)
 sampler = None
 for line in sys.stdin:
     if line.strip() == "on":
-        sampler = monitor.Sampler(os.getppid(), GpuProbe([]), SAMPLE_HZ, sorted(os.sched_getaffinity(0)), host.Rapl())
+        sampler = monitor.Sampler(os.getppid(), GpuProbe([]), SAMPLE_HZ, sorted(os.sched_getaffinity(0)), host.Rapl(),
+                                  marks)
         sampler.start()
         while not sampler.ticks:
             time.sleep(0.001)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from . import files, formats, host, launch, lifeline, slots
+from . import files, formats, host, launch, lifeline, slots, window_marks
 from .envs import WORKER_PYTHON_VARIABLE
 from .gpu import IDLE_SAMPLE_SECONDS, GpuProbe, inventory
 from .record import build_record, series
@@ -36,29 +36,35 @@ LOG_TAIL_LINES = 15
 class Sampler(threading.Thread):
     """Samples the runner's process tree (RSS, CPU time), its GPUs and the host's counters (its cores'
     busy time, RAPL energy: :mod:`dlbench.host`) until stopped: a GPU run at ``hz`` (NVML's power and memory),
-    a run without GPUs :data:`HOST_HZ` times a second.
+    a run without GPUs :data:`HOST_HZ` times a second, and inside its timed window :data:`WINDOW_HOST_HZ`; and
+    at once when the runner marks the window's opening and closing (``marks``: :mod:`dlbench.window_marks`).
 
     The sampler shares the machine with the run it measures and must stay out of its way. On a CPU run every
     core trains, and each wake-up of the sampler stops one of the framework's threads while the others wait for
     it at their next barrier: waking 20 times a second slowed PyTorch's LeNet by 1 to 4 % on this 2-core machine
     (steps timed while a sampler alternated a second on, a second off), for 0.3 % of a core's time. The host's
-    counters are cumulative, so fewer samples lose nothing but the time course; the runner's RSS peak is the
-    kernel's (VmHWM), which the next sample reads however short the peak was. Finding the tree's children
-    scans all of /proc (about 1 ms here), so it is refreshed once a second; reading RSS of known processes
-    costs microseconds.
+    counters are cumulative, so fewer samples lose nothing but the time course: the samples at the window's
+    marks give its counters whole; the runner's RSS peak is the kernel's (VmHWM), which the next sample reads
+    however short the peak was. Finding the tree's children scans all of /proc (about 1 ms here), so it is
+    refreshed once a second; reading RSS of known processes costs microseconds.
     """
 
     TREE_REFRESH_S = 1.0
     HOST_HZ = 4.0
+    WINDOW_HOST_HZ = 1.0  # between a CPU run's window marks: its bounds are sampled on the marks
 
-    def __init__(self, pid: int, probe: GpuProbe, hz: float, cores: list[int], rapl: host.Rapl):
+    def __init__(self, pid: int, probe: GpuProbe, hz: float, cores: list[int], rapl: host.Rapl,
+                 marks: window_marks.Listener | None = None):
         super().__init__(daemon=True)
-        self.process, self.probe = psutil.Process(pid), probe
-        self.interval = 1 / (hz if probe.handles and not probe.idle else min(hz, self.HOST_HZ))
+        self.process, self.probe, self.marks = psutil.Process(pid), probe, marks
+        gpu_run = probe.handles and not probe.idle
+        self.interval = 1 / (hz if gpu_run else min(hz, self.HOST_HZ))
+        self.window_interval = self.interval if gpu_run else max(self.interval, 1 / self.WINDOW_HOST_HZ)
         self.cores, self.rapl = cores, rapl
         self.rss_peak_mib, self.gpu_samples, self.host_samples, self.ticks = 0.0, [], [], 0
         self.first, self.last = None, None
         self._tree_cache, self._tree_time = [self.process], float("-inf")
+        self._idle_gpus_read = float("-inf")
         self._stop_event = threading.Event()
 
     def _tree(self, now: float) -> list[psutil.Process]:
@@ -71,29 +77,45 @@ class Sampler(threading.Thread):
         return self._tree_cache
 
     def run(self) -> None:
+        in_window = False
         while not self._stop_event.is_set():
-            now = time.time()
-            tree, rss, cpu = self._tree(now), 0, 0.0
-            for proc in tree:
-                try:
-                    rss += proc.memory_info().rss
-                    times = proc.cpu_times()
-                    cpu += times.user + times.system
-                except psutil.Error:
-                    pass
-            # the tree's sampled sum, or the runner's own peak where a sample missed it
-            self.rss_peak_mib = max(self.rss_peak_mib, rss / 2**20, peak_rss_mib(self.process.pid))
-            self.host_samples.append(host.HostSample(now, host.cores_busy_seconds(self.cores), cpu, self.rapl.read(),
-                                                     rss / 2**20))
-            # A CPU run's idle GPUs once a second, as the thesis read them: their draw barely moves, the run's cores do
-            if self.probe.handles and (not self.probe.idle
-                                       or self.ticks % max(1, round(IDLE_SAMPLE_SECONDS / self.interval)) == 0):
-                self.gpu_samples.append(self.probe.sample(now, {p.pid for p in tree}))
-            self.first, self.last, self.ticks = self.first or now, now, self.ticks + 1
-            self._stop_event.wait(self.interval)
+            self._sample(time.time())
+            in_window = self._wait(self.window_interval if in_window else self.interval, in_window)
+
+    def _sample(self, now: float) -> None:
+        tree, rss, cpu = self._tree(now), 0, 0.0
+        for proc in tree:
+            try:
+                rss += proc.memory_info().rss
+                times = proc.cpu_times()
+                cpu += times.user + times.system
+            except psutil.Error:
+                pass
+        # the tree's sampled sum, or the runner's own peak where a sample missed it
+        self.rss_peak_mib = max(self.rss_peak_mib, rss / 2**20, peak_rss_mib(self.process.pid))
+        self.host_samples.append(host.HostSample(now, host.cores_busy_seconds(self.cores), cpu, self.rapl.read(),
+                                                 rss / 2**20))
+        # A CPU run's idle GPUs once a second, as the thesis read them: their draw barely moves, the run's cores do
+        if self.probe.handles and (not self.probe.idle
+                                   or now - self._idle_gpus_read >= IDLE_SAMPLE_SECONDS - self.interval / 2):
+            self.gpu_samples.append(self.probe.sample(now, {p.pid for p in tree}))
+            self._idle_gpus_read = now
+        self.first, self.last, self.ticks = self.first or now, now, self.ticks + 1
+
+    def _wait(self, seconds: float, in_window: bool) -> bool:
+        """Until the next sample is due, a window mark comes or the sampler is stopped; whether the window is open."""
+        if self.marks is None:
+            self._stop_event.wait(seconds)
+            return in_window
+        readable, _, _ = select.select([self.marks.fd], [], [], seconds)
+        marks = self.marks.read() if readable else b""
+        last = max(marks.rfind(window_marks.OPEN), marks.rfind(window_marks.CLOSE))
+        return in_window if last < 0 else marks[last:last + 1] == window_marks.OPEN
 
     def stop(self) -> None:
         self._stop_event.set()
+        if self.marks:
+            self.marks.wake()
         self.join()
 
     @property
@@ -133,7 +155,8 @@ def runner_environment(threads: int, gpus: list[str], worker_python: str | None 
     cuBLAS unless the run's precision is tf32, and JAX allocating what it uses (by default it takes
     75 % of the GPU at start, which the GPU-memory figure would report)."""
     env = dict(os.environ)
-    env.pop(lifeline.VARIABLE, None)  # only the monitor that starts a runner gives it a lifeline
+    for variable in (lifeline.VARIABLE, window_marks.VARIABLE):  # only the monitor that starts a runner gives these
+        env.pop(variable, None)
     if worker_python:
         env[WORKER_PYTHON_VARIABLE] = worker_python
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -349,12 +372,14 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
         nodes = _nodes(spec, log)
         log.write(f"runner: {' '.join(command)} (threads {threads}, timeout {timeout_s:.0f} s)\n")
         log.flush()
+        marks = _window_marks(Path(scratch), log)
         launched_epoch, oom_kills = time.time(), host.oom_kills()
-        environment = {**runner_environment(threads, gpus, worker_python, spec.precision), **lifeline_environment}
+        environment = {**runner_environment(threads, gpus, worker_python, spec.precision), **lifeline_environment,
+                       **(marks.environment if marks else {})}
         try:
             with started(command, log, cores, locks, environment) as process:
                 # srun starts the processes of a run over nodes, outside this process's tree: none to sample
-                sampler = None if nodes else Sampler(process.pid, probe, sample_hz, cores, host.Rapl())
+                sampler = None if nodes else Sampler(process.pid, probe, sample_hz, cores, host.Rapl(), marks)
                 if sampler:
                     sampler.start()
                 try:
@@ -367,12 +392,23 @@ def _measure(spec: RunSpec, python: str, log, timeout_s: float, sample_hz: float
                         sampler.stop()
         except StartFailed as error:
             return {"status": "failed", "reason": f"cannot start the runner with {python}: {error}"}, None
+        finally:
+            if marks:
+                marks.close()
         result = read_result(result_path, returncode, oom_kills)
         if returncode and spec.processes > 1 and result.get("status") == "ok":  # the first wrote, another failed
             result = {"status": "failed", "reason": f"a process of the group of {spec.processes} "
                                                     f"{exit_words(returncode)} after the first wrote its result (the "
                                                     "log says why)"}
         return {**result, "launched_epoch": launched_epoch, **nodes}, sampler
+
+
+def _window_marks(scratch: Path, log) -> window_marks.Listener | None:
+    try:
+        return window_marks.Listener(scratch / "window-marks")
+    except OSError as error:  # a file system without FIFOs: the window is sampled on the sampler's clock alone
+        log.write(f"no window marks ({error}): the timed window's bounds are the host samples nearest inside it\n")
+        return None
 
 
 def _nodes(spec: RunSpec, log) -> dict:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from .. import backends
+from .. import backends, window_marks
 
 
 def _cpu_seconds(harness) -> float:
@@ -27,6 +27,7 @@ class StepClock:
     def _open_window(self) -> None:
         self.window.update(start_epoch=time.time(), cpu_start=_cpu_seconds(self.harness),
                            input_wait_start=self.harness.input_wait_seconds())
+        window_marks.mark(window_marks.OPEN)
 
     def start(self) -> None:
         """Nothing in flight: the first step's interval starts now."""
@@ -46,12 +47,13 @@ class StepClock:
             self.progress(f"iteration {done}/{self.iterations} ({phase}): {self.times[-1] * 1e3:.1f} ms", flush=True)
 
     def result(self) -> dict:
-        input_wait = self.harness.input_wait_seconds()
+        input_wait, end_epoch = self.harness.input_wait_seconds(), time.time()
+        window_marks.mark(window_marks.CLOSE)
         return {
             "iteration_seconds": self.times,
             "timed_window": {
                 "start_epoch": self.window["start_epoch"],
-                "end_epoch": time.time(),
+                "end_epoch": end_epoch,
                 "cpu_seconds": _cpu_seconds(self.harness) - self.window["cpu_start"],
                 "seconds": sum(self.times[self.warmup:]),
                 "input_wait_seconds": None if input_wait is None else input_wait - self.window["input_wait_start"],
