@@ -96,6 +96,18 @@ class _LastStep(nn.HybridBlock):
         return F.squeeze(F.slice_axis(self.lstm(x), axis=1, begin=-1, end=None), axis=1)
 
 
+class _WithLoss(nn.HybridBlock):
+    """The network and its loss in one hybridised graph: the loss's operators run in the step's cached graph
+    rather than one by one from Python (as TensorFlow's run inside its traced step)."""
+
+    def __init__(self, net: nn.HybridBlock):
+        super().__init__(prefix="")
+        self.net, self.loss = net, gluon.loss.SoftmaxCrossEntropyLoss()
+
+    def hybrid_forward(self, F, images, labels):
+        return self.loss(self.net(images), labels)
+
+
 class GluonBuilder:
     """Turns a :mod:`dlbench.networks` description into a Gluon ``HybridBlock`` (NCHW)."""
 
@@ -273,8 +285,8 @@ class LayerProfiler:
               "each operator is its own event")
     devices = all_reduce = layer_updates = None  # it profiles one device; its update operators span several layers
 
-    def __init__(self, net: nn.HybridBlock, layers: list[str]):
-        self.net, self.layers, self.steps, self.update = net, layers, [], None
+    def __init__(self, trained: nn.HybridBlock, layers: list[str]):  # trained: the block the steps call
+        self.trained, self.layers, self.steps, self.update = trained, layers, [], None
         self.update_untimed = "the trace was not read"
         kinds = [name.rstrip("0123456789") for name in layers]
         forward = [OPERATORS[kind] for kind in kinds]
@@ -307,7 +319,7 @@ class LayerProfiler:
             os.environ.pop("MXNET_EXEC_BULK_EXEC_TRAIN", None)
         else:
             os.environ["MXNET_EXEC_BULK_EXEC_TRAIN"] = bulking
-        self.net.hybridize(static_alloc=True, static_shape=True)
+        self.trained.hybridize(static_alloc=True, static_shape=True)
 
     def _per_step(self, events: list[dict]) -> list[dict[str, tuple[float, float]]]:
         begun, operators = {}, []
@@ -411,7 +423,8 @@ class Harness:
         self.profiled_layers = profiled_layers(description) if spec.task == "profile" else []
         self.net = build(description)
         self.net.initialize(mx.init.Xavier(), ctx=self.contexts)
-        self.net.hybridize(static_alloc=True, static_shape=True)
+        self.with_loss = _WithLoss(self.net)
+        self.with_loss.hybridize(static_alloc=True, static_shape=True)  # the network's blocks too
         # Data parallelism: the global batch is split over the processes (workers) and their contexts. One
         # process's kvstore sums its contexts' gradients; over processes, the parameter servers
         # (dlbench.ps_lite) sum all workers' and apply the optimizer, and the workers pull the weights.
@@ -433,7 +446,6 @@ class Harness:
         self.loss_scaling = spec.precision == "fp16"
         if self.loss_scaling:
             amp.init_trainer(self.trainer)  # dynamic loss scaling
-        self.criterion = gluon.loss.SoftmaxCrossEntropyLoss()
         self.batch, self.share = spec.batch_size_global, spec.batch_size_global // workers
         if spec.data_mode == "synthetic":
             images, labels = inputs.normalised_synthetic_batch(spec, description)
@@ -460,7 +472,7 @@ class Harness:
             mx.nd.waitall()
         parts = self.next_batch()
         with autograd.record():
-            losses = [self.criterion(self.net(images), labels) for images, labels in parts]
+            losses = [self.with_loss(images, labels) for images, labels in parts]
             if self.loss_scaling:
                 with amp.scale_loss(losses, self.trainer) as scaled:
                     autograd.backward(scaled)
@@ -489,7 +501,7 @@ class Harness:
         if len(self.contexts) > 1:  # LayerProfiler matches the operators to the layers in order, one chain
             raise Unavailable(f"{len(self.contexts)} devices: mx.profiler's operator events name neither their "
                               "layer nor their device, so the chains of several devices cannot be told apart")
-        return LayerProfiler(self.net, self.profiled_layers)
+        return LayerProfiler(self.with_loss, self.profiled_layers)
 
     def test_logits(self):
         for images, labels in self.batches.test():
