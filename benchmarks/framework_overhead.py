@@ -148,7 +148,7 @@ def sampling(on):  # returns once the side-car has started (its first sample tak
     sampler.stdin.write("on\\n" if on else "off\\n")
     sampler.stdin.flush()
     sampler.stdout.readline()
-def bare(steps):
+def bare(steps, step=step, finish=finish):  # the bare loop's turn, or other steps' without a clock
     start = time.perf_counter()
     for _ in range(steps):
         step()
@@ -160,11 +160,7 @@ def harness(steps, sampled=True):
     sampling(False)
     return seconds
 def untimed(steps):  # the harness's steps without the timed loop: no clock, no wait for each step
-    start = time.perf_counter()
-    for _ in range(steps):
-        backend_harness.step()
-    backend_harness.synchronize()
-    return time.perf_counter() - start
+    return bare(steps, backend_harness.step, backend_harness.synchronize)
 bare({warmup}), harness({warmup})
 ratios = {{"sampled": [], "unsampled": [], "clocked": []}}
 for _ in range({rounds}):  # A B C D D C B A: each pair of turns mirrored about the round's middle
@@ -248,7 +244,8 @@ def bare_rate(args) -> float:
 
 
 def interleaved_ratios(args) -> dict[str, list[float]]:
-    """Each pair's ratio, of the harness's turns with the monitor's sampler on ("sampled") and off ("unsampled")."""
+    """Each pair's ratio, of the harness's turns with the monitor's sampler on ("sampled") and off ("unsampled"),
+    and of its steps outside the timed loop to its turns without the sampler ("clocked")."""
     sidecar = SAMPLER_SIDECAR.replace("SAMPLE_HZ", str(SAMPLE_HZ))
     code = (HEAD + INTERLEAVED_HEAD + BARE_LOOPS[args.framework] + INTERLEAVED_TAIL).format(
         **vars(args), monitor_python=sys.executable, sampler_sidecar=sidecar,
