@@ -105,6 +105,16 @@ def test_data_parallel_training_splits_the_global_batch(tmp_path, framework, req
 
 
 @pytest.mark.slow
+def test_mxnet_clocks_its_steps_by_its_engines_stamps_and_a_failed_step_raises(mxnet_python):
+    result = run_in(mxnet_python, "mxnet_step_stamps.py")
+    assert result["steps"] == 40 and result["shortest"] > 0, result
+    assert result["step_completion"].startswith("MXNet's engine"), result
+    assert result["window"] == pytest.approx(result["timed_sum"]), result
+    assert result["stamp_before_the_failure"] is True
+    assert result["failed_step"].startswith("raised"), result
+
+
+@pytest.mark.slow
 def test_gpu_runs_on_a_cpu_only_caffe_are_unavailable_not_an_abort(caffe_python):
     assert run_in(caffe_python, "caffe_without_cuda.py") == {
         "gpu1": "this Caffe has no CUDA support (a CPU_ONLY build)",

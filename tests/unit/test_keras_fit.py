@@ -26,6 +26,7 @@ def test_keras_trains_through_fit_and_each_step_is_timed(tmp_path, request, reco
     timing = record["timing"]
     assert len(timing["iteration_seconds"]) == 20 and all(seconds > 0 for seconds in timing["iteration_seconds"])
     assert timing["images_per_second_mean"] == pytest.approx(32 * 15 / sum(timing["iteration_seconds"][5:]), rel=1e-3)
+    assert timing["step_completion"].startswith("Keras's callback")
     assert timing["input_wait_seconds"] is None  # fit's input path is inside its steps, out of the loop's sight
     assert np.isfinite(record["quality"]["final_loss"])
 

@@ -39,6 +39,7 @@ def test_a_real_run_records_timing_memory_and_provenance(tmp_path, record_schema
     assert len(timing["iteration_seconds"]) == 30
     timed = timing["iteration_seconds"][10:]
     assert timing["images_per_second_mean"] == pytest.approx(32 * 20 / sum(timed), rel=1e-3)
+    assert timing["step_completion"]  # how the loop knew each step had finished
     assert timing["wall_seconds"] > sum(timing["iteration_seconds"])
     # Where the time before the timed window went: each phase measured, none overlapping another
     setup = [timing[field] for field in ("start_seconds", "import_seconds", "build_seconds")]

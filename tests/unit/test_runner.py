@@ -3,7 +3,7 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from dlbench.backends import InputClock, already_finished
+from dlbench.backends import InputClock, Stamped, already_finished
 from dlbench.tasks.loop import timed_loop
 
 DEVICE_SECONDS, DISPATCH_SECONDS = 0.02, 0.01
@@ -62,6 +62,46 @@ def test_without_warm_up_the_window_opens_before_the_first_step():
     timing = timed_loop(device, iterations=3, warmup=0, progress=lambda *a, **k: None)
     assert timing["timed_window"]["start_epoch"] < device.finished_at[0]
     assert timing["timed_window"]["seconds"] == sum(timing["iteration_seconds"])
+
+
+class StampingDevice(AsynchronousDevice):
+    """Stamps each step's completion on its worker, as MXNet's engine does; counts the waits that blocked."""
+
+    def __init__(self):
+        super().__init__()
+        self.stamps, self.blocking_waits = [], 0
+
+    def _run(self):
+        super()._run()
+        self.stamps.append(time.perf_counter())
+        return self.stamps[-1]
+
+    def step(self):
+        time.sleep(DISPATCH_SECONDS)
+        future = self.queue.submit(self._run)
+        self.pending.append(future)
+        device = self
+
+        class Stamp(Stamped):
+            def __call__(self):
+                device.blocking_waits += not future.done()
+                return future.result()
+        return Stamp()
+
+
+def test_stamped_steps_are_clocked_by_their_stamps_and_waited_for_only_at_the_progress_lines():
+    device, lines = StampingDevice(), []
+    start = time.perf_counter()
+    timing = timed_loop(device, iterations=40, warmup=5, progress=lambda line, **_: lines.append(line))
+    wall = time.perf_counter() - start
+    times, stamps = timing["iteration_seconds"], device.stamps
+    assert len(times) == len(stamps) == 40 and len(lines) == 10
+    assert all(abs(times[index] - (stamps[index] - stamps[index - 1])) < 1e-9 for index in range(1, 40))
+    # one wait at each line, at the warm-up's end and at the loop's: a wait for each step would block 40 times
+    assert device.blocking_waits <= 12
+    assert 0 < wall - sum(times) < 0.05  # the steps' intervals, up to the last one's stamp, are the loop's time
+    window = timing["timed_window"]
+    assert abs(window["seconds"] - (stamps[-1] - stamps[4])) < 1e-9
 
 
 class SynchronousDevice:

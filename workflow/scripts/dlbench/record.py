@@ -89,6 +89,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         "timed_seconds": window.get("seconds"),
         "wall_seconds": None,
         "cpu_per_wall": window["cpu_seconds"] / window["seconds"] if ok else None,
+        "step_completion": result.get("step_completion"),
         **setup_times(result, times if ok else [], spec.warmup_iterations),
     }
     window_span = (window["start_epoch"], window["end_epoch"]) if ok else None

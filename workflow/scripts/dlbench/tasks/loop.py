@@ -23,6 +23,7 @@ class StepClock:
         self.window: dict = {}
         self.report_every = max(1, iterations // 10)
         self.last = None
+        self.completion = None  # for the record: how a step's completion is known (set by the loop that runs them)
 
     def _open_window(self) -> None:
         self.window.update(start_epoch=time.time(), cpu_start=_cpu_seconds(self.harness),
@@ -35,8 +36,9 @@ class StepClock:
             self._open_window()
         self.last = time.perf_counter()
 
-    def step_finished(self) -> None:
-        now = time.perf_counter()
+    def step_finished(self, at: float | None = None) -> None:
+        """A step has finished: now, or ``at`` (``time.perf_counter``'s clock: a :class:`Stamped` step's stamp)."""
+        now = time.perf_counter() if at is None else at
         self.times.append(now - self.last)
         self.last = now
         done = len(self.times)
@@ -51,6 +53,7 @@ class StepClock:
         window_marks.mark(window_marks.CLOSE)
         return {
             "iteration_seconds": self.times,
+            "step_completion": self.completion,
             "timed_window": {
                 "start_epoch": self.window["start_epoch"],
                 "end_epoch": end_epoch,
@@ -67,32 +70,50 @@ def timed_loop(harness, iterations: int, warmup: int, progress=print, step=None)
 
     An asynchronous step (CUDA, MXNet's engine) is dispatched before the loop waits for the one
     before it, so the device never idles while Python dispatches; a step that had finished when
-    ``step()`` returned is clocked at once. An interval runs from one step's completion to the
-    next, the intervals sum to the wall time of all steps, and the timed window opens with the
-    warm-up finished and nothing in flight.
+    ``step()`` returned is clocked at once. A step its engine stamps (:class:`backends.Stamped`) is
+    waited for only at the progress lines: the loop dispatches the steps up to the next line while
+    the engine runs those up to this one. An interval runs from one step's completion to the next,
+    the intervals sum to the wall time of all steps, and the timed window opens with the warm-up
+    finished and nothing in flight.
     """
     clock = StepClock(harness, iterations, warmup, progress)
     step = step or harness.step
     harness.synchronize()
     clock.start()
-    in_flight = None  # how to wait for the step dispatched last, until it is clocked
+    in_flight = []  # the steps dispatched and not yet clocked, oldest first: how to wait for each
     for index in range(iterations):
-        if index == warmup and in_flight:
-            in_flight()
-            clock.step_finished()
-            in_flight = None
+        if index == warmup:
+            _clock(clock, in_flight)
         wait_for_step = step()
+        clock.completion = clock.completion or _completion(wait_for_step)
         if wait_for_step is backends.already_finished:
             clock.step_finished()
             continue
-        if in_flight:
-            in_flight()
-            clock.step_finished()
-        in_flight = wait_for_step
+        in_flight.append(wait_for_step)
+        unclocked = clock.report_every if isinstance(wait_for_step, backends.Stamped) else 1
+        if len(in_flight) == 2 * unclocked:
+            _clock(clock, in_flight, unclocked)
     harness.synchronize()
-    if in_flight:
-        clock.step_finished()
+    _clock(clock, in_flight)
     return clock.result()
+
+
+def _completion(wait_for_step) -> str:
+    if wait_for_step is backends.already_finished:
+        return "the step's return: it had finished by then"
+    if isinstance(wait_for_step, backends.Stamped):
+        return wait_for_step.COMPLETION
+    return "the loop's wait for the step, the next one dispatched before it (one step in flight)"
+
+
+def _clock(clock: StepClock, in_flight: list, count: int | None = None) -> None:
+    """Clock the oldest ``count`` steps in flight (all of them by default) and drop them. The newest of them is
+    waited for first: an engine runs the steps in order, so the loop wakes once for the lot, not once a step."""
+    steps = in_flight[:count]
+    finished = [wait_for_step() for wait_for_step in reversed(steps)][::-1]
+    for wait_for_step, at in zip(steps, finished):
+        clock.step_finished(at if isinstance(wait_for_step, backends.Stamped) else None)
+    del in_flight[:count]
 
 
 def prefixed(progress, prefix: str, line: str, **kwargs) -> None:
