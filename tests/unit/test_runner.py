@@ -83,6 +83,8 @@ class StampingDevice(AsynchronousDevice):
         device = self
 
         class Stamp(Stamped):
+            COMPLETION = "the simulated engine's stamp"
+
             def __call__(self):
                 device.blocking_waits += not future.done()
                 return future.result()
@@ -102,6 +104,34 @@ def test_stamped_steps_are_clocked_by_their_stamps_and_waited_for_only_at_the_pr
     assert 0 < wall - sum(times) < 0.05  # the steps' intervals, up to the last one's stamp, are the loop's time
     window = timing["timed_window"]
     assert abs(window["seconds"] - (stamps[-1] - stamps[4])) < 1e-9
+
+
+class ReplyingWorker:
+    """Steps in a worker process that sends a reply per step, as CNTK's does: a wait reads the oldest reply, and
+    synchronize reads all that are due, so a wait after it would block for a reply that never comes."""
+
+    def __init__(self):
+        self.replies = 0
+
+    def step(self):
+        self.replies += 1
+        return self.read_reply
+
+    def read_reply(self):
+        assert self.replies, "no reply will come: the loop waited for a step after synchronize()"
+        self.replies -= 1
+
+    def synchronize(self):
+        while self.replies:
+            self.read_reply()
+
+    def input_wait_seconds(self):
+        return None
+
+
+def test_after_synchronize_no_step_is_waited_for_again():
+    timing = timed_loop(ReplyingWorker(), iterations=6, warmup=2, progress=lambda *a, **k: None)
+    assert len(timing["iteration_seconds"]) == 6
 
 
 class SynchronousDevice:

@@ -94,7 +94,7 @@ def timed_loop(harness, iterations: int, warmup: int, progress=print, step=None)
         if len(in_flight) == 2 * unclocked:
             _clock(clock, in_flight, unclocked)
     harness.synchronize()
-    _clock(clock, in_flight)
+    _clock(clock, in_flight, synchronized=True)
     return clock.result()
 
 
@@ -106,11 +106,14 @@ def _completion(wait_for_step) -> str:
     return "the loop's wait for the step, the next one dispatched before it (one step in flight)"
 
 
-def _clock(clock: StepClock, in_flight: list, count: int | None = None) -> None:
+def _clock(clock: StepClock, in_flight: list, count: int | None = None, synchronized: bool = False) -> None:
     """Clock the oldest ``count`` steps in flight (all of them by default) and drop them. The newest of them is
-    waited for first: an engine runs the steps in order, so the loop wakes once for the lot, not once a step."""
+    waited for first: an engine runs the steps in order, so the loop wakes once for the lot, not once a step. Once
+    the harness has synchronized, only stamps are read: every step has finished, and a wait may read a reply that
+    synchronize() took (CNTK's worker's)."""
     steps = in_flight[:count]
-    finished = [wait_for_step() for wait_for_step in reversed(steps)][::-1]
+    finished = [wait_for_step() if isinstance(wait_for_step, backends.Stamped) or not synchronized else None
+                for wait_for_step in reversed(steps)][::-1]
     for wait_for_step, at in zip(steps, finished):
         clock.step_finished(at if isinstance(wait_for_step, backends.Stamped) else None)
     del in_flight[:count]
