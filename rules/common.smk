@@ -1,8 +1,6 @@
 """Config validation, the benchmark matrix, and the input functions the rules share."""
 import functools
-import os
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -11,74 +9,35 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as bench_config  # noqa: E402
-from dlbench.tables.appendix import scale  # noqa: E402
-from dlbench.metrics import METRICS, caption_thresholds, drawn  # noqa: E402
-from dlbench.host import Rapl  # noqa: E402
-from dlbench.peaks import node_knows_cpu_peak  # noqa: E402
+from dlbench.metrics import METRICS, caption_thresholds  # noqa: E402
 from dlbench.registry import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
-from dlbench import (ceiling, currency, datasets, formats, ilsvrc12, launch, merge, progress, scheduler,  # noqa: E402
+from dlbench import (ceiling, currency, datasets, formats, ilsvrc12, launch, merge, plan, progress, scheduler,  # noqa: E402
                      stages, summary)
 from dlbench.compute import processor  # noqa: E402
 from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
                           cuda_variant, current_environment, node_gpus)
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
-from dlbench.spec import (HARDWARE_NAME, IMAGENET_LABEL, PRECISIONS, VARIANT, RunSpec, dataset_classes, gpu_count,  # noqa: E402
+from dlbench.plan import CEILING, RUN_RECORD  # noqa: E402
+from dlbench.spec import (HARDWARE_NAME, IMAGENET_LABEL, PRECISIONS, VARIANT, RunSpec, gpu_count,  # noqa: E402
                           parse_dataset_label, parse_placement, placement_label, whole_dataset)
 from dlbench.tasks import TASKS  # noqa: E402
-
-# A placement is the device, after its hardware target's name where the config names targets (p100@gpu1)
-RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{placement}/{variant}/{task}/rep{repetition}.json"
-CEILING = "results/ceilings/{processor}-{precision}.json"  # processor: cpu or gpu, after the target's name
-
-
-def case_key(case):
-    return case.framework, case.dataset, case.network, case.placement, case.variant, case.task
-
-
-def repetitions_of(key):
-    framework, dataset, network, placement, variant, task = key
-    return [RUN_RECORD.format(framework=framework, dataset=dataset, network=network, placement=placement,
-                              variant=variant, task=task, repetition=repetition)
-            for repetition in range(1, config["repetitions"] + 1)]
 
 
 try:
     bench_config.check_size(config)
     bench_config.check_devices(config)
     validate(config, "../config/schema.yaml")
-    TARGETS = bench_config.targets(config)
-    MERGED = merge.merged_records(config["merge"], log=lambda line: print(line, file=sys.stderr)) if config.get(
-        "merge") else {}
-    if MERGED:  # the records of other workflow runs are the matrix (dlbench.merge); nothing runs
-        CASES, CASE_RECORDS = {}, {}
-        for path, record in MERGED.items():
-            merged_case = merge.case_of(record)
-            CASES.setdefault(case_key(merged_case), merged_case)
-            CASE_RECORDS.setdefault(case_key(merged_case), []).append(str(path))
-    else:
-        CASES = {case_key(c): c for c in bench_config.cases(config)}
-        CASE_RECORDS = {key: repetitions_of(key) for key in CASES}
+    # With merge, the records of other workflow runs are the matrix (dlbench.merge); nothing runs
+    PLAN = plan.Plan(config, merge.merged_records(config["merge"], log=lambda line: print(line, file=sys.stderr))
+                     if config.get("merge") else None)
 except (bench_config.ConfigError, merge.MergeError) as error:
     raise WorkflowError(f"invalid config: {error}")
 
-# Class subsets of ILSVRC12 by dataset label (imagenet-10classes: 10), indexed from the whole dataset's index
-CLASS_SUBSETS = bench_config.class_subsets(config) if not MERGED else {}
-
-# The tables' and figures' order of hardware targets: the config's; merged runs' in the order of the directories
-HARDWARE_ORDER = [name for name in (
-    dict.fromkeys(record["run"].get("hardware") for record in MERGED.values()) if MERGED else TARGETS) if name]
-
+TARGETS, CASES, CLASS_SUBSETS, HARDWARE_ORDER = PLAN.targets, PLAN.cases, PLAN.class_subsets, PLAN.hardware_order
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 BUILD_VENVS = config["environment"] == "venv" and not USE_CONDA  # per-framework pip virtualenvs
-def run_records(keys):
-    """The records of the cases ``keys`` (framework, dataset, network, placement, variant, task), every repetition
-    (with ``merge``: every record the merged directories hold of them)."""
-    return [path for key in keys for path in CASE_RECORDS[key]]
-
-
-RUNS = run_records(CASES)
-CELLS = sorted({(c.dataset, c.network) for c in CASES.values()})
+RUNS = PLAN.records()
 
 
 def menu_label(wildcards, before=""):
@@ -86,64 +45,15 @@ def menu_label(wildcards, before=""):
     return {"metric": f"{before}{wildcards.metric.replace('_', ' ')} ({METRICS[wildcards.metric].unit})"}
 
 
-# A cell's figures: the metrics its runs measure (latency only where it has inference runs, GPU power only
-# where it runs on GPUs, CPU energy where this node has RAPL counters, MFU where dlbench knows the peak, idle GPUs'
-# power where CPU runs have GPUs beside them: this node's, or the config's GPU runs').
-# (With merge: where the merged runs measured them, on their nodes.)
-RAPL = (any(r["power"]["cpu_energy_j"] is not None for r in MERGED.values()) if MERGED else Rapl().error is None)
-CPU_PEAK = (any(r["compute"]["mfu"] is not None and not gpu_count(r["run"]["device"]) for r in MERGED.values())
-            if MERGED else node_knows_cpu_peak())
-IDLE_GPUS = (any(r["power"].get("idle_gpu_mean_w") is not None for r in MERGED.values()) if MERGED
-             else any(gpu_count(c.device) for c in CASES.values()) or bool(node_gpus()))
-NODE = {"rapl": RAPL, "cpu_peak": CPU_PEAK, "idle_gpus": IDLE_GPUS}
-FIGURES = [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in CELLS for metric in METRICS
-           if drawn(metric, *zip(*[(c.task, c.device) for c in CASES.values() if (c.dataset, c.network) == (d, n)]),
-                    **NODE)
-           for ext in ("png", "svg")]
-TRAINED = [c for c in CASES.values() if c.task == "train"]
-# Per dataset with training runs, a heatmap of each metric with a better end that they measure (speed, energy
-# per image) against the best framework's; per dataset whose training runs on several devices and on one, or on
-# a GPU and a CPU, their speed-ups
-HEATMAPS = [f"results/figures/{d}/{metric}_heatmap.{ext}" for d in sorted({c.dataset for c in TRAINED})
-            for metric, spec in METRICS.items()
-            if spec.best and drawn(metric, ["train"], [c.device for c in TRAINED if c.dataset == d], **NODE)
-            for ext in ("png", "svg")]
-
-
-def set_against(case) -> list:
-    """The training cases a case's speed-up is set against (tables.appendix.scaling, gpu_over_cpu): its target's
-    one device where it runs on several; any target's CPU where it runs on one GPU."""
-    baseline, devices = scale(case.device)
-    same = [o for o in TRAINED if (o.dataset, o.network, o.framework, o.precision, o.compile)
-            == (case.dataset, case.network, case.framework, case.precision, case.compile)]
-    if devices > 1:
-        return [o for o in same if (o.hardware, o.device) == (case.hardware, baseline)]
-    return [o for o in same if o.device == "cpu"] if baseline == "gpu1" else []
-
-
-SCALED = sorted({c.dataset for c in TRAINED if set_against(c)})
-SCALING = [f"results/figures/{d}/scaling.{ext}" for d in SCALED for ext in ("png", "svg")]
-# Per cell with training runs, the time of their every step
-ITERATION_FIGURES = [f"results/figures/{d}/{n}/iteration_times.{ext}" for d, n in sorted({(c.dataset, c.network)
-                                                                                          for c in TRAINED})
-                     for ext in ("png", "svg")]
-# The accuracy task's table and its curves of accuracy over time, where the config has accuracy cases
-ACCURACY_CELLS = sorted({(c.dataset, c.network) for c in CASES.values() if c.task == "accuracy"})
-ACCURACY = (["results/tables/accuracy.csv"] if ACCURACY_CELLS else []) + [
-    f"results/figures/{d}/{n}/accuracy_curve.{ext}" for d, n in ACCURACY_CELLS for ext in ("png", "svg")]
-# The profile task's table of layers and its figures of time per layer and of every profiled step (seed 004's), where
-# the config has profile cases
-PROFILE_CELLS = sorted({(c.dataset, c.network) for c in CASES.values() if c.task == "profile"})
-PROFILE_RUNS = run_records(key for key in CASES if key[5] == "profile")
-PROFILE = (["results/tables/layers.csv"] if PROFILE_CELLS else []) + [
-    f"results/figures/{d}/{n}/{figure}.{ext}" for d, n in PROFILE_CELLS for figure in ("layers", "layer_steps")
-    for ext in ("png", "svg")]
+NODE_FACTS = PLAN.node_facts()
+FIGURES, HEATMAPS = PLAN.figures(NODE_FACTS), PLAN.heatmaps(NODE_FACTS)
+SCALING, ITERATION_FIGURES, ACCURACY, PROFILE = PLAN.scaling(), PLAN.iteration_figures(), PLAN.accuracy(), PLAN.profile()
+PROFILE_RUNS = PLAN.records(key for key in CASES if key[5] == "profile")
 # Every family with files is fetched when real (downloaded, or ILSVRC12 the user's) and can be generated.
 DATASET_FAMILIES = list(FILE_FAMILIES)
 # Datasets read from files: (label, family, mode) for every non-synthetic case. MNIST-like and
 # CIFAR10 datasets are unpacked and converted whole; ILSVRC12 is indexed and converted in shards.
-FILE_DATASETS = sorted({(c.dataset, c.family, c.data_mode) for c in CASES.values() if c.data_mode != "synthetic"})
-UNPACKED_DATASETS = [(label, family, mode) for label, family, mode in FILE_DATASETS if family != "imagenet"]
+UNPACKED_DATASETS = [(label, family, mode) for label, family, mode in PLAN.file_datasets() if family != "imagenet"]
 
 wildcard_constraints:
     framework="|".join(FRAMEWORKS),
@@ -244,15 +154,6 @@ def ilsvrc12_archives(wildcards):
     return [f"{archive_dir(wildcards.dataset)}/{name}" for name in ilsvrc12.ARCHIVES]
 
 
-def shard_counts(label):
-    """Conversion jobs per split: the config's, for a class subset in proportion to its share of the classes."""
-    whole = whole_dataset(label)
-    sizes = config["ilsvrc12"] if whole == "imagenet" else config["generated"]["imagenet"]
-    classes = FAMILIES["imagenet"].classes if whole == "imagenet" else sizes["classes"]
-    share = (dataset_classes(label) or classes) / classes
-    return {split: max(1, round(sizes[f"{split}_shards"] * share)) for split in ("train", "test")}
-
-
 def shard_inputs(wildcards):
     return {"index": [f"data/{wildcards.dataset}/index/{name}" for name in ilsvrc12.INDEX_FILES],
             "archives": ilsvrc12_archives(wildcards), **writer_environment(wildcards)}
@@ -260,7 +161,7 @@ def shard_inputs(wildcards):
 
 def shard_outputs(wildcards):
     return [f"data/{wildcards.dataset}/shards/{wildcards.format}/{shard_name(split, index, count)}"
-            for split, count in shard_counts(wildcards.dataset).items() for index in range(count)]
+            for split, count in PLAN.shard_counts(wildcards.dataset).items() for index in range(count)]
 
 
 def failed_fetch(run):
@@ -358,47 +259,24 @@ def train_target(wildcards):
     return case(wildcards).hardware
 
 
-def given_cores():
-    """--cores, or None where Snakemake was given none (a cluster executor's main process)."""
+def thread_caps():
+    """What Snakemake caps a rule's threads by: --max-threads and --cores, where given (a cluster executor's main
+    process is given no cores)."""
     try:
-        return workflow.cores
+        cores = workflow.cores
     except WorkflowError:
-        return None
+        cores = None
+    return [cap for cap in (workflow.resource_settings.max_threads, cores) if cap]
 
 
 def threads_for(device, hardware=None):
-    """A job's threads on ``device`` of the hardware target as Snakemake gives them: the target's, else the
-    config's, capped as Snakemake caps a rule's threads (--max-threads, --cores); 0 on a CPU means all cores
-    given to Snakemake."""
-    caps = [cap for cap in (workflow.resource_settings.max_threads, given_cores()) if cap]
-    kind = "gpu" if gpu_count(device) else "cpu"
-    wanted = TARGETS.get(hardware, {}).get("threads", {}).get(kind, config["threads"][kind])
-    if not wanted:
-        return min(caps, default=os.cpu_count())
-    return min([wanted, *caps])
-
-
-def loader_workers(device, threads):
-    if config["loader_workers"] is not None:
-        return config["loader_workers"]
-    # A GPU run's cores feed its input pipeline while the GPU trains. A CPU run's cores all train:
-    # decoding raw Datum records in-process costs 0.35 ms per 64 images here, a worker process
-    # 2.0 ms (IPC), so CPU runs load in-process.
-    return threads if gpu_count(device) else 0
+    return PLAN.threads(device, hardware, thread_caps())
 
 
 def run_spec(wildcards):
-    """The run's spec as plain data: a params value of the wildcards alone, which Snakemake compares with
-    the one it stored for the record (its params trigger leaves out what depends on threads, input or
-    output, and values it cannot represent), so that a changed setting reruns the run."""
+    """The run's spec as plain data, a params value of the wildcards alone (dlbench.plan.Plan.run_spec)."""
     run = case(wildcards)
-    threads = threads_for(run.device, run.hardware)
-    spec = asdict(run.run_spec(int(wildcards.repetition), threads, data_input(run), loader_workers(run.device, threads)))
-    if spec["hardware"] is None:  # no target named: the spec of the runs made before targets, which stay done
-        del spec["hardware"]
-    if not spec["batch_swept"]:  # one batch: the spec of the runs made before batch lists, which stay done
-        del spec["batch_swept"]
-    return spec
+    return PLAN.run_spec(plan.case_key(run), int(wildcards.repetition), thread_caps(), data_input(run))
 
 
 # What the runs' framework is where Snakemake sees no file of it (environment: current): the interpreter and
@@ -425,21 +303,17 @@ def runs_at_once():
     return max(1, workflow.cores // max(threads, default=1))
 
 
-def records_of(dataset, network, tasks=tuple(TASKS)):
-    return run_records(key for key in CASES if key[1:3] == (dataset, network) and key[5] in tasks)
-
-
 def cell_records(wildcards):
-    return records_of(wildcards.dataset, wildcards.network)
+    return PLAN.records_of(wildcards.dataset, wildcards.network)
 
 
 def train_records(wildcards):
-    return records_of(wildcards.dataset, wildcards.network, ("train",))
+    return PLAN.records_of(wildcards.dataset, wildcards.network, ("train",))
 
 
 def accuracy_records(wildcards):
-    return records_of(wildcards.dataset, wildcards.network, ("accuracy",))
+    return PLAN.records_of(wildcards.dataset, wildcards.network, ("accuracy",))
 
 
 def profile_records(wildcards):
-    return records_of(wildcards.dataset, wildcards.network, ("profile",))
+    return PLAN.records_of(wildcards.dataset, wildcards.network, ("profile",))

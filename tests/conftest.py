@@ -1,4 +1,5 @@
 import contextlib
+import copy
 import functools
 import importlib.util
 import json
@@ -12,8 +13,18 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
+from dlbench import paths
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def validated(config: dict) -> dict:
+    """A copy of ``config`` as the workflow sees it: validated against the config schema, its defaults filled in."""
+    from snakemake.utils import validate
+
+    config = copy.deepcopy(config)
+    validate(config, str(ROOT / "config" / "schema.yaml"))
+    return config
 # Scripts a test runs with a framework's interpreter (and CNTK's stand-in package)
 IN_FRAMEWORK = ROOT / "tests" / "in_framework"
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
@@ -183,7 +194,7 @@ def jax_python():
 
 def run_in(python: str, script: str, *args) -> dict:
     """Run tests/in_framework/<script> with a framework's interpreter; its last output line is JSON."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts"), "OMP_NUM_THREADS": "2"}
+    env = paths.with_package({**os.environ, "OMP_NUM_THREADS": "2"})
     completed = subprocess.run([python, str(IN_FRAMEWORK / script), *map(str, args)],
                                check=False, capture_output=True, text=True, env=env)
     assert completed.returncode == 0, completed.stderr[-3000:]

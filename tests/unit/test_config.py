@@ -23,17 +23,10 @@ from dlbench.config import (
 from dlbench.datasets import description
 from dlbench.spec import IMAGENET_LABEL, RUN_FIELDS, RunSpec, dataset_classes, whole_dataset
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
-from ..conftest import ROOT
+from ..conftest import ROOT, validated
 
 GOOD = {"frameworks": ["pytorch"], "benchmarks": [{"dataset": "mnist", "data": "synthetic", "networks": ["lenet"]}]}
-
-
-def validated(config):
-    config = copy.deepcopy(config)
-    validate(config, str(ROOT / "config" / "schema.yaml"))
-    return config
 
 
 def test_defaults_are_filled_in_and_figure_4_5_applies():

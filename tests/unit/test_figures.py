@@ -136,3 +136,14 @@ def test_every_step_is_drawn_with_the_warmup_shaded(tmp_path):
     svg = (tmp_path / "t.svg").read_text()
     assert all(f'id="steps {f} cpu rep {r}"' in svg for f in ("pytorch", "caffe") for r in (1, 2))
     assert "no CNTK here" in svg
+
+
+def test_every_framework_has_a_colour_of_its_own_in_every_figure():
+    from dlbench.figures import FRAMEWORK_COLOURS
+    from dlbench.registry import REGISTRY
+
+    assert list(FRAMEWORK_COLOURS) == list(REGISTRY)
+    colours = list(FRAMEWORK_COLOURS.values())
+    # apart in RGB (the closest pair, blue and tab20's light blue, 0.26; tab10's eleventh colour is its first: 0)
+    assert min(sum((a - b) ** 2 for a, b in zip(one, other)) ** 0.5
+               for index, one in enumerate(colours) for other in colours[index + 1:]) > 0.2

@@ -8,7 +8,7 @@ import tomllib
 
 import jsonschema
 import pytest
-from dlbench import host, monitor, networks, window_marks
+from dlbench import host, monitor, networks, paths, window_marks
 from dlbench.record import load_records, write_record
 from dlbench.spec import RunSpec
 
@@ -306,7 +306,7 @@ def _marking_child(listener, before_s: float, window_s: float, after_s: float) -
             f"time.sleep({window_s}); end = time.time(); m.mark(m.CLOSE)\n"
             f"time.sleep({after_s}); print(start, end)\n")
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, **listener.environment, "PYTHONPATH": str(monitor.PACKAGE_ROOT)})
+                            env=paths.with_package({**os.environ, **listener.environment}))
 
 
 def _sampled(tmp_path, hz: float, before_s: float, window_s: float, after_s: float):

@@ -1,6 +1,7 @@
 """Frameworks, networks and precisions are each named in one registry; the schemas and the docs must
 agree with it.
 (Add a dummy framework or network to a registry and these tests fail, naming what else to change.)"""
+import dataclasses
 import importlib.util
 import re
 
@@ -9,7 +10,8 @@ import yaml
 from dlbench import networks, registry
 from dlbench.config import FIGURE_4_5
 from dlbench.datasets import FAMILIES
-from dlbench.spec import PRECISIONS
+from dlbench.metrics import METRICS
+from dlbench.spec import PRECISIONS, RunSpec
 from dlbench.tasks import TASKS
 
 from ..conftest import ROOT
@@ -39,6 +41,30 @@ def test_both_schemas_allow_exactly_the_registered_precisions_and_each_framework
         assert set(framework.cpu_precisions) <= set(PRECISIONS) - {"tf32"}, framework
         assert set(framework.gpu_precisions) <= set(PRECISIONS), framework
         assert not (framework.compiler and framework.always_compiled == framework.compiler), framework
+
+
+def test_each_run_parameter_is_the_record_schemas_and_the_config_sets_it_as_the_run_spec_defaults_it():
+    """A RunSpec field is in the record's run block (but the data's directory and the seed, which the record leaves
+    out); where a case of the config sets it, the config schema's default is the RunSpec's, and where both schemas
+    bound it, they bound it alike (add a run parameter and this names the schema that lacks it)."""
+    fields = {field.name: field for field in dataclasses.fields(RunSpec)}
+    assert set(fields) - {"data_dir", "seed"} <= set(RECORD_RUN), "run_record.schema.yaml's run block"
+    assert set(RECORD_RUN) - set(fields) == {"framework_version", "data_mode"}  # what the record adds
+    case = CONFIG_SCHEMA["benchmarks"]["items"]["properties"]
+    shared = set(fields) & set(case)
+    assert {"epochs", "latency_calls", "target_accuracy", "iterations", "warmup_iterations"} <= shared
+    for name in shared:
+        if "default" in case[name] and fields[name].default is not dataclasses.MISSING:
+            assert case[name]["default"] == fields[name].default, name
+        for bound in ("minimum", "maximum", "exclusiveMinimum", "enum"):
+            if bound in case[name] and bound in RECORD_RUN[name]:
+                assert case[name][bound] == RECORD_RUN[name][bound], (name, bound)
+
+
+def test_every_metric_reads_a_field_the_record_schema_names():
+    for name, metric in METRICS.items():
+        assert metric.field in RECORD[metric.section]["properties"], (name, metric.section, metric.field)
+        assert set(metric.tasks) <= set(TASKS), name
 
 
 def test_every_registered_framework_has_its_backend_and_environments():
@@ -77,8 +103,11 @@ def test_a_backend_whose_trainer_lacks_a_task_it_claims_is_refused_when_loaded()
 
     check_harness("pytorch", pytorch.Harness)  # the real one runs all four
     without_evaluation = type("WithoutEvaluation", (), {"inference": None, "INFERENCE_IDIOM": "model(x)",
-                                                        "layer_profiler": None})
+                                                        "step": None, "final_loss": None, "layer_profiler": None})
     with pytest.raises(TypeError, match=r"pytorch's Harness cannot run accuracy: no test_logits \(implement them, "
                                         r"or name accuracy in its registry row's not_yet"):
         check_harness("pytorch", without_evaluation)
-    check_harness("onnxruntime", without_evaluation)  # its row runs inference only
+    inference_only = type("InferenceOnly", (), {"inference": None, "INFERENCE_IDIOM": "model(x)"})
+    check_harness("onnxruntime", inference_only)  # its row runs inference only: no training step to stub out
+    with pytest.raises(TypeError, match=r"pytorch's Harness cannot run train: no step, final_loss"):
+        check_harness("pytorch", inference_only)

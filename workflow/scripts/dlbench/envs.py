@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import distributions
 from pathlib import Path
 
-from . import caffe_build, cntk_setup, files, lifeline
+from . import caffe_build, cntk_setup, files, lifeline, paths
 from .registry import REGISTRY
 
 # Frameworks whose last release needs an older CPython than the workflow's: the runner stays on the
@@ -92,7 +92,6 @@ SOURCE_BUILDS = {"caffe": caffe_build.build}
 # Environment files without a CUDA variant, and why (tests/unit/test_envs.py: every file has one or the other).
 NO_CUDA_VARIANT = {"caffe.yaml": "conda-forge's Caffe 1.0 is CPU_ONLY; the pip path (environment: venv) compiles "
                                  "Caffe with CUDA where the node has nvcc"}
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts, for the framework probe
 # Run in the environment: what its framework says of its own build (dlbench.backends.describe).
 PROBE = ("import json, sys; from dlbench import backends; "
          "print(json.dumps(backends.describe(backends.load(sys.argv[1]))))")
@@ -170,8 +169,7 @@ def framework_of(environment: str) -> str:
 def ask_framework(status: dict, environment: str, code: str):
     """Runs ``code`` in the environment's interpreter, with this package and the environment's framework's name as
     ``sys.argv[1]``: the JSON of the last line it prints; RuntimeError with the last line of its error."""
-    variables = {**os.environ, "PYTHONPATH": str(PACKAGE_ROOT),
-                 WORKER_PYTHON_VARIABLE: status.get("worker_python") or ""}
+    variables = paths.with_package({**os.environ, WORKER_PYTHON_VARIABLE: status.get("worker_python") or ""})
     try:
         found = subprocess.run([status["python"], "-c", code, framework_of(environment)], capture_output=True,
                                text=True, env=variables, timeout=600, check=False)

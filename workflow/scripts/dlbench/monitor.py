@@ -1,6 +1,7 @@
-"""The parent process of a run: start the runner, sample it, enforce a timeout, write the record.
+"""The parent process of a run: start the runner, sample it, enforce a timeout, build the record (the rule's
+script, ``workflow/scripts/train.py``, writes it).
 
-The record is written in every case: ``ok``, ``failed`` (exception, crash, timeout; the reason
+A record is built in every case: ``ok``, ``failed`` (exception, crash, timeout; the reason
 ends with the last lines of the log) or ``unavailable`` (framework not installed or not
 implemented, environment not built, too few GPUs). Unknown values are ``null`` with a reason
 under the section's ``reasons``, never 0. A status is data, never part of a reason's words: tables
@@ -23,13 +24,12 @@ from pathlib import Path
 
 import psutil
 
-from . import files, formats, host, launch, lifeline, slots, window_marks
+from . import files, formats, host, launch, lifeline, paths, slots, window_marks
 from .envs import WORKER_PYTHON_VARIABLE
 from .gpu import IDLE_SAMPLE_SECONDS, GpuProbe, inventory
 from .record import build_record, series
 from .spec import RunSpec
 
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts, put on the runner's path
 LOG_TAIL_LINES = 15
 
 
@@ -161,7 +161,7 @@ def runner_environment(threads: int, gpus: list[str], worker_python: str | None 
         env[WORKER_PYTHON_VARIABLE] = worker_python
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[name] = str(threads)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
+    env = paths.with_package(env)
     env["PYTHONUNBUFFERED"] = "1"
     env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
     if precision == "tf32":

@@ -23,6 +23,7 @@ from jsonschema.exceptions import best_match
 
 from . import backends, compute, currency, files, host, peaks
 from .gpu import GpuProbe, memory_and_power
+from .paths import PACKAGE_ROOT, PROJECT_ROOT
 from .peaks import Peak
 from .spec import SETUP_FIELDS, RunSpec, placement_label, run_variant
 from .tasks.accuracy import accuracy_block
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from .monitor import Sampler
 
 SCHEMA_VERSION = 6
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # workflow/scripts
 
 
 def cpu_model() -> str:
@@ -48,7 +48,7 @@ def cpu_model() -> str:
 
 def dlbench_version() -> str:
     """The workflow's version, from its pyproject.toml (CHANGELOG.md says what each changed)."""
-    with open(PACKAGE_ROOT.parent.parent / "pyproject.toml", "rb") as stream:
+    with open(PROJECT_ROOT / "pyproject.toml", "rb") as stream:
         return tomllib.load(stream)["project"]["version"]
 
 

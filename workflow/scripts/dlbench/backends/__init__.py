@@ -34,25 +34,18 @@ if TYPE_CHECKING:
 
 
 class Harness(Protocol):
-    """A framework's network, built for one run with its optimizer and input pipeline: what the tasks drive
-    (:func:`dlbench.tasks.loop.timed_loop` its training steps; inference, evaluation and the layer profile
-    where its framework runs those tasks). Not every harness trains: ONNX Runtime's runs inference only."""
+    """A framework's network, built for one run with its input pipeline: what every task's run calls. A harness
+    implements the contract of each task its framework runs (:data:`dlbench.tasks.TASKS`' ``harness_methods``):
+    :class:`TrainingHarness`'s for train, accuracy and profile, :class:`InferenceHarness`'s for inference
+    (ONNX Runtime's, raw tf.nn's and hand-written cuDNN calls' run inference only)."""
 
     def __init__(self, spec: RunSpec, network: Network) -> None:
         """Build the network and its input pipeline for the run, in its precision and compiled if
         ``spec.compile`` (:func:`require_numerics` has checked that the framework has both); raise
         :class:`Unavailable` when the run cannot take place here."""
 
-    def step(self) -> Callable[[], None]:
-        """Dispatch one training step; return a callable that blocks until that step has finished,
-        or :func:`already_finished` when it had finished by the time ``step`` returned, or a
-        :class:`Stamped` where the framework's engine stamps the step's completion itself."""
-
     def synchronize(self) -> None:
         """Wait for all dispatched work."""
-
-    def final_loss(self) -> float | None:
-        """The last step's loss."""
 
     def allocator_peak_mib(self) -> float | None:
         """The framework allocator's peak; None where the framework keeps none."""
@@ -60,6 +53,22 @@ class Harness(Protocol):
     def input_wait_seconds(self) -> float | None:
         """Seconds the steps so far waited for their batches (an :class:`InputClock`'s); None where the
         framework's step takes its batch itself, out of the loop's sight."""
+
+    # Optional, where the harness holds more than memory (a worker process, a scratch directory):
+    # ``close()`` releases it; the runner calls it once, however the run ends (:func:`closing`).
+
+
+class TrainingHarness(Harness, Protocol):
+    """The training tasks' harness, with its optimizer: :func:`dlbench.tasks.loop.timed_loop` drives its steps;
+    the accuracy task evaluates it between epochs, the profile task profiles its layers."""
+
+    def step(self) -> Callable[[], None]:
+        """Dispatch one training step; return a callable that blocks until that step has finished,
+        or :func:`already_finished` when it had finished by the time ``step`` returned, or a
+        :class:`Stamped` where the framework's engine stamps the step's completion itself."""
+
+    def final_loss(self) -> float | None:
+        """The last step's loss."""
 
     def test_logits(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """The accuracy task's evaluation: the network's logits (float32, images x classes) and the labels of
@@ -71,12 +80,14 @@ class Harness(Protocol):
         """The profile task's: a context manager under which the framework's own profiler records the steps
         taken; on its exit, each step's per-layer times (:class:`LayerProfiler`)."""
 
-    # Optional, where the harness holds more than memory (a worker process, a scratch directory):
-    # ``close()`` releases it; the runner calls it once, however the run ends (:func:`closing`).
     # Optional, on a run over several devices: ``data_parallel``, how it trains over them (the record's
     # execution.data_parallel: the framework's mechanism and its collective).
     # Keras's, for a keras_fit run: ``fit(clock)`` trains in the framework's own loop (model.fit) and calls the
     # :class:`dlbench.tasks.loop.StepClock`'s ``start`` before it and ``step_finished`` as each step ends.
+
+
+class InferenceHarness(Harness, Protocol):
+    """The inference task's harness: forward passes timed by :func:`dlbench.tasks.loop.timed_loop`."""
 
     INFERENCE_IDIOM: str  # for the record: the framework's call that runs a forward pass in inference
 
@@ -84,11 +95,11 @@ class Harness(Protocol):
         """Put the model in evaluation mode (dropout off, batch norm's running statistics) and return a
         function that dispatches one forward pass without gradients, in the run's precision, of a
         resident batch of ``batch_size`` images taken once from the run's input; it returns like
-        :meth:`step`, its wait returning when the result can be read."""
+        :meth:`TrainingHarness.step`, its wait returning when the result can be read."""
 
 
 class LayerProfiler(Protocol):
-    """What a harness's :meth:`Harness.layer_profiler` returns."""
+    """What a harness's :meth:`TrainingHarness.layer_profiler` returns."""
 
     METHOD: str  # for the record: the profiler, and how its events are mapped to the description's layers
 

@@ -325,9 +325,6 @@ class Harness:
         self.images = Batches(spec, description, self.device).next()[0].contiguous()  # PyTorch's batch, NCHW
         self.output = None
 
-    def step(self):
-        raise Unavailable("hand-written cuDNN calls run inference only")  # backends.require_task keeps it away
-
     def inference(self, batch_size: int):
         images, forward = self.images[:batch_size], self.network.plan(self.cudnn, batch_size)
 
@@ -338,9 +335,6 @@ class Harness:
 
     def synchronize(self) -> None:
         torch.cuda.synchronize(self.device)
-
-    def final_loss(self) -> None:
-        return None  # it trains nothing
 
     def allocator_peak_mib(self) -> float:
         return gpu_allocator_peak_mib([self.device])  # weights, activations and workspaces are PyTorch's tensors

@@ -77,9 +77,6 @@ class Harness:
         self.session = session(path, spec.threads, spec.gpus)
         self.gpus = spec.gpus
 
-    def step(self):
-        raise Unavailable("ONNX Runtime runs inference only")  # backends.require_task keeps training runs away
-
     def inference(self, batch_size: int):
         images = self.images[:batch_size]
         if not self.gpus:
@@ -99,9 +96,6 @@ class Harness:
 
     def synchronize(self) -> None:
         pass  # every call finished before it returned
-
-    def final_loss(self) -> None:
-        return None  # it trains nothing
 
     def allocator_peak_mib(self) -> None:
         return None  # ONNX Runtime's arena keeps no peak that Python can read

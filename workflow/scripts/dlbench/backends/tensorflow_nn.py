@@ -146,9 +146,6 @@ class Harness:
             self.images = next(iter(dataset(spec, description)))[0]  # the TensorFlow backend's batch, NHWC
         self.gpus, self.output = spec.gpus, None
 
-    def step(self):
-        raise Unavailable("raw tf.nn ops run inference only")  # backends.require_task keeps training runs away
-
     def inference(self, batch_size: int):
         images, forward = self.images[:batch_size], tf.function(self.model.forward)
 
@@ -160,9 +157,6 @@ class Harness:
     def synchronize(self) -> None:
         if self.output is not None:
             self.output.numpy()
-
-    def final_loss(self) -> None:
-        return None  # it trains nothing
 
     def allocator_peak_mib(self) -> float | None:
         return gpu_allocator_peak_mib(["/gpu:0"]) if self.gpus else None

@@ -15,8 +15,10 @@ import seaborn as sns
 
 from ..registry import REGISTRY as FRAMEWORKS
 
-# One colour per framework in every figure, in the registry's order (tab10 has room for ten).
-FRAMEWORK_COLOURS = dict(zip(FRAMEWORKS, sns.color_palette("tab10", n_colors=len(FRAMEWORKS))))
+# One colour per framework in every figure, in the registry's order: tab20's ten strong colours, then its ten light
+# ones (tab10's colours repeat after ten, and the registry has more frameworks).
+_TAB20 = sns.color_palette("tab20")
+FRAMEWORK_COLOURS = dict(zip(FRAMEWORKS, _TAB20[0::2] + _TAB20[1::2], strict=False))
 
 
 def framework_order(names) -> list[str]:

@@ -11,9 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .. import paths
 from . import Shard, convert, write_shard
-
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 
 def execute(job: dict) -> None:
@@ -48,7 +47,7 @@ def run_with(job: dict, python: str) -> None:
     if Path(python).absolute() == Path(sys.executable).absolute():
         execute(job)
         return
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
+    env = paths.with_package(dict(os.environ))
     sys.stdout.flush()
     subprocess.run([python, "-m", "dlbench.formats", json.dumps(job)], env=env, check=True,
                    stdout=sys.stdout, stderr=sys.stderr)

@@ -1,7 +1,9 @@
 """The tables: one route from run records to numbers. The records become runs.csv (:mod:`.runs`), runs.csv
-becomes the appendix (:mod:`.appendix`: every metric's cells, mean ± sd), and every other table and every
-figure reads its numbers from the appendix (a cell's bar figures make their cell's rows of it from its records
-with the same two functions, so that rebuilding one waits for no other run).
+becomes the appendix (:mod:`.appendix`: every metric's cells, mean ± sd), and the tables of cells (api_cost,
+accuracy, thesis) and the figures of cells (bars, heatmaps, scaling) read their numbers from the appendix (a cell's
+bar figures make their cell's rows of it from its records with the same two functions, so that rebuilding one waits
+for no other run). The tables and figures of a record's own series read the records: the layers table and its two
+figures (a profile run's steps), the iteration times and the accuracy curve.
 
 Aggregation only reads records; it never writes beside them.
 """

@@ -19,22 +19,24 @@ from types import ModuleType
 @dataclass(frozen=True)
 class Task:
     words: str  # what the task measures (the config schema's and README's words)
-    harness_methods: tuple[str, ...] = ()  # of backends.Harness, beyond step() and the bookkeeping every run calls
+    harness_methods: tuple[str, ...]  # what it calls of a harness beyond backends.Harness, every run's
     single_device: str | None = None  # why it runs on one device only (SINGLE_DEVICES), if it does
 
 
+# backends.TrainingHarness's steps, which every training task times
+TRAINING = ("step", "final_loss")
 TASKS = {
-    "train": Task("training steps (forward, backward, optimizer update) on the run's input pipeline"),
+    "train": Task("training steps (forward, backward, optimizer update) on the run's input pipeline", TRAINING),
     "inference": Task("forward passes in evaluation mode without gradients on a resident batch of the run's data: "
                       "throughput at the case's batch size, latency of single images",
                       ("inference", "INFERENCE_IDIOM"), "splitting a batch over several is a training technique"),
     "accuracy": Task("training over whole epochs of the training set in the framework's input pipeline, then "
                      "top-1 accuracy and loss on the test set after every epoch; time to a target accuracy",
-                     ("test_logits",)),
+                     (*TRAINING, "test_logits")),
     "profile": Task("training steps timed as for train, then as many again under the framework's own profiler: "
                     "each layer's forward and backward time, the profiler's overhead, the share no layer accounts "
                     "for; over several devices, each device's layers and the all-reduce's share where the "
-                    "framework's profiler times them apart", ("layer_profiler",)),
+                    "framework's profiler times them apart", (*TRAINING, "layer_profiler")),
 }
 # The devices of the tasks that run on one: on any other such a run is recorded unavailable with the reason.
 SINGLE_DEVICES = ("cpu", "gpu1")

@@ -1,0 +1,199 @@
+"""The workflow's plan: the runs, their records and the tables and figures made of them, as plain data computed
+from the validated config (with ``merge``, from the merged records) and the node's facts. ``rules/common.smk``
+validates the config and binds what the plan computes; the tests build plans without Snakemake."""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from . import config as bench_config
+from . import merge
+from .datasets import FAMILIES
+from .metrics import METRICS, drawn
+from .spec import dataset_classes, gpu_count, whole_dataset
+from .tables.appendix import scale
+from .tasks import TASKS
+
+if TYPE_CHECKING:
+    from .spec import Case
+
+# A placement is the device, after its hardware target's name where the config names targets (p100@gpu1)
+RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{placement}/{variant}/{task}/rep{repetition}.json"
+CEILING = "results/ceilings/{processor}-{precision}.json"  # processor: cpu or gpu, after the target's name
+FIGURE_FORMATS = ("png", "svg")
+
+
+def case_key(case: Case) -> tuple:
+    """A case's wildcards, in the record path's order: framework, dataset, network, placement, variant, task."""
+    return case.framework, case.dataset, case.network, case.placement, case.variant, case.task
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the node can measure, which decides the figures drawn: CPU energy (RAPL counters), MFU on a CPU (a
+    known peak), idle GPUs' power (GPUs beside the CPU runs). With ``merge``: what the merged runs measured."""
+    rapl: bool
+    cpu_peak: bool
+    idle_gpus: bool
+
+    @classmethod
+    def of_records(cls, records: dict) -> NodeFacts:
+        return cls(rapl=any(r["power"]["cpu_energy_j"] is not None for r in records.values()),
+                   cpu_peak=any(r["compute"]["mfu"] is not None and not gpu_count(r["run"]["device"])
+                                for r in records.values()),
+                   idle_gpus=any(r["power"].get("idle_gpu_mean_w") is not None for r in records.values()))
+
+    @classmethod
+    def of_this_node(cls, cases) -> NodeFacts:
+        """This node's: its RAPL counters, its CPU's peak, its GPUs (NVML), unless the config's runs use GPUs."""
+        from .envs import node_gpus
+        from .host import Rapl
+        from .peaks import node_knows_cpu_peak
+
+        return cls(rapl=Rapl().error is None, cpu_peak=node_knows_cpu_peak(),
+                   idle_gpus=any(gpu_count(c.device) for c in cases) or bool(node_gpus()))
+
+
+class Plan:
+    """The matrix of one config: its cases (keyed by :func:`case_key`) and each case's records, every repetition;
+    with ``merged`` (path -> record, :func:`dlbench.merge.merged_records`), the merged records' cases, and nothing
+    runs. Raises :class:`dlbench.config.ConfigError` for a config that names no possible run."""
+
+    def __init__(self, config: dict, merged: dict | None = None):
+        self.config, self.merged = config, merged or {}
+        self.targets = bench_config.targets(config)
+        self.cases: dict[tuple, Case] = {}
+        self.case_records: dict[tuple, list[str]] = {}
+        if self.merged:
+            for path, record in self.merged.items():
+                case = merge.case_of(record)
+                self.cases.setdefault(case_key(case), case)
+                self.case_records.setdefault(case_key(case), []).append(str(path))
+        else:
+            self.cases = {case_key(case): case for case in bench_config.cases(config)}
+            self.case_records = {key: self._repetitions(key) for key in self.cases}
+        # Class subsets of ILSVRC12 by dataset label (imagenet-10classes: 10), indexed from the whole dataset's index
+        self.class_subsets = bench_config.class_subsets(config) if not self.merged else {}
+        # The tables' and figures' order of hardware targets: the config's; merged runs' in their directories' order
+        self.hardware_order = [name for name in (
+            dict.fromkeys(r["run"].get("hardware") for r in self.merged.values()) if self.merged else self.targets)
+            if name]
+        self.trained = [case for case in self.cases.values() if case.task == "train"]
+
+    def _repetitions(self, key: tuple) -> list[str]:
+        framework, dataset, network, placement, variant, task = key
+        return [RUN_RECORD.format(framework=framework, dataset=dataset, network=network, placement=placement,
+                                  variant=variant, task=task, repetition=repetition)
+                for repetition in range(1, self.config["repetitions"] + 1)]
+
+    def records(self, keys=None) -> list[str]:
+        """The records of the cases ``keys`` (all by default), every repetition (with ``merge``: every record the
+        merged directories hold of them)."""
+        return [path for key in (self.cases if keys is None else keys) for path in self.case_records[key]]
+
+    def records_of(self, dataset: str, network: str, tasks=tuple(TASKS)) -> list[str]:
+        return self.records(key for key in self.cases if key[1:3] == (dataset, network) and key[5] in tasks)
+
+    def node_facts(self) -> NodeFacts:
+        return NodeFacts.of_records(self.merged) if self.merged else NodeFacts.of_this_node(self.cases.values())
+
+    def cells(self, tasks=tuple(TASKS)) -> list[tuple[str, str]]:
+        """The (dataset, network) cells with cases of ``tasks``."""
+        return sorted({(c.dataset, c.network) for c in self.cases.values() if c.task in tasks})
+
+    def figures(self, node: NodeFacts) -> list[str]:
+        """A cell's figures: the metrics its runs measure (latency only where it has inference runs, GPU power only
+        where it runs on GPUs, CPU energy where the node has RAPL counters, MFU where dlbench knows the peak, idle
+        GPUs' power where CPU runs have GPUs beside them)."""
+        return [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in self.cells() for metric in METRICS
+                if drawn(metric, *zip(*[(c.task, c.device) for c in self.cases.values()
+                                        if (c.dataset, c.network) == (d, n)]), **asdict(node))
+                for ext in FIGURE_FORMATS]
+
+    def heatmaps(self, node: NodeFacts) -> list[str]:
+        """Per dataset with training runs, a heatmap of each metric with a better end that they measure (speed,
+        energy per image) against the best framework's."""
+        return [f"results/figures/{d}/{metric}_heatmap.{ext}" for d in sorted({c.dataset for c in self.trained})
+                for metric, spec in METRICS.items()
+                if spec.best and drawn(metric, ["train"], [c.device for c in self.trained if c.dataset == d],
+                                       **asdict(node))
+                for ext in FIGURE_FORMATS]
+
+    def set_against(self, case: Case) -> list[Case]:
+        """The training cases a case's speed-up is set against (tables.appendix.scaling, gpu_over_cpu): its
+        target's one device where it runs on several; any target's CPU where it runs on one GPU."""
+        baseline, devices = scale(case.device)
+        same = [o for o in self.trained if (o.dataset, o.network, o.framework, o.precision, o.compile)
+                == (case.dataset, case.network, case.framework, case.precision, case.compile)]
+        if devices > 1:
+            return [o for o in same if (o.hardware, o.device) == (case.hardware, baseline)]
+        return [o for o in same if o.device == "cpu"] if baseline == "gpu1" else []
+
+    def scaling(self) -> list[str]:
+        """Per dataset whose training runs on several devices and on one, or on a GPU and a CPU, their speed-ups."""
+        return [f"results/figures/{d}/scaling.{ext}" for d in sorted({c.dataset for c in self.trained
+                                                                      if self.set_against(c)})
+                for ext in FIGURE_FORMATS]
+
+    def iteration_figures(self) -> list[str]:
+        """Per cell with training runs, the time of their every step."""
+        return [f"results/figures/{d}/{n}/iteration_times.{ext}" for d, n in self.cells(("train",))
+                for ext in FIGURE_FORMATS]
+
+    def accuracy(self) -> list[str]:
+        """The accuracy task's table and its curves of accuracy over time, where the config has accuracy cases."""
+        cells = self.cells(("accuracy",))
+        return (["results/tables/accuracy.csv"] if cells else []) + [
+            f"results/figures/{d}/{n}/accuracy_curve.{ext}" for d, n in cells for ext in FIGURE_FORMATS]
+
+    def profile(self) -> list[str]:
+        """The profile task's table of layers and its figures of time per layer and of every profiled step (seed
+        004's), where the config has profile cases."""
+        cells = self.cells(("profile",))
+        return (["results/tables/layers.csv"] if cells else []) + [
+            f"results/figures/{d}/{n}/{figure}.{ext}" for d, n in cells for figure in ("layers", "layer_steps")
+            for ext in FIGURE_FORMATS]
+
+    def file_datasets(self) -> list[tuple[str, str, str]]:
+        """Datasets read from files: (label, family, mode) for every non-synthetic case."""
+        return sorted({(c.dataset, c.family, c.data_mode) for c in self.cases.values() if c.data_mode != "synthetic"})
+
+    def threads(self, device: str, hardware: str | None, caps: list[int]) -> int:
+        """A job's threads on ``device`` of the hardware target: the target's, else the config's, capped as
+        Snakemake caps a rule's threads (``caps``: --max-threads, --cores, where given); 0 on a CPU means all the
+        cores given to Snakemake."""
+        kind = "gpu" if gpu_count(device) else "cpu"
+        wanted = self.targets.get(hardware, {}).get("threads", {}).get(kind, self.config["threads"][kind])
+        if not wanted:
+            return min(caps, default=os.cpu_count())
+        return min([wanted, *caps])
+
+    def loader_workers(self, device: str, threads: int) -> int:
+        if self.config["loader_workers"] is not None:
+            return self.config["loader_workers"]
+        # A GPU run's cores feed its input pipeline while the GPU trains. A CPU run's cores all train:
+        # decoding raw Datum records in-process costs 0.35 ms per 64 images here, a worker process
+        # 2.0 ms (IPC), so CPU runs load in-process.
+        return threads if gpu_count(device) else 0
+
+    def run_spec(self, key: tuple, repetition: int, caps: list[int], data_input: str | None) -> dict:
+        """The run's spec as plain data: a params value of the wildcards alone, which Snakemake compares with
+        the one it stored for the record (its params trigger leaves out what depends on threads, input or
+        output, and values it cannot represent), so that a changed setting reruns the run."""
+        case = self.cases[key]
+        threads = self.threads(case.device, case.hardware, caps)
+        spec = asdict(case.run_spec(repetition, threads, data_input, self.loader_workers(case.device, threads)))
+        if spec["hardware"] is None:  # no target named: the spec of the runs made before targets, which stay done
+            del spec["hardware"]
+        if not spec["batch_swept"]:  # one batch: the spec of the runs made before batch lists, which stay done
+            del spec["batch_swept"]
+        return spec
+
+    def shard_counts(self, label: str) -> dict[str, int]:
+        """Conversion jobs per split: the config's, for a class subset in proportion to its share of the classes."""
+        whole = whole_dataset(label)
+        sizes = self.config["ilsvrc12"] if whole == "imagenet" else self.config["generated"]["imagenet"]
+        classes = FAMILIES["imagenet"].classes if whole == "imagenet" else sizes["classes"]
+        share = (dataset_classes(label) or classes) / classes
+        return {split: max(1, round(sizes[f"{split}_shards"] * share)) for split in ("train", "test")}
