@@ -114,7 +114,7 @@ rule heatmap:
     log:
         "logs/aggregate/heatmap-{dataset}-{metric}.log",
     wildcard_constraints:
-        metric="|".join(metric for metric, spec in METRICS.items() if spec.best),
+        metric="|".join(metric for metric, definition in METRICS.items() if definition.best),
     conda:
         "../envs/workflow.yaml"
     script:

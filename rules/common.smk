@@ -8,7 +8,7 @@ from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
-from dlbench import config as bench_config  # noqa: E402
+from dlbench import config as dlbench_config  # noqa: E402
 from dlbench.metrics import METRICS, caption_thresholds  # noqa: E402
 from dlbench.registry import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
 from dlbench import (ceiling, currency, datasets, formats, ilsvrc12, launch, merge, plan, progress, scheduler,  # noqa: E402
@@ -25,13 +25,13 @@ from dlbench.tasks import TASKS  # noqa: E402
 
 
 try:
-    bench_config.check_size(config)
-    bench_config.check_devices(config)
+    dlbench_config.check_size(config)
+    dlbench_config.check_devices(config)
     validate(config, "../config/schema.yaml")
     # With merge, the records of other workflow runs are the matrix (dlbench.merge); nothing runs
     PLAN = plan.Plan(config, merge.merged_records(config["merge"], log=lambda line: print(line, file=sys.stderr))
                      if config.get("merge") else None)
-except (bench_config.ConfigError, merge.MergeError) as error:
+except (dlbench_config.ConfigError, merge.MergeError) as error:
     raise WorkflowError(f"invalid config: {error}")
 
 TARGETS, CASES, CLASS_SUBSETS, HARDWARE_ORDER = PLAN.targets, PLAN.cases, PLAN.class_subsets, PLAN.hardware_order
@@ -225,7 +225,7 @@ def slurm_options(target_of, gpus_of):
             return TARGETS[target_of(wildcards)].get("slurm", {}).get(key)
         return value
     asked = sorted({key for target in TARGETS.values() for key in target.get("slurm", {})})
-    return {bench_config.SLURM_RESOURCES[key]: option(key) for key in asked}
+    return {dlbench_config.SLURM_RESOURCES[key]: option(key) for key in asked}
 
 
 def ceiling_target(wildcards):

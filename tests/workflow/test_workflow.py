@@ -169,7 +169,8 @@ def test_tables_figures_and_report(finished):
     trained = [cell for cell in cells if "train" in cell_tasks.get(cell, {"train"})]
     heatmaps = sorted((finished / "results" / "figures").glob("*/*_heatmap.png"))
     assert len(heatmaps) == len({dataset for dataset, _ in trained}) * sum(
-        metrics.drawn(metric, ["train"], ["cpu"], **node) for metric, spec in metrics.METRICS.items() if spec.best)
+        metrics.drawn(metric, ["train"], ["cpu"], **node) for metric, definition in metrics.METRICS.items()
+        if definition.best)
     assert len(figures) == bars + len(trained) + 3 + len(heatmaps) + 1
     assert not list((finished / "results" / "figures").rglob("gpu_*"))  # a CPU-only config: no GPU figures
     steps = (finished / "results" / "figures" / "mnist-generated" / "lenet" / "iteration_times.svg").read_text()

@@ -27,8 +27,8 @@ from .spec import (
 
 # Figure 4.5 per (dataset family, network): a family takes the values of the network's sizing for it
 # (KMNIST, not in the thesis, MNIST's: same size and shape).
-FIGURE_4_5 = {(family, name): entry.figure_4_5[spec.sized_for] for family, spec in FAMILIES.items()
-              for name, entry in REGISTRY.items() if spec.sized_for in entry.figure_4_5}
+FIGURE_4_5 = {(family, name): row.figure_4_5[facts.sized_for] for family, facts in FAMILIES.items()
+              for name, row in REGISTRY.items() if facts.sized_for in row.figure_4_5}
 
 
 class ConfigError(ValueError):
@@ -78,9 +78,9 @@ def check_size(config: dict) -> None:
     per_entry = (length(config.get("devices")) * hardware * length(config.get("precisions"))
                  * length(config.get("compile")))
     benchmarks = config.get("benchmarks") if isinstance(config.get("benchmarks"), list) else []
-    most = sum(per_entry * length(bench.get("networks")) * length(bench.get("batch_size"))
-               * length(bench.get("frameworks", config.get("frameworks"))) * length(bench.get("tasks"))
-               for bench in benchmarks if isinstance(bench, dict))
+    most = sum(per_entry * length(entry.get("networks")) * length(entry.get("batch_size"))
+               * length(entry.get("frameworks", config.get("frameworks"))) * length(entry.get("tasks"))
+               for entry in benchmarks if isinstance(entry, dict))
     if most > MAX_CASES:
         raise ConfigError(f"benchmarks: up to {most:,} cases (networks x batch sizes x frameworks x tasks of each "
                           f"entry, x devices x hardware targets x precisions x compile); allowed: at most "
@@ -142,32 +142,32 @@ def training_images(config: dict, family: str, mode: str) -> int | None:
     return FAMILIES[family].train_images
 
 
-def accuracy_iterations(config: dict, bench: dict, where: str, batch: int) -> int:
+def accuracy_iterations(config: dict, entry: dict, where: str, batch: int) -> int:
     """An accuracy case's training steps: its epochs of ``training images // batch`` steps each."""
-    family, mode = bench["dataset"], bench.get("data", "real")
+    family, mode = entry["dataset"], entry.get("data", "real")
     for key in ("iterations", "warmup_iterations", "warmup_added"):
-        if key in bench and bench["tasks"] == ["accuracy"]:  # beside a speed task they are that one's
+        if key in entry and entry["tasks"] == ["accuracy"]:  # beside a speed task they are that one's
             raise ConfigError(f"{where}.{key}: an accuracy case trains whole epochs "
-                              f"(epochs: {bench.get('epochs', EPOCHS)}) and times all of them; set epochs instead")
+                              f"(epochs: {entry.get('epochs', EPOCHS)}) and times all of them; set epochs instead")
     if mode == "synthetic":
         raise ConfigError(f"{where}.data: accuracy needs a test set, which synthetic data has not; "
                           "allowed: real, generated")
     images = training_images(config, family, mode)
     if images is None:
-        known = ", ".join(name for name, spec in FAMILIES.items() if spec.train_images)
+        known = ", ".join(name for name, facts in FAMILIES.items() if facts.train_images)
         raise ConfigError(f"{where}.dataset: accuracy runs on datasets whose training images are known before they "
                           f"are read; allowed: {known}, and generated imagenet")
     if images < batch:
         raise ConfigError(f"{where}.batch_size: {batch} is more than the {images} training images of one epoch")
-    return bench.get("epochs", EPOCHS) * (images // batch)
+    return entry.get("epochs", EPOCHS) * (images // batch)
 
 
 def cases(config: dict) -> list[Case]:
     found: dict[tuple, Case] = {}
-    for index, bench in enumerate(config["benchmarks"]):
+    for index, entry in enumerate(config["benchmarks"]):
         where = f"benchmarks[{index}]"
-        family, mode = bench["dataset"], bench.get("data", "real")
-        input_size = bench.get("input_size")
+        family, mode = entry["dataset"], entry.get("data", "real")
+        input_size = entry.get("input_size")
         sizing = RESIZED_SIZING if input_size else FAMILIES[family].sized_for
         if input_size and FAMILIES[family].sized_for in (RESIZED_SIZING, "text"):
             resizable = sorted(name for name, f in FAMILIES.items() if f.sized_for not in (RESIZED_SIZING, "text"))
@@ -180,37 +180,37 @@ def cases(config: dict) -> list[Case]:
             raise ConfigError(f"{where}.data: real ImageNet needs ilsvrc12.directory (the directory holding "
                               "your ILSVRC2012 archives; it cannot be downloaded); without it allowed: "
                               "generated, synthetic")
-        classes = bench.get("classes")
+        classes = entry.get("classes")
         if classes is not None:
             check_classes(config, where, family, mode, classes)
-        frameworks = bench.get("frameworks", config["frameworks"])
-        tasks = bench.get("tasks", ["train"])
-        if bench.get("keras_fit"):
+        frameworks = entry.get("frameworks", config["frameworks"])
+        tasks = entry.get("tasks", ["train"])
+        if entry.get("keras_fit"):
             check_keras_fit(where, frameworks, tasks)
-        for framework in bench.get("frameworks", []):  # named for this case: it must run the case's tasks
+        for framework in entry.get("frameworks", []):  # named for this case: it must run the case's tasks
             if set(tasks) - set(FRAMEWORKS[framework].tasks):
                 raise ConfigError(f"{where}.frameworks: {framework} runs {', '.join(FRAMEWORKS[framework].tasks)} "
                                   f"only; this case's tasks: {', '.join(tasks)}")
-        for network in bench["networks"]:
+        for network in entry["networks"]:
             if sizing not in SIZINGS[network]:
                 allowed = ", ".join(n for n, v in SIZINGS.items() if sizing in v)
                 sized = f"a {input_size}x{input_size} input" if input_size else family
                 raise ConfigError(f"{where}.networks: {network} is not sized for {sized}; "
                                   f"allowed for {family}{' at that size' if input_size else ''}: {allowed}")
             batch, iterations, rate = REGISTRY[network].figure_4_5[sizing]
-            batches = bench.get("batch_size", batch)
+            batches = entry.get("batch_size", batch)
             swept = isinstance(batches, list)  # several: each names its cells (seed 004's AlexNet at 64 and 128)
-            iterations = bench.get("iterations", iterations)
-            rate = bench.get("learning_rate", rate)
-            warmup = bench.get("warmup_iterations", default_warmup(iterations))
-            if bench.get("warmup_added"):  # the thesis timed all of Figure 4.5's iterations: warm-up before them
+            iterations = entry.get("iterations", iterations)
+            rate = entry.get("learning_rate", rate)
+            warmup = entry.get("warmup_iterations", default_warmup(iterations))
+            if entry.get("warmup_added"):  # the thesis timed all of Figure 4.5's iterations: warm-up before them
                 iterations += warmup
             if warmup >= iterations:
                 raise ConfigError(f"{where}.warmup_iterations: {warmup} warm-up iterations leave no timed "
                                   f"iteration of {iterations} ({network}); allowed: 0 to {iterations - 1}, or "
                                   "warmup_added: true")
             for batch in batches if swept else [batches]:
-                for case in _network_cases(config, bench, where, dataset_label(family, mode, classes), network,
+                for case in _network_cases(config, entry, where, dataset_label(family, mode, classes), network,
                                            tasks, frameworks, batch, swept, (iterations, warmup, rate)):
                     key = (case.framework, case.dataset, network, case.hardware, case.device, case.variant, case.task)
                     if key in found:
@@ -219,13 +219,13 @@ def cases(config: dict) -> list[Case]:
     return list(found.values())
 
 
-def _network_cases(config: dict, bench: dict, where: str, dataset: str, network: str, tasks: list,
+def _network_cases(config: dict, entry: dict, where: str, dataset: str, network: str, tasks: list,
                    frameworks: list, batch: int, swept: bool, training: tuple) -> list[Case]:
     """A case's cells of one network at one batch: every placement, framework, numerics and task."""
     iterations, warmup, rate = training
-    family = bench["dataset"]
+    family = entry["dataset"]
     if "accuracy" in tasks:
-        accuracy_steps = accuracy_iterations(config, bench, where, batch)
+        accuracy_steps = accuracy_iterations(config, entry, where, batch)
     made = []
     for hardware, device in placements(config, family):
         processes, gpus = parse_device(device)
@@ -239,14 +239,14 @@ def _network_cases(config: dict, bench: dict, where: str, dataset: str, network:
                 continue  # an inference-only framework among the config's has no training cells
             steps = (accuracy_steps, 0) if task == "accuracy" else (iterations, warmup)
             # A task's own settings only in its cases: another task's change reruns none of them
-            own = ({"latency_calls": bench.get("latency_calls", LATENCY_CALLS)} if task == "inference" else
-                   {"epochs": bench.get("epochs", EPOCHS), "target_accuracy": bench.get("target_accuracy")}
+            own = ({"latency_calls": entry.get("latency_calls", LATENCY_CALLS)} if task == "inference" else
+                   {"epochs": entry.get("epochs", EPOCHS), "target_accuracy": entry.get("target_accuracy")}
                    if task == "accuracy" else {})
             made.append(Case(framework=framework, dataset=dataset, network=network,
                              device=device, hardware=hardware, batch_size_global=batch, batch_swept=swept,
                              iterations=steps[0], warmup_iterations=steps[1], learning_rate=rate,
-                             precision=precision, compile=compile, task=task, input_size=bench.get("input_size"),
-                             keras_fit=bench.get("keras_fit", False), **own))
+                             precision=precision, compile=compile, task=task, input_size=entry.get("input_size"),
+                             keras_fit=entry.get("keras_fit", False), **own))
     return made
 
 
@@ -275,8 +275,8 @@ def check_classes(config: dict, where: str, family: str, mode: str, classes: int
 
 def class_subsets(config: dict) -> dict[str, int | list[str]]:
     """Each class subset's dataset label and its classes (a count or WNIDs), as the config's cases name them."""
-    return {dataset_label(bench["dataset"], bench.get("data", "real"), bench["classes"]): bench["classes"]
-            for bench in config["benchmarks"] if bench.get("classes") is not None}
+    return {dataset_label(entry["dataset"], entry.get("data", "real"), entry["classes"]): entry["classes"]
+            for entry in config["benchmarks"] if entry.get("classes") is not None}
 
 
 def placements(config: dict, family: str) -> list[tuple[str | None, str]]:

@@ -170,10 +170,10 @@ def drawn(metric: str, tasks, devices, rapl: bool, cpu_peak: bool = False, idle_
     can measure it (``rapl``: whether the node has RAPL counters; ``cpu_peak``: whether dlbench knows its CPU's
     peak, dlbench.peaks; ``idle_gpus``: whether its CPU runs have GPUs beside them). A figure of nothing but
     "unavailable" notes tells a reader nothing."""
-    spec = METRICS[metric]
+    definition = METRICS[metric]
     if any(other.beside == metric for other in METRICS.values()):
         return False  # drawn in the other's figure
     on_gpus = any(gpu_count(device) for device in devices)
     on_cpus = not all(gpu_count(device) for device in devices)
-    return bool(set(tasks) & set(spec.tasks)) and {"gpu": on_gpus, "rapl": rapl, "peak": on_gpus or cpu_peak,
-                                                   "idle_gpu": on_cpus and idle_gpus}.get(spec.needs, True)
+    return bool(set(tasks) & set(definition.tasks)) and {"gpu": on_gpus, "rapl": rapl, "peak": on_gpus or cpu_peak,
+                                                   "idle_gpu": on_cpus and idle_gpus}.get(definition.needs, True)

@@ -7,7 +7,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from . import config as bench_config
+from . import config as dlbench_config
 from . import merge
 from .datasets import FAMILIES
 from .metrics import METRICS, drawn
@@ -62,7 +62,7 @@ class Plan:
 
     def __init__(self, config: dict, merged: dict | None = None):
         self.config, self.merged = config, merged or {}
-        self.targets = bench_config.targets(config)
+        self.targets = dlbench_config.targets(config)
         self.cases: dict[tuple, Case] = {}
         self.case_records: dict[tuple, list[str]] = {}
         if self.merged:
@@ -71,10 +71,10 @@ class Plan:
                 self.cases.setdefault(case_key(case), case)
                 self.case_records.setdefault(case_key(case), []).append(str(path))
         else:
-            self.cases = {case_key(case): case for case in bench_config.cases(config)}
+            self.cases = {case_key(case): case for case in dlbench_config.cases(config)}
             self.case_records = {key: self._repetitions(key) for key in self.cases}
         # Class subsets of ILSVRC12 by dataset label (imagenet-10classes: 10), indexed from the whole dataset's index
-        self.class_subsets = bench_config.class_subsets(config) if not self.merged else {}
+        self.class_subsets = dlbench_config.class_subsets(config) if not self.merged else {}
         # The tables' and figures' order of hardware targets: the config's; merged runs' in their directories' order
         self.hardware_order = [name for name in (
             dict.fromkeys(r["run"].get("hardware") for r in self.merged.values()) if self.merged else self.targets)
@@ -115,8 +115,8 @@ class Plan:
         """Per dataset with training runs, a heatmap of each metric with a better end that they measure (speed,
         energy per image) against the best framework's."""
         return [f"results/figures/{d}/{metric}_heatmap.{ext}" for d in sorted({c.dataset for c in self.trained})
-                for metric, spec in METRICS.items()
-                if spec.best and drawn(metric, ["train"], [c.device for c in self.trained if c.dataset == d],
+                for metric, definition in METRICS.items()
+                if definition.best and drawn(metric, ["train"], [c.device for c in self.trained if c.dataset == d],
                                        **asdict(node))
                 for ext in FIGURE_FORMATS]
 

@@ -20,9 +20,9 @@ def heatmap(table: pd.DataFrame, dataset: str, metric: str, outputs: list[Path],
     them; and variant), a framework × network grid of a training metric against the best framework's on that network
     (1.00 = the best: the fastest, or the one that took the least energy per image; ``Metric.best``), the value beneath.
     A cell without a value is grey with its status; a framework the config did not run on a network is blank."""
-    spec, words = METRICS[metric], metric.replace("_", " ")
+    definition, words = METRICS[metric], metric.replace("_", " ")
     values = table[(table["metric"] == metric) & (table["task"] == "train") & (table["dataset"] == dataset)]
-    if spec.needs == "gpu":  # no panel of CPU runs that could not have measured it
+    if definition.needs == "gpu":  # no panel of CPU runs that could not have measured it
         values = values[values["device"].map(gpu_count) > 0]
     values = values.assign(setting=settings(values))
     panels = setting_order(values, hardware)
@@ -33,10 +33,10 @@ def heatmap(table: pd.DataFrame, dataset: str, metric: str, outputs: list[Path],
     for ax, panel in zip(axes[0], panels):
         cells = values[values["setting"] == panel].set_index(["framework", "network"])
         means = cells["mean"].unstack("network").reindex(index=frameworks, columns=networks)
-        relative = means / means.max() if spec.best == "max" else means.min() / means
+        relative = means / means.max() if definition.best == "max" else means.min() / means
         sns.heatmap(relative, ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=panel == panels[-1], annot=False,
                     linewidths=0.5, linecolor="white", cbar_kws={"label": (
-                        "this one's ÷ the best's" if spec.best == "max" else "the best's ÷ this one's")})
+                        "this one's ÷ the best's" if definition.best == "max" else "the best's ÷ this one's")})
         for (row, framework), (column, network) in ((r, c) for r in enumerate(frameworks) for c in enumerate(networks)):
             if (framework, network) not in cells.index:
                 continue
@@ -51,6 +51,6 @@ def heatmap(table: pd.DataFrame, dataset: str, metric: str, outputs: list[Path],
                     gid=f"heat {framework} {network} {panel}")
         ax.set(title=panel, xlabel="network", ylabel="framework" if panel == panels[0] else "")
         ax.tick_params(axis="y", rotation=0)
-    fig.suptitle(textwrap.fill(f"{dataset}: {words} against the best framework per network ({spec.unit} below)",
+    fig.suptitle(textwrap.fill(f"{dataset}: {words} against the best framework per network ({definition.unit} below)",
                                width=int(fig.get_figwidth() * 12)), fontsize=10)
     save(fig, outputs)

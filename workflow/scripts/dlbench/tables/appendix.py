@@ -34,15 +34,15 @@ def appendix(runs: pd.DataFrame) -> pd.DataFrame:
     """Long table: metric × dataset × network × framework × device, mean, sd, n (the ok runs that
     measured it), and the cell text."""
     out = []
-    for metric, spec in METRICS.items():
-        for cell, group in runs[runs["task"].isin(spec.tasks)].groupby(CELL_KEYS, sort=True):
+    for metric, definition in METRICS.items():
+        for cell, group in runs[runs["task"].isin(definition.tasks)].groupby(CELL_KEYS, sort=True):
             values = measured(group, metric)[metric].astype(float)
-            row = dict(zip(CELL_KEYS, cell), metric=metric, unit=spec.unit, n=len(values), runs=len(group))
+            row = dict(zip(CELL_KEYS, cell), metric=metric, unit=definition.unit, n=len(values), runs=len(group))
             if len(values):
                 row["mean"], row["sd"] = values.mean(), values.std(ddof=1) if len(values) > 1 else float("nan")
                 row["cv"] = row["sd"] / abs(row["mean"]) if row["mean"] else float("nan")
-                unsteady = f"cv > {UNSTEADY:.0%}" if spec.steady and row["cv"] > UNSTEADY else ""
-                flagged = flag_text(group, metric) if spec.flagged else ""
+                unsteady = f"cv > {UNSTEADY:.0%}" if definition.steady and row["cv"] > UNSTEADY else ""
+                flagged = flag_text(group, metric) if definition.flagged else ""
                 row["flags"] = ", ".join(mark for mark in (flagged, unsteady) if mark)
                 row["cell"] = _format(row["mean"], row["sd"], row["cv"], len(values), group) + (
                     f" [{row['flags']}]" if row["flags"] else "")

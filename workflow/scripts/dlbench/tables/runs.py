@@ -95,11 +95,12 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
                    cpu_model=record["provenance"].get("cpu_model"),
                    gpu_model=", ".join(sorted({gpu["name"] for gpu in record["provenance"].get("gpus") or []})),
                    started_at=record["provenance"].get("started_at"), record=record["path"])
-        for metric, spec in METRICS.items():
-            block = (record.get(spec.section) or {}) if run["task"] in spec.tasks else {}
-            row[metric] = block.get(spec.field)
-            reason = block.get("reasons", {}).get(spec.field) or (
-                "not measured by the older dlbench that wrote this record" if block and spec.field not in block else "")
+        for metric, definition in METRICS.items():
+            block = (record.get(definition.section) or {}) if run["task"] in definition.tasks else {}
+            row[metric] = block.get(definition.field)
+            unrecorded = block and definition.field not in block
+            reason = block.get("reasons", {}).get(definition.field) or (
+                "not measured by the older dlbench that wrote this record" if unrecorded else "")
             row[f"{metric}_reason"] = first_line(reason) if row[metric] is None else ""
         row.update(flags(row))
         rows.append(row)

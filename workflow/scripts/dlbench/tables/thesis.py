@@ -26,7 +26,7 @@ HARDWARE_WORDS = {"cpu_e5-2630_12or20cores": "2x Xeon E5-2630 (12 cores, ImageNe
                   "2x_p100": "2x Tesla P100", "2x_k20m": "2x Tesla K20m"}
 # Our metrics measured as the thesis measured its (metrics.Metric.thesis): its memory and power are whole-run means
 # of nvidia-smi's readings, set beside ours of the same definition, never beside our peaks or timed-window means
-LIKE = {metric: spec.thesis for metric, spec in METRICS.items() if spec.thesis}
+LIKE = {metric: definition.thesis for metric, definition in METRICS.items() if definition.thesis}
 # What still differs from the thesis's setup in every cell, and why: thesis.md ends with it, README's table of what
 # differs from each study has it (tests/unit/test_thesis.py keeps the two the same)
 SETUP_DIFFERENCES = (
