@@ -9,7 +9,7 @@ Same network (the same builder), batch, threads and synthetic data. Two measurem
   bare loop take turns every ``--timed`` steps, so drift slower than a few seconds cancels out (this
   machine's speed changes 1.5x between processes, which separate runs cannot tell from the harness's cost);
   during the harness's turns the monitor's sampler reads this process from a process of its own, as it
-  reads a workflow's runner (:class:`dlbench.monitor.Sampler`, at its rate for the run's device), so a turn
+  reads a workflow's runner (:class:`dlbench.sampler.Sampler`, at its rate for the run's device), so a turn
   costs what a workflow run costs beside its monitor. Each round also has two turns of the harness with
   the sampler off: the second measurement splits the harness's cost into its step path's and the sampler's;
   and two of the harness's steps outside the timed loop (no clock, no wait for each step), against which the
@@ -182,16 +182,16 @@ print(json.dumps(ratios))
 SAMPLER_SIDECAR = """
 import json, os, sys, tempfile, time
 from pathlib import Path
-from dlbench import host, monitor, window_marks
+from dlbench import host, window_marks
 from dlbench.gpu import GpuProbe
+from dlbench.sampler import Sampler
 scratch = tempfile.TemporaryDirectory()
 marks = window_marks.Listener(Path(scratch.name, "window-marks"))
 print(json.dumps(marks.environment), flush=True)
 sampler = None
 for line in sys.stdin:
     if line.strip() == "on":
-        sampler = monitor.Sampler(os.getppid(), GpuProbe([]), SAMPLE_HZ, sorted(os.sched_getaffinity(0)), host.Rapl(),
-                                  marks)
+        sampler = Sampler(os.getppid(), GpuProbe([]), SAMPLE_HZ, sorted(os.sched_getaffinity(0)), host.Rapl(), marks)
         sampler.start()
         while not sampler.ticks:
             time.sleep(0.001)

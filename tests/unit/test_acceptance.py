@@ -6,7 +6,7 @@ import sys
 
 import pytest
 from dlbench import acceptance
-from dlbench.record import load_records, write_record
+from dlbench.record.io import load_records, write_record
 
 from ..conftest import ROOT
 from .test_tables import record

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from dlbench import datasets, formats, monitor, networks
 from dlbench.config import ConfigError, cases
-from dlbench.record import quality
+from dlbench.record.build import quality
 from dlbench.spec import RunSpec
 
 from ..conftest import ROOT, run_in

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 from dlbench import compare
-from dlbench.record import load_records, write_record
+from dlbench.record.io import load_records, write_record
 from dlbench.tables.runs import runs_table
 
 from ..conftest import ROOT

@@ -303,3 +303,10 @@ def test_the_schema_knows_the_targets_slurm_options_and_thesis_gpus():
     assert validated({**TWO_TARGETS, "hardware": [{"name": "e5", "devices": ["cpu"], "threads": {"cpu": 0}}]})
     with pytest.raises(WorkflowError, match="0 is less than the minimum of 1"):
         validated({**TWO_TARGETS, "hardware": [{"name": "e5", "devices": ["gpu1"], "threads": {"gpu": 0}}]})
+
+
+def test_a_records_run_block_gives_back_its_spec():
+    spec = RunSpec("pytorch", "mnist-synthetic", "lenet", "cpu", 2, 64, 100, 10, 0.01, 2, task="inference",
+                   latency_calls=50, hardware="node")
+    assert RunSpec.from_record(spec.record_block("2.13.0")) == spec
+    assert RunSpec.from_record({**spec.record_block("2.13.0"), "framework_version": "x", "data_mode": "y"}) == spec

@@ -3,7 +3,7 @@ from types import SimpleNamespace
 
 import pytest
 from dlbench import gpu
-from dlbench.record import series
+from dlbench.record.build import series
 from dlbench.spec import RunSpec
 
 

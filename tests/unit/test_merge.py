@@ -1,7 +1,7 @@
 """Several results directories as one result set (config merge): what is refused, and what is read."""
 import pytest
 from dlbench.merge import MergeError, case_of, merged_records
-from dlbench.record import write_record
+from dlbench.record.io import write_record
 
 from .test_tables import on_gpus, on_target, record
 

@@ -9,7 +9,8 @@ import tomllib
 import jsonschema
 import pytest
 from dlbench import host, monitor, networks, paths, window_marks
-from dlbench.record import load_records, write_record
+from dlbench.record.io import load_records, write_record
+from dlbench.sampler import Sampler
 from dlbench.spec import RunSpec
 
 from ..conftest import ROOT
@@ -56,7 +57,7 @@ def test_a_real_run_records_timing_memory_and_provenance(tmp_path, record_schema
     assert record["memory"]["gpu_process_peak_mib"] is None
     assert record["memory"]["reasons"]["gpu_process_peak_mib"] == "CPU run (no GPU used)"
     # a CPU run: the host's counters a few times a second and on the window's marks, not the GPUs' 20
-    # (monitor.Sampler says why)
+    # (Sampler says why)
     assert record["power"]["samples"] >= 2 and 1 < record["power"]["sample_hz"] < 20 / 2
     assert record["quality"]["final_loss"] > 0
     provenance = record["provenance"]
@@ -291,11 +292,11 @@ def test_the_host_peak_rss_counts_a_spike_between_two_samples():
     400 MiB allocation held for 20 ms between two samples is still its peak."""
     child = subprocess.Popen([sys.executable, "-c", ("import time; time.sleep(0.6); b = b'1' * (400 * 2**20); "
                               "time.sleep(0.02); del b; time.sleep(0.6)")])
-    sampler = monitor.Sampler(child.pid, monitor.GpuProbe([]), 20, [0], host.Rapl())
+    sampler = Sampler(child.pid, monitor.GpuProbe([]), 20, [0], host.Rapl())
     sampler.start()
     child.wait()
     sampler.stop()
-    assert sampler.interval == 1 / monitor.Sampler.HOST_HZ  # no GPU: the host's rate, not the GPUs'
+    assert sampler.interval == 1 / Sampler.HOST_HZ  # no GPU: the host's rate, not the GPUs'
     assert sampler.rss_peak_mib >= 400
 
 
@@ -312,7 +313,7 @@ def _marking_child(listener, before_s: float, window_s: float, after_s: float) -
 def _sampled(tmp_path, hz: float, before_s: float, window_s: float, after_s: float):
     listener = window_marks.Listener(tmp_path / "marks")
     child = _marking_child(listener, before_s, window_s, after_s)
-    sampler = monitor.Sampler(child.pid, monitor.GpuProbe([]), hz, [0], host.Rapl(), listener)
+    sampler = Sampler(child.pid, monitor.GpuProbe([]), hz, [0], host.Rapl(), listener)
     sampler.start()
     start, end = map(float, child.communicate()[0].split())
     sampler.stop()
@@ -340,7 +341,7 @@ def test_a_cpu_run_s_monitor_wakes_seldom_inside_its_window(tmp_path):
     inside = [time for time in times if start < time < end]
     assert len(before) >= 3  # at 4 Hz (fewer when the machine is loaded)
     assert len(inside) <= 1 + 3  # the open mark's and one a second
-    assert sampler.interval == 1 / monitor.Sampler.HOST_HZ and sampler.window_interval == 1.0
+    assert sampler.interval == 1 / Sampler.HOST_HZ and sampler.window_interval == 1.0
 
 
 def test_marks_without_a_monitor_do_nothing(tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ from dlbench.backends import updates_found, xspace
 from dlbench.config import cases
 from dlbench.figures.layer_steps import block_seconds, layer_steps, unaccounted
 from dlbench.figures.layers import layer_times
-from dlbench.record import load_records, series_path, write_record
+from dlbench.record.io import load_records, series_path, write_record
 from dlbench.spec import RunSpec
 from dlbench.tables.appendix import appendix
 from dlbench.tables.layers import layer_means, layers_table

@@ -5,7 +5,7 @@ import os
 import time
 
 from dlbench import progress
-from dlbench.record import write_record
+from dlbench.record.io import write_record
 from dlbench.spec import RunSpec
 
 from .test_tables import record

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from dlbench import monitor, slots
-from dlbench.record import load_records, write_record
+from dlbench.record.io import load_records, write_record
 
 from ..conftest import ROOT
 from .test_gpu import FakeNVML

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from dlbench import metrics, retry
 from dlbench.figures.bars import bars
-from dlbench.record import load_records, quality, write_record
+from dlbench.record.build import quality
+from dlbench.record.io import load_records, write_record
 from dlbench.spec import SETUP_FIELDS, RunSpec
 from dlbench.tables import NOT_RECORDED, RUN_KEYS, read_appendix, read_runs
 from dlbench.tables.accuracy import write_accuracy

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from dlbench import monitor
-from dlbench.record import write_record
+from dlbench.record.io import write_record
 from dlbench.spec import RunSpec
 
 spec, directory = RunSpec.load(Path(sys.argv[1])), Path(sys.argv[2])

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
-from dlbench.record import load_records
+from dlbench.record.io import load_records
 from dlbench.spec import RunSpec
 
 from ..conftest import ROOT, processes_of_this_test

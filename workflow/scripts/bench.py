@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 from dlbench import bench, gpu
-from dlbench.record import cpu_model, dlbench_version, git_commit
+from dlbench.record.provenance import cpu_model, dlbench_version, git_commit
 from dlbench.tables import markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]

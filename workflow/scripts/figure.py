@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dlbench.figures.bars import bars
 from dlbench.joblog import logged
-from dlbench.record import load_records
+from dlbench.record.io import load_records
 from dlbench.tables.appendix import appendix
 from dlbench.tables.runs import runs_table
 

@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dlbench import acceptance, gpu
-from dlbench.record import dlbench_version, git_commit, load_records
+from dlbench.record.io import load_records
+from dlbench.record.provenance import dlbench_version, git_commit
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / ".test" / "config-gpu-check" / "config.yaml"

@@ -1,6 +1,6 @@
 """Snakemake entry point: every run record as one row of results/tables/runs.csv."""
 from dlbench.joblog import logged
-from dlbench.record import load_records
+from dlbench.record.io import load_records
 from dlbench.tables.runs import runs_table
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

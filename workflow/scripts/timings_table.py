@@ -2,7 +2,7 @@
 from pathlib import Path
 
 from dlbench.joblog import logged
-from dlbench.record import load_records
+from dlbench.record.io import load_records
 from dlbench.tables.timings import write_timings
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

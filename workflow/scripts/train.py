@@ -6,7 +6,7 @@ from pathlib import Path
 from dlbench import envs, monitor, slots
 from dlbench.config import config_sha256
 from dlbench.joblog import logged
-from dlbench.record import series_path, write_record
+from dlbench.record.io import series_path, write_record
 from dlbench.spec import RunSpec
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

@@ -25,7 +25,7 @@ from .monitor import (
     runner_environment,
     started,
 )
-from .record import cpu_model, dlbench_version
+from .record.provenance import cpu_model, dlbench_version
 from .slots import SlotError
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .figures.comparison import comparison_figure
 from .metrics import METRICS
-from .record import load_records
+from .record.io import load_records
 from .tables import CELL_KEYS, markdown_table, ratio_words, read_runs
 from .tables.appendix import appendix, measured
 from .tables.runs import runs_table

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .config import Case
 from .files import Unreadable
-from .record import read_record
+from .record.io import read_record
 from .spec import gpu_count
 from .tables.runs import hardware, machine
 

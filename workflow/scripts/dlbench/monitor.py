@@ -26,114 +26,12 @@ import psutil
 
 from . import files, formats, host, launch, lifeline, paths, slots, window_marks
 from .envs import WORKER_PYTHON_VARIABLE
-from .gpu import IDLE_SAMPLE_SECONDS, GpuProbe, inventory
-from .record import build_record, series
+from .gpu import GpuProbe, inventory
+from .record.build import build_record, series
+from .sampler import Sampler
 from .spec import RunSpec
 
 LOG_TAIL_LINES = 15
-
-
-class Sampler(threading.Thread):
-    """Samples the runner's process tree (RSS, CPU time), its GPUs and the host's counters (its cores'
-    busy time, RAPL energy: :mod:`dlbench.host`) until stopped: a GPU run at ``hz`` (NVML's power and memory),
-    a run without GPUs :data:`HOST_HZ` times a second, and inside its timed window :data:`WINDOW_HOST_HZ`; and
-    at once when the runner marks the window's opening and closing (``marks``: :mod:`dlbench.window_marks`).
-
-    The sampler shares the machine with the run it measures and must stay out of its way. On a CPU run every
-    core trains, and each wake-up of the sampler stops one of the framework's threads while the others wait for
-    it at their next barrier: waking 20 times a second slowed PyTorch's LeNet by 1 to 4 % on this 2-core machine
-    (steps timed while a sampler alternated a second on, a second off), for 0.3 % of a core's time. The host's
-    counters are cumulative, so fewer samples lose nothing but the time course: the samples at the window's
-    marks give its counters whole; the runner's RSS peak is the kernel's (VmHWM), which the next sample reads
-    however short the peak was. Finding the tree's children scans all of /proc (about 1 ms here), so it is
-    refreshed once a second; reading RSS of known processes costs microseconds.
-    """
-
-    TREE_REFRESH_S = 1.0
-    HOST_HZ = 4.0
-    WINDOW_HOST_HZ = 1.0  # between a CPU run's window marks: its bounds are sampled on the marks
-
-    def __init__(self, pid: int, probe: GpuProbe, hz: float, cores: list[int], rapl: host.Rapl,
-                 marks: window_marks.Listener | None = None):
-        super().__init__(daemon=True)
-        self.process, self.probe, self.marks = psutil.Process(pid), probe, marks
-        gpu_run = probe.handles and not probe.idle
-        self.interval = 1 / (hz if gpu_run else min(hz, self.HOST_HZ))
-        self.window_interval = self.interval if gpu_run else max(self.interval, 1 / self.WINDOW_HOST_HZ)
-        self.cores, self.rapl = cores, rapl
-        self.rss_peak_mib, self.gpu_samples, self.host_samples, self.ticks = 0.0, [], [], 0
-        self.first, self.last = None, None
-        self._tree_cache, self._tree_time = [self.process], float("-inf")
-        self._idle_gpus_read = float("-inf")
-        self._stop_event = threading.Event()
-
-    def _tree(self, now: float) -> list[psutil.Process]:
-        if now - self._tree_time >= self.TREE_REFRESH_S:
-            try:
-                self._tree_cache = [self.process, *self.process.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                self._tree_cache = []
-            self._tree_time = now
-        return self._tree_cache
-
-    def run(self) -> None:
-        in_window = False
-        while not self._stop_event.is_set():
-            self._sample(time.time())
-            in_window = self._wait(self.window_interval if in_window else self.interval, in_window)
-
-    def _sample(self, now: float) -> None:
-        tree, rss, cpu = self._tree(now), 0, 0.0
-        for proc in tree:
-            try:
-                rss += proc.memory_info().rss
-                times = proc.cpu_times()
-                cpu += times.user + times.system
-            except psutil.Error:
-                pass
-        # the tree's sampled sum, or the runner's own peak where a sample missed it
-        self.rss_peak_mib = max(self.rss_peak_mib, rss / 2**20, peak_rss_mib(self.process.pid))
-        self.host_samples.append(host.HostSample(now, host.cores_busy_seconds(self.cores), cpu, self.rapl.read(),
-                                                 rss / 2**20))
-        # A CPU run's idle GPUs once a second, as the thesis read them: their draw barely moves, the run's cores do
-        if self.probe.handles and (not self.probe.idle
-                                   or now - self._idle_gpus_read >= IDLE_SAMPLE_SECONDS - self.interval / 2):
-            self.gpu_samples.append(self.probe.sample(now, {p.pid for p in tree}))
-            self._idle_gpus_read = now
-        self.first, self.last, self.ticks = self.first or now, now, self.ticks + 1
-
-    def _wait(self, seconds: float, in_window: bool) -> bool:
-        """Until the next sample is due, a window mark comes or the sampler is stopped; whether the window is open."""
-        if self.marks is None:
-            self._stop_event.wait(seconds)
-            return in_window
-        readable, _, _ = select.select([self.marks.fd], [], [], seconds)
-        marks = self.marks.read() if readable else b""
-        last = max(marks.rfind(window_marks.OPEN), marks.rfind(window_marks.CLOSE))
-        return in_window if last < 0 else marks[last:last + 1] == window_marks.OPEN
-
-    def stop(self) -> None:
-        self._stop_event.set()
-        if self.marks:
-            self.marks.wake()
-        self.join()
-
-    @property
-    def achieved_hz(self) -> float | None:
-        span = (self.last or 0) - (self.first or 0)
-        return (self.ticks - 1) / span if span > 0 else None
-
-
-def peak_rss_mib(pid: int) -> float:
-    """The process's resident-set high-water mark (the kernel's VmHWM, Linux); 0 where it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024  # kB
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0.0
 
 
 def _now(timespec: str = "seconds") -> str:
@@ -273,7 +171,7 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
         series_at: Path | None = None) -> dict:
     """Run one training job under measurement, on GPUs and cores it holds alone, and return its record.
     ``series_at``: where to write, whatever happens, every sample and profiled step the record reduces
-    (:func:`dlbench.record.series`).
+    (:func:`dlbench.record.build.series`).
 
     ``cannot_run`` (status and reason) records a run that cannot take place (its environment could not
     be built: unavailable; its dataset could not be had: failed) without starting anything.
@@ -313,13 +211,12 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
                 raise
     if result["status"] == "failed" and not cannot_run:
         result["reason"] += "\nlast lines of the log:\n" + _log_tail(log_path)
-    record = build_record(spec, result, sampler, probe, config_sha256, ceiling)
-    if series_at:
-        files.write_json(series_at, series(record["run"], spec, result, sampler))
-    record["timing"]["wall_seconds"] = time.monotonic() - started
     # The held interval: no other dlbench run held these cores and GPUs from held_from to held_until (a run that
     # waited for its devices started before it: started_at)
-    record["provenance"].update(started_at=started_at, finished_at=_now(), cores_held=cores, **held)
+    held.update(started_at=started_at, finished_at=_now(), cores_held=cores)
+    record = build_record(spec, result, sampler, probe, config_sha256, ceiling, time.monotonic() - started, held)
+    if series_at:
+        files.write_json(series_at, series(record["run"], spec, result, sampler))
     probe.close()
     return record
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .compute import flops_per_image
 from .files import Unreadable
-from .record import read_record
+from .record.io import read_record
 from .spec import RunSpec
 
 # A run's time on a 2-core CPU besides its steps, in seconds: the median of its records' wall time less warm-up and

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 DATA_MODES = ("real", "generated", "synthetic")
-# The record's timing of the set-up before the timed window (schema 3; dlbench.record.setup_times)
+# The record's timing of the set-up before the timed window (schema 3; dlbench.record.build.setup_times)
 SETUP_FIELDS = ("start_seconds", "import_seconds", "build_seconds", "setup_seconds", "first_step_seconds",
                 "warmup_seconds")
 DATASET_FAMILIES = ("mnist", "kmnist", "cifar10", "mnist10k", "imagenet", "text")  # dlbench.datasets.FAMILIES
@@ -249,6 +249,11 @@ class RunSpec(Labelled):
     def nodes(self) -> int:
         """The nodes its processes spread over inside a Slurm allocation of as many (1: one machine)."""
         return device_layout(self.device)[0]
+
+    @classmethod
+    def from_record(cls, run: dict) -> RunSpec:
+        """The spec of a record's ``run`` block (:meth:`record_block`'s): what the block leaves out at its default."""
+        return cls(**{key: value for key, value in run.items() if key in cls.__dataclass_fields__})
 
     def record_block(self, framework_version: str | None) -> dict:
         block = asdict(self)

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from .files import Unreadable
-from .record import read_record
+from .record.io import read_record
 
 STATUSES = ("ok", "failed", "unavailable", "unreadable", "not run")
 SHOWN = 8  # reasons listed per status

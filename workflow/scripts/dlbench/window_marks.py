@@ -1,7 +1,7 @@
 """The runner tells its monitor when the timed window opens and closes, so that the monitor samples the host at the
 window's bounds rather than only on its clock: the window's cumulative counters (the held cores' busy time, the
 run's CPU time, RAPL's energy) span the window itself, however short, and inside it a CPU run's monitor can wake
-seldom (each wake-up takes a core from a run that trains on every core: :class:`dlbench.monitor.Sampler`).
+seldom (each wake-up takes a core from a run that trains on every core: :class:`dlbench.sampler.Sampler`).
 
 The channel is a FIFO in the monitor's scratch directory, named in the runner's environment; the monitor holds it
 open for reading and writing, so that a runner's non-blocking write never waits and never fails for want of a

@@ -10,7 +10,7 @@ import seaborn as sns
 
 from .. import files, networks
 from ..datasets import description
-from ..record import series_path
+from ..record.io import series_path
 from ..spec import RunSpec
 from ..tables import settings
 from ..tables.runs import runs_table
@@ -89,7 +89,7 @@ def layer_steps(records: list[dict], outputs: list[Path]) -> None:
     run = records[0]["run"]
     fig, axes = with_notes(11.0, 2.6 * max(1, len(rows)), notes, panels=2, rows=max(1, len(rows)))
     for row, (cell, record, kept_profile) in enumerate(rows):
-        spec = RunSpec(**{key: value for key, value in record["run"].items() if key in RunSpec.__dataclass_fields__})
+        spec = RunSpec.from_record(record["run"])
         groups = networks.layer_groups(description(spec.network, spec.family, spec.input_size, spec.classes))
         blocks = block_seconds(kept_profile, groups)
         left, right = axes[2 * row], axes[2 * row + 1]

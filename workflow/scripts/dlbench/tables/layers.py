@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..record import load_records
+from ..record.io import load_records
 from ..spec import run_variant
 from . import CELL_KEYS, decimals, markdown_table, read_appendix
 from .runs import hardware, machine

@@ -1,5 +1,5 @@
 """The accuracy task: whole epochs of training, each followed by an evaluation on the test split; its record
-block is ``quality``'s accuracy part (``dlbench.record.quality``)."""
+block is ``quality``'s accuracy part (``dlbench.record.build.quality``)."""
 from __future__ import annotations
 
 import functools

@@ -1,64 +1,26 @@
-"""A run's record: what the monitor builds from the runner's result, its samples and the node, and writes;
-how the tables read it back, a record of an older schema upgraded to today's
-(``workflow/schemas/run_record.schema.yaml``; its changes in CHANGELOG.md)."""
+"""A run's record built by the monitor from the runner's result, the monitor's samples and the node; and the series
+of samples and profiled steps the record reduces."""
 from __future__ import annotations
 
-import functools
-import json
-import math
 import os
 import platform
-import re
 import socket
 import statistics
-import subprocess
-import tomllib
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-import jsonschema
 import psutil
-import yaml
-from jsonschema.exceptions import best_match
 
-from . import backends, compute, currency, files, host, peaks
-from .gpu import GpuProbe, memory_and_power
-from .paths import PACKAGE_ROOT, PROJECT_ROOT
-from .peaks import Peak
-from .spec import SETUP_FIELDS, RunSpec, placement_label, run_variant
-from .tasks.accuracy import accuracy_block
-from .tasks.inference import latency
-from .tasks.profile import layer_profile
+from .. import backends, compute, currency, host, peaks
+from ..gpu import GpuProbe, memory_and_power
+from ..spec import SETUP_FIELDS, RunSpec
+from ..tasks.accuracy import accuracy_block
+from ..tasks.inference import latency
+from ..tasks.profile import layer_profile
+from .io import SCHEMA_VERSION
+from .provenance import cpu_model, dlbench_version, git_commit
 
 if TYPE_CHECKING:
-    from .monitor import Sampler
-
-SCHEMA_VERSION = 6
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def dlbench_version() -> str:
-    """The workflow's version, from its pyproject.toml (CHANGELOG.md says what each changed)."""
-    with open(PROJECT_ROOT / "pyproject.toml", "rb") as stream:
-        return tomllib.load(stream)["project"]["version"]
-
-
-def git_commit() -> str | None:
-    """The code's commit, with "-dirty" when the working tree has uncommitted changes."""
-    try:
-        return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=40"], cwd=PACKAGE_ROOT,
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
+    from ..sampler import Sampler
 
 
 def setup_times(result: dict, times: list[float], warmup: int) -> dict:
@@ -74,8 +36,11 @@ def setup_times(result: dict, times: list[float], warmup: int) -> dict:
             "first_step_seconds": times[0], "warmup_seconds": sum(times[:warmup])}
 
 
-def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: GpuProbe,
-                 config_sha256: str, ceiling: dict | None = None) -> dict:
+def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: GpuProbe, config_sha256: str,
+                 ceiling: dict | None, wall_seconds: float, held: dict) -> dict:
+    """The run's record from the runner's ``result`` and the monitor's samples: ``wall_seconds``, the run's whole time
+    (its wait for devices, start, set-up and steps); ``held``, when it started and finished and what it held when
+    (the provenance's started_at, finished_at, cores_held, held_from, held_until)."""
     ok = result["status"] == "ok"
     not_ok = None if ok else f"see the run's reason ({result['status']})"  # not repeated in every metric
     times = result.get("iteration_seconds") or []
@@ -87,7 +52,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         "images_per_second_mean": images / window["seconds"] if ok else None,
         "images_per_second_median": spec.batch_size_global / statistics.median(timed) if ok else None,
         "timed_seconds": window.get("seconds"),
-        "wall_seconds": None,
+        "wall_seconds": wall_seconds,
         "cpu_per_wall": window["cpu_seconds"] / window["seconds"] if ok else None,
         "step_completion": result.get("step_completion"),
         **setup_times(result, times if ok else [], spec.warmup_iterations),
@@ -123,7 +88,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         power.setdefault("reasons", {}).update(dict.fromkeys(("cpu_energy_j", "cpu_energy_per_image_j"),
                                                              not_ok or unsampled or cpu_reason))
     if not ok:
-        timing["reasons"] = {k: not_ok for k, v in timing.items() if v is None and k != "wall_seconds"}
+        timing["reasons"] = {k: not_ok for k, v in timing.items() if v is None}
     else:
         unseen = (f"{spec.framework}'s training step takes its batch itself, out of the loop's sight"
                   if spec.task != "inference" else "inference runs on a resident batch: it never waits for input")
@@ -161,6 +126,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),  # where the run was a Slurm job, and on which node
             "slurm_node": os.environ.get("SLURMD_NODENAME"),
             "slurm_partition": os.environ.get("SLURM_JOB_PARTITION"),
+            **held,
         },
     }
 
@@ -179,13 +145,6 @@ def quality(spec: RunSpec, result: dict, not_ok: str | None) -> dict:
 
 
 SERIES_SCHEMA = 1
-SERIES_SUFFIX = ".series.json.gz"
-
-
-def series_path(record_path: Path) -> Path:
-    """Where a run's series lie: beside its record (``rep1.json`` -> ``rep1.series.json.gz``)."""
-    record_path = Path(record_path)
-    return record_path.with_name(record_path.name.removesuffix(".json") + SERIES_SUFFIX)
 
 
 def series(run: dict, spec: RunSpec, result: dict, sampler: Sampler | None) -> dict:
@@ -222,146 +181,3 @@ def series(run: dict, spec: RunSpec, result: dict, sampler: Sampler | None) -> d
                            "layer_update_seconds": layer_updates and [[step[name] for name in names]
                                                                       for step in layer_updates]}
     return kept
-
-
-def write_record(record: dict, path: Path) -> None:
-    """Write atomically, so a killed job never leaves half a record behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    files.write_json(path, record, indent=1)
-
-
-RECORD_SCHEMA = Path(__file__).resolve().parent.parent.parent / "schemas" / "run_record.schema.yaml"
-
-
-@functools.cache
-def record_validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(yaml.safe_load(RECORD_SCHEMA.read_text()))
-
-
-def record_schema_version() -> int:
-    """The schema today's records have (the monitor writes them: dlbench.record.SCHEMA_VERSION)."""
-    return record_validator().schema["properties"]["schema"]["const"]
-
-
-ABSURD = 1e15  # beyond any measured quantity's magnitude (FLOPs per image ~1e10, bytes ~1e12, epoch seconds ~2e9)
-
-
-def _not_a_number(token: str):
-    raise ValueError(f"{token} is not a measurement")
-
-
-def _measured_number(token: str, kind=float) -> float | int:
-    """A number of a record's JSON text (``kind``: float or int, as the parser found it), refused where it cannot be
-    a measurement: it overflows to infinity (1e999) or is larger than anything a run measures (1e300)."""
-    number = kind(token)
-    if not math.isfinite(number):
-        raise ValueError(f"{token} is not a measurement (not finite)")
-    if abs(number) > ABSURD:
-        raise ValueError(f"{token} is not a measurement (beyond ±{ABSURD:.0e})")
-    return number
-
-
-def filed_run(path: Path) -> str | None:
-    """The run a record's path names (framework/dataset/network/placement/variant/task/rep<k>, as the workflow files
-    it under ``runs/``); None for a path outside that layout."""
-    parts = Path(path).parts
-    if len(parts) < 8 or parts[-8] != "runs" or not re.fullmatch(r"rep[1-9][0-9]*\.json", parts[-1]):
-        return None
-    return "/".join([*parts[-7:-1], parts[-1].removesuffix(".json")])
-
-
-def recorded_run(record: dict) -> str:
-    """The run a record says it is, named as :func:`filed_run` names a path's."""
-    run = record["run"]
-    placement = placement_label(run.get("hardware"), run["device"])
-    return "/".join([run["framework"], run["dataset"], run["network"], placement, run_variant(run), run["task"],
-                     f"rep{run['repetition']}"])
-
-
-def read_record(path: Path) -> dict:
-    """A run's record in today's form (:func:`upgrade`), checked against the record's schema: its numbers
-    finite, in range. :class:`files.Unreadable` naming the file where it is damaged, incomplete or of a
-    schema newer than this code's."""
-    try:
-        record = json.loads(Path(path).read_text(), parse_constant=_not_a_number, parse_float=_measured_number,
-                            parse_int=functools.partial(_measured_number, kind=int))
-    except (OSError, ValueError) as error:
-        raise files.Unreadable(f"{path}: {type(error).__name__}: {error}") from None
-    schema, newest = record.get("schema") if isinstance(record, dict) else None, record_schema_version()
-    if type(schema) is not int or not 1 <= schema <= newest:  # True is an int to isinstance
-        raise files.Unreadable(f"{path}: record schema {schema!r} is not one this dlbench reads (1 to {newest}); "
-                               "a newer dlbench wrote it?")
-    try:
-        record = upgrade(record)
-    except (KeyError, TypeError, AttributeError) as error:
-        raise files.Unreadable(f"{path}: not a schema-{schema} record ({type(error).__name__}: {error})") from None
-    problem = best_match(record_validator().iter_errors(record))
-    if problem:
-        where = "/".join(map(str, problem.absolute_path)) or "the record"
-        raise files.Unreadable(f"{path}: {where}: {problem.message}")
-    filed = filed_run(path)
-    if filed and filed != (run := recorded_run(record)):
-        raise files.Unreadable(f"{path}: its run is {run}, not the {filed} its path names")
-    return record
-
-
-def load_records(paths, log=print) -> list[dict]:
-    """The readable records of ``paths``; each left out is named, with why, through ``log``."""
-    records = []
-    for path in paths:
-        try:
-            record = read_record(path)
-        except files.Unreadable as error:
-            log(f"left out: {error}")
-            continue
-        record["path"] = str(path)
-        records.append(record)
-    return records
-
-
-def upgrade(record: dict) -> dict:
-    """A record of an older schema in today's form, so that records kept from an earlier version
-    aggregate beside new ones (CHANGELOG.md says what each schema changed)."""
-    if record["schema"] == 1:  # its reasons began with "unavailable: "; today the status is only data
-        def words(reason: str) -> str:
-            return reason.removeprefix("unavailable: ")
-        record["reason"] = words(record["reason"])
-        for section in ("timing", "memory", "power", "quality"):
-            reasons = record[section].get("reasons", {})
-            reasons.update({field: words(reason) for field, reason in reasons.items()})
-        record["run"]["compile"] = False  # the precision axis and the compile axis came with schema 2
-        record["execution"] = None  # unknown: each framework used its own default math
-        record["schema"] = 2
-    if record["schema"] == 2:  # schema 3 timed the set-up before the first step
-        record["timing"].update(dict.fromkeys(SETUP_FIELDS))
-        record["timing"].setdefault("reasons", {}).update(
-            dict.fromkeys(SETUP_FIELDS, "not measured before record schema 3"))
-        record["schema"] = 3
-    if record["schema"] == 3:  # schema 4 counted FLOPs: the achieved rate follows from the measured speed
-        spec = RunSpec(**{key: value for key, value in record["run"].items() if key in RunSpec.__dataclass_fields__})
-        ok = record["status"] == "ok"
-        record["compute"] = compute.block(spec, record["timing"]["images_per_second_mean"] if ok else None, None,
-                                          "", [], None if ok else f"see the run's reason ({record['status']})",
-                                          Peak(None, "no peak was looked up before record schema 6"),
-                                          no_ceiling="no ceiling was measured before record schema 4")
-        before = "not measured before record schema 4"
-        for section, fields in (("timing", ("input_wait_seconds", "input_wait_share", "contention_share")),
-                                ("power", ("cpu_energy_per_image_j",))):
-            record[section].update(dict.fromkeys(fields))
-            record[section].setdefault("reasons", {}).update(dict.fromkeys(fields, before))
-        record["schema"] = 4
-    if record["schema"] == 4:  # schema 5 added inference runs; every run before was a training run
-        record["run"]["task"] = "train"
-        record["latency"] = None
-        record["schema"] = 5
-    # schema 6: what was MFU, over the measured ceiling, is ceiling_fraction (a block made above is today's)
-    if record["schema"] == 5 and "ceiling_fraction" not in record["compute"]:
-        block = record["compute"]
-        block["ceiling_fraction"] = block.pop("mfu")
-        reasons = block["reasons"]
-        if "mfu" in reasons:
-            reasons["ceiling_fraction"] = reasons.pop("mfu")
-        block.update(peak_tflops=None, mfu=None, ceiling_flag=None)
-        reasons.update(dict.fromkeys(("peak_tflops", "mfu"), "no peak was looked up before record schema 6"))
-    record["schema"] = 6
-    return record

@@ -1,0 +1,35 @@
+"""What a record (and a ceiling's, a benchmark's) names of where and with what it was measured: the CPU's model, the
+workflow's version and its commit."""
+from __future__ import annotations
+
+import platform
+import subprocess
+import tomllib
+from pathlib import Path
+
+from ..paths import PACKAGE_ROOT, PROJECT_ROOT
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def dlbench_version() -> str:
+    """The workflow's version, from its pyproject.toml (CHANGELOG.md says what each changed)."""
+    with open(PROJECT_ROOT / "pyproject.toml", "rb") as stream:
+        return tomllib.load(stream)["project"]["version"]
+
+
+def git_commit() -> str | None:
+    """The code's commit, with "-dirty" when the working tree has uncommitted changes."""
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=40"], cwd=PACKAGE_ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
