@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 import pytest
-from dlbench import datasets, formats, ilsvrc12, networks, registry
+from dlbench import datasets, formats, ilsvrc12, networks, paths, registry
 from dlbench.backends import cntk as cntk_backend
 
-from ..conftest import IN_FRAMEWORK, ROOT, run_in
+from ..conftest import IN_FRAMEWORK, run_in
 
 
 def _generated(root, family, train=40, test=20):
@@ -23,8 +23,8 @@ def _convert_in(python, format_name, family, data_dir, output):
     """A whole-dataset conversion job, run by ``python`` (RecordIO needs MXNet's venv)."""
     job = {"kind": "convert", "format": format_name, "family": family, "data_dir": str(data_dir),
            "output": str(output), "seed": 7}
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts")}
-    subprocess.run([python, "-m", "dlbench.formats", json.dumps(job)], env=env, check=True, capture_output=True)
+    subprocess.run([python, "-m", "dlbench.formats", json.dumps(job)], env=paths.with_package(dict(os.environ)),
+                   check=True, capture_output=True)
     return output
 
 

@@ -107,16 +107,21 @@ def _completion(wait_for_step) -> str:
 
 
 def _clock(clock: StepClock, in_flight: list, count: int | None = None, synchronized: bool = False) -> None:
-    """Clock the oldest ``count`` steps in flight (all of them by default) and drop them. The newest of them is
-    waited for first: an engine runs the steps in order, so the loop wakes once for the lot, not once a step. Once
-    the harness has synchronized, only stamps are read: every step has finished, and a wait may read a reply that
-    synchronize() took (CNTK's worker's)."""
+    """Clock the oldest ``count`` steps in flight (all of them by default) and drop them. Stamped steps: the newest
+    is waited for first (an engine runs the steps in order, so the loop wakes once for the lot), then each gives its
+    stamp. Others: each is waited for and clocked now, unless the harness has synchronized (every step has finished,
+    and a wait may read a reply that synchronize() took: CNTK's worker's)."""
     steps = in_flight[:count]
-    finished = [wait_for_step() if isinstance(wait_for_step, backends.Stamped) or not synchronized else None
-                for wait_for_step in reversed(steps)][::-1]
-    for wait_for_step, at in zip(steps, finished):
-        clock.step_finished(at if isinstance(wait_for_step, backends.Stamped) else None)
     del in_flight[:count]
+    if steps and isinstance(steps[-1], backends.Stamped):
+        steps[-1]()
+        for stamp in steps:
+            clock.step_finished(stamp())
+        return
+    for wait_for_step in steps:
+        if not synchronized:
+            wait_for_step()
+        clock.step_finished()
 
 
 def prefixed(progress, prefix: str, line: str, **kwargs) -> None:
