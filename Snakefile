@@ -23,7 +23,7 @@ include: "rules/aggregate.smk"
 
 # Cheap aggregation runs where Snakemake runs, not as cluster jobs; so do downloads, because a
 # cluster's compute nodes often cannot reach the internet.
-localrules: all, fetch, runs_table, timings_table, appendix_table, api_cost_table, accuracy_table, layers_table, thesis_table, figure,
+localrules: all, node_facts, fetch, runs_table, timings_table, appendix_table, api_cost_table, accuracy_table, layers_table, thesis_table, figure,
     accuracy_curve, layers_figure, heatmap, thesis_figure, iteration_times, scaling_figure
 
 
@@ -57,8 +57,8 @@ rule all:
         "results/tables/api_cost.csv",
         "results/tables/thesis.csv",
         "results/figures/thesis.png",
-        FIGURES,
-        HEATMAPS,
+        figures,
+        heatmaps,
         SCALING,
         ITERATION_FIGURES,
         ACCURACY,

@@ -11,12 +11,12 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import config as dlbench_config  # noqa: E402
 from dlbench.metrics import METRICS, caption_thresholds  # noqa: E402
 from dlbench.registry import ENVIRONMENTS, FRAMEWORKS  # noqa: E402
-from dlbench import (ceiling, currency, datasets, formats, ilsvrc12, launch, merge, plan, progress, scheduler,  # noqa: E402
-                     stages, summary)
+from dlbench import (currency, datasets, files, formats, ilsvrc12, launch, merge, node, plan, progress,  # noqa: E402
+                     scheduler, stages, summary)
 from dlbench.compute import processor  # noqa: E402
 from dlbench.datasets import FAMILIES, FILE_FAMILIES  # noqa: E402
 from dlbench.envs import (OLDER_GPU_BUILDS, SOURCE_BUILDS, WORKER_PYTHONS, choose_requirements,  # noqa: E402
-                          cuda_variant, current_environment, node_gpus)
+                          cuda_variant, current_environment)
 from dlbench.formats import FRAMEWORK_FORMATS, MODULES as FORMATS, WRITER_ENVIRONMENTS, shard_name  # noqa: E402
 from dlbench.plan import CEILING, RUN_RECORD  # noqa: E402
 from dlbench.spec import (HARDWARE_NAME, IMAGENET_LABEL, PRECISIONS, VARIANT, RunSpec, gpu_count,  # noqa: E402
@@ -45,8 +45,26 @@ def menu_label(wildcards, before=""):
     return {"metric": f"{before}{wildcards.metric.replace('_', ' ')} ({METRICS[wildcards.metric].unit})"}
 
 
-NODE_FACTS = PLAN.node_facts()
-FIGURES, HEATMAPS = PLAN.figures(NODE_FACTS), PLAN.heatmaps(NODE_FACTS)
+# Which node this is, from files alone (dlbench.node): a changed node measures its ceilings and its facts again.
+NODE = node.identity()
+NODE_FACTS = "results/nodes/{node}.json"
+
+
+def node_facts():
+    """What decides the figures drawn: the node_facts job's measurement (the merged records' with merge)."""
+    if PLAN.merged:
+        return PLAN.node_facts(None)
+    return PLAN.node_facts(files.read_json(Path(checkpoints.node_facts.get(node=node.key(NODE)).output[0])))
+
+
+def figures(wildcards):
+    return PLAN.figures(node_facts())
+
+
+def heatmaps(wildcards):
+    return PLAN.heatmaps(node_facts())
+
+
 SCALING, ITERATION_FIGURES, ACCURACY, PROFILE = PLAN.scaling(), PLAN.iteration_figures(), PLAN.accuracy(), PLAN.profile()
 PROFILE_RUNS = PLAN.records(key for key in CASES if key[5] == "profile")
 # Every family with files is fetched when real (downloaded, or ILSVRC12 the user's) and can be generated.
@@ -84,9 +102,9 @@ def requirements(wildcards):
     return [cpu, *filter(Path.exists, [cuda_variant(cpu)]), *older]
 
 
-# With --use-conda, Snakemake creates the environments before any job, here: their CUDA variants
-# where nvidia-smi lists GPUs on this node (on a cluster, run it from a GPU node for CUDA builds).
-CONDA_GPUS = node_gpus() if USE_CONDA else []
+# With --use-conda, Snakemake creates the environments before any job, here: their CUDA variants where the
+# NVIDIA driver lists GPUs on this node (on a cluster, run it from a GPU node for CUDA builds).
+CONDA_GPUS = NODE["gpus"] if USE_CONDA else []
 
 
 def conda_file(environment):
@@ -193,11 +211,6 @@ def train_inputs(wildcards):
     inputs["ceiling"] = ancient(CEILING.format(processor=placement_label(run.hardware, processor(run.device)),
                                                precision=run.precision))
     return inputs
-
-
-# What the ceilings are keyed by: a run of the workflow on another host, with other GPUs or another
-# driver measures them again (dlbench.ceiling).
-NODE = ceiling.node_key()
 
 
 def ceiling_inputs(wildcards):

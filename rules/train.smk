@@ -29,8 +29,20 @@ rule cntk_conda_environment:
         "python {params.worker:q} --environment {output:q} > {log:q} 2>&1"
 
 
+checkpoint node_facts:
+    """What this node can measure (RAPL counters, its CPU's peak, GPUs): which figures the runs can fill."""
+    output:
+        NODE_FACTS,
+    log:
+        "logs/nodes/{node}.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/node_facts.py"
+
+
 rule ceiling:
-    """Once per node and precision: the best dense-product rate of one device, which ceiling_fraction divides by."""
+    """Once per node (its identity: dlbench.node) and precision: the best dense-product rate of one device, which ceiling_fraction divides by."""
     input:
         unpack(ceiling_inputs),
     output:

@@ -96,7 +96,7 @@ def test_merged_records_are_the_matrix_and_say_what_their_nodes_measured(tmp_pat
     merged = Plan(validated({**CPU_AND_GPUS, "merge": [str(tmp_path)]}), {tmp_path / "rep1.json": record})
     assert list(merged.case_records.values()) == [[str(tmp_path / "rep1.json")]]
     assert merged.hardware_order == ["p100"] and merged.class_subsets == {}
-    assert merged.node_facts() == NodeFacts(rapl=True, cpu_peak=False, idle_gpus=False)
+    assert merged.node_facts(None) == NodeFacts(rapl=True, cpu_peak=False, idle_gpus=False)
 
 
 def test_the_default_config_plans_every_thesis_framework_three_times():

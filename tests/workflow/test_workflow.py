@@ -1,5 +1,6 @@
 """The workflow end to end, as a user runs it: data -> runs x repetitions -> tables -> figures -> report."""
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -9,17 +10,17 @@ import jsonschema
 import pandas as pd
 import pytest
 import yaml
-from dlbench import host, ilsvrc12, metrics, peaks, registry, report_check
+from dlbench import ilsvrc12, metrics, node, registry, report_check
 
 from ..conftest import ROOT, framework_environment
 
 TINY = yaml.safe_load((ROOT / ".test" / "config-tiny" / "config.yaml").read_text())
 
 
-def snakemake(workdir, *args, check=True):
+def snakemake(workdir, *args, check=True, env=None):
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory",
                str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    result = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if check and result.returncode:
         raise AssertionError(f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
     return result
@@ -163,13 +164,15 @@ def test_tables_figures_and_report(finished):
     # LeNet's accuracy over time, AlexNet's time per layer and every profiled step; per dataset with training runs a
     # heatmap of speed
     # (and of CPU energy per image where RAPL counts it); ours beside the thesis
-    node = {"rapl": host.Rapl().error is None, "cpu_peak": peaks.node_knows_cpu_peak()}
-    bars = sum(metrics.drawn(metric, cell_tasks.get(cell, {"train"}), ["cpu"], **node)
+    # what the node can measure, as the node_facts job found it
+    measured = json.loads(next((finished / "results" / "nodes").glob("*.json")).read_text())
+    facts = {"rapl": measured["rapl"], "cpu_peak": measured["cpu_peak"]}
+    bars = sum(metrics.drawn(metric, cell_tasks.get(cell, {"train"}), ["cpu"], **facts)
                for cell in cells for metric in metrics.METRICS)
     trained = [cell for cell in cells if "train" in cell_tasks.get(cell, {"train"})]
     heatmaps = sorted((finished / "results" / "figures").glob("*/*_heatmap.png"))
     assert len(heatmaps) == len({dataset for dataset, _ in trained}) * sum(
-        metrics.drawn(metric, ["train"], ["cpu"], **node) for metric, definition in metrics.METRICS.items()
+        metrics.drawn(metric, ["train"], ["cpu"], **facts) for metric, definition in metrics.METRICS.items()
         if definition.best)
     assert len(figures) == bars + len(trained) + 3 + len(heatmaps) + 1
     assert not list((finished / "results" / "figures").rglob("gpu_*"))  # a CPU-only config: no GPU figures
@@ -245,6 +248,62 @@ def test_the_thesis_config_schedules_one_job_per_run_and_every_format(tmp_path):
     assert jobs["convert"] == str(2 * 4)  # MNIST and CIFAR10 into lmdb, tfrecord, recordio and cntk
     assert jobs["index_ilsvrc12"] == "1" and jobs["gather_shards"] == "4"
     assert jobs["convert_shard"] == str(4 * (1024 + 128))  # ILSVRC12: every format in independent shards
+
+
+# Put first on a dry run's PYTHONPATH: NVML and the RAPL counters refuse, and say so in the calls file.
+REFUSING_HARDWARE = """
+import sys, types
+sys.path.insert(0, {scripts!r})
+
+
+def refused(what):
+    def call(*args, **kwargs):
+        with open({calls!r}, "a") as calls:
+            calls.write(what + "\\n")
+        raise RuntimeError(what + " asked while the DAG is built")
+    return call
+
+
+class NoNvml(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return refused("pynvml." + name)
+
+
+sys.modules["pynvml"] = NoNvml("pynvml")
+from dlbench import host
+host.Rapl.__init__ = refused("RAPL")
+"""
+
+
+def test_the_dag_is_built_without_asking_the_hardware(tmp_path):
+    """With NVML, the RAPL counters and nvidia-smi refusing, a GPU config's dry run plans every job: the node is told
+    apart by files alone, and what it can measure is the node_facts job's. Once that job's file is there, the
+    figures follow from it."""
+    refusing, calls = tmp_path / "refusing", tmp_path / "calls"
+    refusing.mkdir()
+    (refusing / "sitecustomize.py").write_text(REFUSING_HARDWARE.format(scripts=str(ROOT / "workflow" / "scripts"),
+                                                                        calls=str(calls)))
+    (refusing / "nvidia-smi").write_text(f"#!/bin/sh\necho nvidia-smi >> {calls}\nexit 1\n")
+    (refusing / "nvidia-smi").chmod(0o755)
+    environment = {**os.environ, "PYTHONPATH": str(refusing), "PATH": f"{refusing}:{os.environ['PATH']}"}
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    shutil.copy(ROOT / ".test" / "config-gpu" / "config.yaml", workdir / "config.yaml")
+
+    def planned() -> dict:
+        result = snakemake(workdir, "-n", "--quiet", "rules", env=environment)
+        return dict(line.split() for line in result.stdout.splitlines() if len(line.split()) == 2)
+
+    jobs = planned()
+    assert jobs["node_facts"] == "1" and jobs["ceiling"] == "2" and "figure" not in jobs
+    facts = workdir / "results" / "nodes" / f"{node.key(node.identity())}.json"
+    facts.parent.mkdir(parents=True)
+    facts.write_text(json.dumps({"rapl": True, "cpu_peak": False, "gpus": []}))
+    jobs = planned()
+    assert "node_facts" not in jobs and int(jobs["figure"]) > 0 and int(jobs["heatmap"]) > 0
+    assert not calls.exists(), calls.read_text()
 
 
 def test_the_seed_003_config_schedules_its_accuracy_runs_on_the_real_datasets(tmp_path):

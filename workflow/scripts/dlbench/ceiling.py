@@ -4,8 +4,9 @@ one precision.
 Measured, not read from a datasheet: :mod:`dlbench.matmul_peak` runs in the PyTorch environment on a
 GPU (or the cores of a CPU run) that the job holds like a training run (:mod:`dlbench.slots`), so
 that it shares the device with nothing. The workflow runs it once per node and precision
-(``rules/train.smk``, whose params key it by host, GPU UUIDs and driver). It never fails: a ceiling
-that cannot be measured is ``tflops: null`` with the reason, and the runs' ``ceiling_fraction`` says it.
+(``rules/train.smk``, whose params key it by the node's identity: :func:`dlbench.node.identity`). It never
+fails: a ceiling that cannot be measured is ``tflops: null`` with the reason, and the runs' ``ceiling_fraction``
+says it.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from . import files, lifeline
-from .gpu import GpuProbe, inventory
+from .gpu import GpuProbe
 from .monitor import (
     DevicesMissing,
     StartFailed,
@@ -27,15 +28,6 @@ from .monitor import (
 )
 from .record.provenance import cpu_model, dlbench_version
 from .slots import SlotError
-
-
-def node_key(nvml=None) -> dict:
-    """What makes one node's ceilings another's: its host, its GPUs (UUIDs) and their driver."""
-    uuids, _ = inventory(nvml)
-    probe = GpuProbe(uuids[:1], nvml)
-    driver = probe.describe()[0]["driver"] if probe.handles else None
-    probe.close()
-    return {"host": socket.gethostname(), "gpu_uuids": uuids, "driver": driver}
 
 
 def unmeasured(processor: str, precision: str, reason: str) -> dict:

@@ -104,8 +104,3 @@ def device_peak(gpu_run: bool, gpus: list[dict], precision: str, cores: int) -> 
         return Peak(None, "NVML described none of the run's GPUs")
     return min((gpu_peak(gpu["name"], precision) for gpu in gpus), key=lambda peak: (peak.tflops is not None,
                                                                                    peak.tflops or 0.0))
-
-
-def node_knows_cpu_peak() -> bool:
-    """Whether dlbench knows this node's CPU peak (in fp32, for one core)."""
-    return cpu_peak("fp32", 1, cpu_facts()).tflops is not None

@@ -45,14 +45,11 @@ class NodeFacts:
                    idle_gpus=any(r["power"].get("idle_gpu_mean_w") is not None for r in records.values()))
 
     @classmethod
-    def of_this_node(cls, cases) -> NodeFacts:
-        """This node's: its RAPL counters, its CPU's peak, its GPUs (NVML), unless the config's runs use GPUs."""
-        from .envs import node_gpus
-        from .host import Rapl
-        from .peaks import node_knows_cpu_peak
-
-        return cls(rapl=Rapl().error is None, cpu_peak=node_knows_cpu_peak(),
-                   idle_gpus=any(gpu_count(c.device) for c in cases) or bool(node_gpus()))
+    def of_node(cls, measured: dict, cases) -> NodeFacts:
+        """The node's, as the ``node_facts`` job measured them (:func:`dlbench.node.measure`); idle GPUs are also
+        beside the CPU runs where the config's other runs use GPUs."""
+        return cls(rapl=measured["rapl"], cpu_peak=measured["cpu_peak"],
+                   idle_gpus=any(gpu_count(c.device) for c in cases) or bool(measured["gpus"]))
 
 
 class Plan:
@@ -95,8 +92,9 @@ class Plan:
     def records_of(self, dataset: str, network: str, tasks=tuple(TASKS)) -> list[str]:
         return self.records(key for key in self.cases if key[1:3] == (dataset, network) and key[5] in tasks)
 
-    def node_facts(self) -> NodeFacts:
-        return NodeFacts.of_records(self.merged) if self.merged else NodeFacts.of_this_node(self.cases.values())
+    def node_facts(self, measured: dict | None) -> NodeFacts:
+        """What decides the figures drawn: the merged records', else the node's (``measured`` by the node_facts job)."""
+        return NodeFacts.of_records(self.merged) if self.merged else NodeFacts.of_node(measured, self.cases.values())
 
     def cells(self, tasks=tuple(TASKS)) -> list[tuple[str, str]]:
         """The (dataset, network) cells with cases of ``tasks``."""

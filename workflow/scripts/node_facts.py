@@ -1,0 +1,10 @@
+"""Snakemake entry point: what this node can measure (dlbench.node.measure), which decides the figures drawn."""
+from pathlib import Path
+
+from dlbench import files, node
+from dlbench.joblog import logged
+
+with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
+    measured = node.measure()
+    files.write_json(Path(snakemake.output[0]), measured, indent=1)  # noqa: F821
+    print(measured)
