@@ -30,22 +30,22 @@ localrules: all, node_facts, fetch, runs_table, timings_table, appendix_table, a
 # Before the first job: how many runs, about how long; then a line per finished run (dlbench.progress). Local
 # jobs run without Snakemake's job rate limit, whose timers took a core's quarter beside the runs (dlbench.scheduler).
 onstart:
-    scheduler.lift_local_rate_limit(workflow)
-    progress.start(planned_runs(), runs_at_once())
+    plan.scheduler.lift_local_rate_limit(workflow)
+    plan.progress.start(planned_runs(), runs_at_once())
 
 
 # How many runs are ok, failed or unavailable: Snakemake's "100% done" counts jobs, and a failed
 # measurement is a job that succeeded in writing its record. Then each stage's time, from Snakemake's log.
 onsuccess:
-    progress.stop()
-    print(summary.summarise(RUNS))
-    print("dlbench stages:", stages.write_stages(log, rule_files(), Path("results/stages.md")))
+    plan.progress.stop()
+    print(plan.summary.summarise(RUNS))
+    print("dlbench stages:", plan.stages.write_stages(log, rule_files(), Path("results/stages.md")))
 
 
 onerror:
-    progress.stop()
-    print(summary.summarise(RUNS))
-    print("dlbench stages:", stages.write_stages(log, rule_files(), Path("results/stages.md")))
+    plan.progress.stop()
+    print(plan.summary.summarise(RUNS))
+    print("dlbench stages:", plan.stages.write_stages(log, rule_files(), Path("results/stages.md")))
 
 
 rule all:

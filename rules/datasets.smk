@@ -65,6 +65,7 @@ for _label, _family, _mode in UNPACKED_DATASETS:
 rule convert:
     input:
         unpack(lambda wildcards: {"unpacked": unpacked_files(wildcards.dataset), **writer_environment(wildcards)}),
+        damaged=damage_stamps("data/{dataset}/{format}"),
     output:
         directory("data/{dataset}/{format}"),
     wildcard_constraints:
@@ -117,6 +118,7 @@ rule select_classes:
 rule convert_shard:
     input:
         unpack(shard_inputs),
+        damaged=damage_stamps("data/{dataset}/shards/{format}/{split}-{index}-of-{shards}"),
     output:
         directory("data/{dataset}/shards/{format}/{split}-{index}-of-{shards}"),
     wildcard_constraints:
@@ -137,7 +139,8 @@ rule convert_shard:
 
 rule gather_shards:
     input:
-        shard_outputs,
+        shards=shard_outputs,
+        damaged=damage_stamps("data/{dataset}/{format}"),
     output:
         directory("data/{dataset}/{format}"),
     wildcard_constraints:

@@ -1,5 +1,6 @@
 """The workflow's plan, computed from a config without Snakemake: the records, the figures and the run specs."""
 import os
+import re
 
 import yaml
 from dlbench.plan import RUN_RECORD, NodeFacts, Plan, case_key
@@ -104,3 +105,20 @@ def test_the_default_config_plans_every_thesis_framework_three_times():
     plan = Plan(config)
     assert {"caffe", "tensorflow", "pytorch", "mxnet", "cntk"} <= {case.framework for case in plan.cases.values()}
     assert len(plan.records()) == 3 * len(plan.cases)
+
+
+def test_the_workflow_s_files_import_the_plan_alone_and_name_only_what_it_offers():
+    """rules/*.smk and the Snakefile wire files: what they need of the package is the plan's (``__all__``)."""
+    from dlbench import plan as plan_module
+
+    offered = set(plan_module.__all__)
+    assert all(hasattr(plan_module, name) for name in offered)
+    for path in [ROOT / "Snakefile", *sorted((ROOT / "rules").glob("*.smk"))]:
+        text = path.read_text()
+        imports = re.findall(r"^\s*(?:from\s+(dlbench\S*)\s+import|import\s+(dlbench\S*))", text, re.MULTILINE)
+        assert {module or imported for module, imported in imports} <= {"dlbench", "dlbench.plan"}, path
+        assert re.findall(r"^\s*from dlbench import (.+)$", text, re.MULTILINE) in ([], ["plan  # noqa: E402"]), path
+        named = set(re.findall(r"(?<![\w.])plan\.(\w+)", text))
+        listed = re.search(r"from dlbench\.plan import \(([^)]*)\)", text)
+        named |= set(re.findall(r"\w+", re.sub(r"#.*", "", listed.group(1)))) if listed else set()
+        assert named <= offered, (path, named - offered)

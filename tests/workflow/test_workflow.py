@@ -10,7 +10,7 @@ import jsonschema
 import pandas as pd
 import pytest
 import yaml
-from dlbench import ilsvrc12, metrics, node, registry, report_check
+from dlbench import formats, ilsvrc12, metrics, node, registry, report_check
 
 from ..conftest import ROOT, framework_environment
 
@@ -133,6 +133,24 @@ def test_a_rerun_converts_only_the_missing_shard(finished):
     assert log.count("rule convert_shard:") == 1 and "wildcards: dataset=imagenet-generated, format=lmdb, " \
         "split=train, index=00001, shards=00002" in log
     assert "rule gather_shards:" in log and "rule train:" not in log
+
+
+@pytest.mark.slow
+def test_a_truncated_shard_is_converted_again_alone_before_a_run_reads_it(finished):
+    """The DAG's look at a conversion moves nothing: a damage stamp, an input of the shard's own job and of the
+    gathering, has both run again, and only them."""
+    shard = finished / "data" / "imagenet-generated" / "shards" / "lmdb" / "train-00000-of-00002"
+    with open(shard / "data.mdb", "r+b") as data:
+        data.truncate(4096)
+    record = "results/runs/caffe/imagenet-generated/alexnet/cpu/fp32/train/rep1.json"
+    dry = snakemake(finished, record, "-n", "--quiet", "rules")
+    jobs = dict(line.split() for line in dry.stdout.splitlines() if len(line.split()) == 2)
+    assert jobs["convert_shard"] == "1" and jobs["gather_shards"] == "1", dry.stdout
+    assert "data.mdb has 4,096 bytes" in dry.stderr and (shard / "data.mdb").stat().st_size == 4096
+    result = snakemake(finished, "data/imagenet-generated/lmdb")
+    log = result.stdout + result.stderr
+    assert log.count("rule convert_shard:") == 1 and "index=00000, shards=00002" in log and "rule train:" not in log
+    formats.check(finished / "data" / "imagenet-generated" / "lmdb")
 
 
 @pytest.mark.slow

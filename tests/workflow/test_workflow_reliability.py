@@ -196,8 +196,9 @@ def test_settings_that_change_no_measurement_rerun_none_of_the_runs(finished, tm
 @pytest.mark.slow
 def test_a_run_on_a_damaged_conversion_converts_it_again_first(tmp_path):
     """A conversion truncated after its first run (a full disk, a half copy), then a run that reads it (here, its
-    setting changed): a dry run says what a run will do; the run sets the damaged data aside (kept), converts it
-    again and runs on whole data. (A record already made is not redone: its data was whole when it ran.)"""
+    setting changed): a dry run plans its conversion again, which the run does (nothing moved while the DAG is
+    built: a damage stamp, an input of the conversion, says what was found), and the run reads whole data. (A record
+    already made is not redone: its data was whole when it ran.)"""
     config = {"frameworks": ["pytorch"], "repetitions": 1, "environment": "current", "threads": {"cpu": 1},
               "generated": {"train_images": 64, "test_images": 16},
               "benchmarks": [{"dataset": "mnist", "data": "generated", **QUICK}]}
@@ -211,18 +212,21 @@ def test_a_run_on_a_damaged_conversion_converts_it_again_first(tmp_path):
     config["benchmarks"][0]["iterations"] += 1
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
 
-    dry = snakemake(tmp_path, "--dry-run", record)
+    dry = snakemake(tmp_path, record, "--dry-run", "--quiet", "rules")
     assert dry.returncode == 0, dry.stderr[-3000:]
-    assert "a run (not a dry run) sets data/mnist-generated/lmdb aside and converts it again" in dry.stderr
+    assert "converting data/mnist-generated/lmdb again before a run reads it" in dry.stderr
+    assert "convert " in dry.stdout, dry.stdout
     assert data.stat().st_size < json.loads((data.parent / "SHARD.json").read_text())["files"]["data.mdb"]["bytes"]
 
     result = snakemake(tmp_path, record)
     assert result.returncode == 0, result.stderr[-5000:]
-    assert "converting it again; the damaged data is kept as data/mnist-generated/.lmdb.damaged-" in result.stderr
+    assert "rule convert:" in result.stderr
     from dlbench import formats
 
     formats.check(converted)
-    assert len(list(converted.parent.glob(".lmdb.damaged-*"))) == 1
+    stamp = json.loads((tmp_path / "data" / ".damaged" / "mnist-generated" / "lmdb.json").read_text())
+    assert "data.mdb has" in stamp["problems"][0] and stamp["target"] == "data/mnist-generated/lmdb"
+    assert "Nothing to be done" in snakemake(tmp_path, "--dry-run", record).stdout  # converted once, not again
     rerun = json.loads((tmp_path / record).read_text())
     assert rerun["status"] == "ok" and rerun["run"]["iterations"] == QUICK["iterations"] + 1
 

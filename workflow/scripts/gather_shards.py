@@ -6,7 +6,7 @@ from dlbench.joblog import logged
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     with formats.staged(Path(snakemake.output[0])) as scratch:  # noqa: F821
-        formats.link_shards(scratch, [Path(shard) for shard in snakemake.input])  # noqa: F821
+        formats.link_shards(scratch, [Path(shard) for shard in snakemake.input.shards])  # noqa: F821
         stats = formats.finish(snakemake.wildcards.format, scratch, snakemake.params.source)  # noqa: F821
     for split, numbers in stats.items():
         print(f"{split}: {len(numbers['shards'])} shards, {numbers['images']} images, "

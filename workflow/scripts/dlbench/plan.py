@@ -1,19 +1,60 @@
 """The workflow's plan: the runs, their records and the tables and figures made of them, as plain data computed
-from the validated config (with ``merge``, from the merged records) and the node's facts. ``rules/common.smk``
-validates the config and binds what the plan computes; the tests build plans without Snakemake."""
+from the validated config (with ``merge``, from the merged records) and the node's facts; and the names, paths and
+inputs the rules wire. ``rules/*.smk`` import this module alone: ``rules/common.smk`` validates the config
+(:func:`of_config`), binds what the plan computes and wraps it in input functions; the tests build plans without
+Snakemake."""
 from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import config as dlbench_config
-from . import merge
-from .datasets import FAMILIES
-from .metrics import METRICS, drawn
-from .spec import dataset_classes, gpu_count, whole_dataset
+from . import currency, datasets, files, formats, ilsvrc12, launch, merge, node, progress, scheduler, stages, summary
+from .compute import processor
+from .config import SLURM_RESOURCES, ConfigError
+from .datasets import FAMILIES, FILE_FAMILIES, fetch_failed
+from .envs import (
+    OLDER_GPU_BUILDS,
+    SOURCE_BUILDS,
+    WORKER_PYTHONS,
+    choose_requirements,
+    cuda_variant,
+    current_environment,
+)
+from .formats import FRAMEWORK_FORMATS, WRITER_ENVIRONMENTS, damage_stamp, shard_name
+from .formats import MODULES as FORMATS
+from .merge import MergeError
+from .metrics import METRICS, caption_thresholds, drawn
+from .registry import ENVIRONMENTS, FRAMEWORKS
+from .spec import (
+    HARDWARE_NAME,
+    IMAGENET_LABEL,
+    PRECISIONS,
+    VARIANT,
+    RunSpec,
+    dataset_classes,
+    gpu_count,
+    parse_dataset_label,
+    parse_placement,
+    placement_label,
+    whole_dataset,
+)
 from .tables.appendix import scale
 from .tasks import TASKS
+
+# What the rules and the Snakefile name: the plan's own, and the rest of the package they need, so that they import
+# this module alone (tests/unit/test_plan.py holds them to it)
+__all__ = [
+    "CEILING", "ENVIRONMENTS", "FAMILIES", "FILE_FAMILIES", "FORMATS", "IMAGENET_LABEL", "INVALID", "METRICS",
+    "NODE_FACTS", "RUN_RECORD", "SLURM_RESOURCES", "WILDCARDS", "Plan", "build_threads", "caption_thresholds",
+    "case_key", "ceiling_device", "ceiling_of", "checked_conversion", "conda_file", "current_environment",
+    "damage_stamps", "data_input", "datasets", "fetch_failed", "fetch_status", "files", "generated_archives",
+    "gpu_count", "ilsvrc12", "launch", "node", "of_config", "parse_dataset_label", "progress", "record_current",
+    "requirements", "scheduler", "stages", "summary", "train_conda_environment", "unpacked_files", "venv_status",
+    "whole_dataset", "worker_status", "writer_environment"
+]
 
 if TYPE_CHECKING:
     from .spec import Case
@@ -100,22 +141,22 @@ class Plan:
         """The (dataset, network) cells with cases of ``tasks``."""
         return sorted({(c.dataset, c.network) for c in self.cases.values() if c.task in tasks})
 
-    def figures(self, node: NodeFacts) -> list[str]:
+    def figures(self, facts: NodeFacts) -> list[str]:
         """A cell's figures: the metrics its runs measure (latency only where it has inference runs, GPU power only
         where it runs on GPUs, CPU energy where the node has RAPL counters, MFU where dlbench knows the peak, idle
         GPUs' power where CPU runs have GPUs beside them)."""
         return [f"results/figures/{d}/{n}/{metric}.{ext}" for d, n in self.cells() for metric in METRICS
                 if drawn(metric, *zip(*[(c.task, c.device) for c in self.cases.values()
-                                        if (c.dataset, c.network) == (d, n)]), **asdict(node))
+                                        if (c.dataset, c.network) == (d, n)]), **asdict(facts))
                 for ext in FIGURE_FORMATS]
 
-    def heatmaps(self, node: NodeFacts) -> list[str]:
+    def heatmaps(self, facts: NodeFacts) -> list[str]:
         """Per dataset with training runs, a heatmap of each metric with a better end that they measure (speed,
         energy per image) against the best framework's."""
         return [f"results/figures/{d}/{metric}_heatmap.{ext}" for d in sorted({c.dataset for c in self.trained})
                 for metric, definition in METRICS.items()
                 if definition.best and drawn(metric, ["train"], [c.device for c in self.trained if c.dataset == d],
-                                       **asdict(node))
+                                       **asdict(facts))
                 for ext in FIGURE_FORMATS]
 
     def set_against(self, case: Case) -> list[Case]:
@@ -195,3 +236,151 @@ class Plan:
         classes = FAMILIES["imagenet"].classes if whole == "imagenet" else sizes["classes"]
         share = (dataset_classes(label) or classes) / classes
         return {split: max(1, round(sizes[f"{split}_shards"] * share)) for split in ("train", "test")}
+
+    # What the rules' input functions ask of the plan
+
+    def case_of(self, wildcards) -> Case:
+        """The case of a job's wildcards (a record's: framework, dataset, network, placement, variant, task)."""
+        return self.cases[(wildcards.framework, wildcards.dataset, wildcards.network, wildcards.placement,
+                           wildcards.variant, wildcards.task)]
+
+    def archive_dir(self, label: str) -> str:
+        """Where a dataset's archives are: the user's ILSVRC12 directory, else data/raw/<label> (a class subset's:
+        its whole dataset's)."""
+        label = whole_dataset(label)
+        return self.config["ilsvrc12"]["directory"] if label == "imagenet" else f"data/raw/{label}"
+
+    def ilsvrc12_archives(self, label: str) -> list[str]:
+        return [f"{self.archive_dir(label)}/{name}" for name in ilsvrc12.ARCHIVES]
+
+    def shard_outputs(self, label: str, format_name: str) -> list[str]:
+        """Each conversion job's shard of ILSVRC12 (or a class subset) in a format, every split."""
+        return [f"data/{label}/shards/{format_name}/{shard_name(split, index, count)}"
+                for split, count in self.shard_counts(label).items() for index in range(count)]
+
+    def slurm_resource(self, hardware: str | None, key: str, uses_gpus: bool):
+        """A job's Slurm resource ``key`` (config names) on its hardware target, where the config sets it; a GPU
+        model only for jobs that use GPUs (the Slurm plugin asks for one GPU of the model otherwise)."""
+        if key == "gpu_model" and not uses_gpus:
+            return None
+        return self.targets[hardware].get("slurm", {}).get(key)
+
+    def slurm_keys(self) -> list[str]:
+        """The Slurm resources some hardware target sets (none without targets: the profile's apply)."""
+        return sorted({key for target in self.targets.values() for key in target.get("slurm", {})})
+
+
+def of_config(config: dict, validate, log) -> Plan:
+    """The plan of a config, checked: its size and devices, then ``validate`` (the schema's); with ``merge``, over
+    the merged records, whose reading ``log`` tells. :class:`ConfigError` or :class:`MergeError` otherwise."""
+    dlbench_config.check_size(config)
+    dlbench_config.check_devices(config)
+    validate(config)
+    return Plan(config, merge.merged_records(config["merge"], log=log) if config.get("merge") else None)
+
+
+INVALID = (ConfigError, MergeError)
+NODE_FACTS = "results/nodes/{node}.json"
+# What a wildcard can be, for every rule
+WILDCARDS = {
+    "framework": "|".join(FRAMEWORKS),
+    "environment": "|".join(sorted(set(ENVIRONMENTS.values()))),
+    "placement": rf"({HARDWARE_NAME.pattern}@)?(\d+x)?(cpu|gpu\d+)",
+    "variant": VARIANT,
+    "repetition": r"\d+",
+    "task": "|".join(TASKS),
+    "processor": rf"({HARDWARE_NAME.pattern}@)?(cpu|gpu)",
+    "precision": "|".join(PRECISIONS),
+}
+
+
+def requirements(envs_dir: Path, environment: str) -> list[Path]:
+    """An environment's requirements files: the CPU build's, and its CUDA variants where it has them (the build job
+    picks: :func:`dlbench.envs.choose_requirements`)."""
+    cpu = envs_dir / f"{environment}.requirements.txt"
+    older = [cpu.with_name(name) for _, _, name in OLDER_GPU_BUILDS.get(environment, ())]
+    return [cpu, *filter(Path.exists, [cuda_variant(cpu)]), *older]
+
+
+def conda_file(envs_dir: Path, environment: str, gpus: list[str]) -> str:
+    """The conda env file of an environment on a node with ``gpus``, relative to ``rules/``."""
+    chosen, _ = choose_requirements(envs_dir / f"{environment}.yaml", gpus)
+    return f"../envs/{chosen.name}"
+
+
+def train_conda_environment(framework: str) -> str | None:
+    """The framework environment a run's job runs in with conda; None (the workflow's) where the framework runs in a
+    worker of its own (CNTK)."""
+    return None if framework in WORKER_PYTHONS else ENVIRONMENTS[framework]
+
+
+def build_threads(environment: str, cores: int) -> int:
+    """Compiling a framework (Caffe: about 4 minutes on 2 cores) uses every core; pip installs take one."""
+    return cores if environment in SOURCE_BUILDS else 1
+
+
+def data_input(case: Case) -> str | None:
+    """The dataset in the case's framework's own format, or None (synthetic data)."""
+    if case.data_mode == "synthetic":
+        return None
+    return f"data/{case.dataset}/{FRAMEWORK_FORMATS[case.framework]}"
+
+
+def writer_environment(format_name: str) -> str | None:
+    """The framework whose environment a format's writer runs in (RecordIO: MXNet's), or None (the workflow's)."""
+    return WRITER_ENVIRONMENTS.get(format_name)
+
+
+def venv_status(environment: str) -> str:
+    return f".venvs/{environment}/environment.json"
+
+
+def worker_status(framework: str) -> str | None:
+    """With conda, the status file of the worker environment a framework runs in (CNTK's), or None."""
+    return f".conda-workers/{framework}/environment.json" if framework in WORKER_PYTHONS else None
+
+
+def fetch_status(family: str) -> str:
+    return f"data/raw/{family}/fetch.json"
+
+
+def generated_archives(label: str) -> list[str]:
+    family, _ = parse_dataset_label(label)
+    return [f"data/raw/{label}/{name}" for name in FAMILIES[family].archives or ilsvrc12.ARCHIVES]
+
+
+def unpacked_files(label: str) -> list[str]:
+    family, _ = parse_dataset_label(label)
+    return [f"data/{label}/{name}" for name in FAMILIES[family].unpacked]
+
+
+def ceiling_of(case: Case) -> str:
+    """The ceiling a run's ``ceiling_fraction`` divides by: its target's processor's, in its precision."""
+    return CEILING.format(processor=placement_label(case.hardware, processor(case.device)), precision=case.precision)
+
+
+def ceiling_device(processor_label: str) -> tuple[str | None, str]:
+    """A ceiling's hardware target and the device its threads are a run's on: gpu1 for a GPU, else cpu."""
+    hardware, kind = parse_placement(processor_label)
+    return hardware, "gpu1" if kind == "gpu" else "cpu"
+
+
+def record_current(record: str, spec: dict, judge: bool, log) -> str:
+    """The record's currency stamp (:mod:`dlbench.currency`): written by the process that ``judge``\\ s (the main
+    Snakemake process), read by a cluster job's."""
+    return str(currency.stamp(record, RunSpec(**spec), log=log) if judge else currency.stamp_path(record))
+
+
+def checked_conversion(format_dir: str, judge: bool, log) -> str:
+    """A converted dataset, whose conversion is first stamped for converting again where its sizes no longer match
+    what it wrote (:func:`dlbench.formats.stamp_if_damaged`); only the process that ``judge``\\ s looks."""
+    if judge and Path(format_dir).exists():
+        said = formats.stamp_if_damaged(Path(format_dir))
+        if said:
+            log(f"dlbench: {said}")
+    return format_dir
+
+
+def damage_stamps(output: str) -> list[str]:
+    """An input of a conversion job: its damage stamp, where one was ever written (a newer stamp reruns the job)."""
+    return [str(path) for path in [damage_stamp(output)] if path.exists()]

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import files
 from ..registry import REGISTRY
 
 # The formats each framework reads (thesis, section 4.5).
@@ -317,19 +318,20 @@ def check(format_dir: Path) -> None:
         raise DamagedShard(f"{shown}: the data is damaged; {reconvert_advice(found)}")
 
 
-def set_aside(target: Path) -> Path:
-    """Rename a damaged conversion out of its job's way, so that Snakemake converts it again; it is kept
-    (hidden, beside it, with the time) for whoever wants to look at it before removing it."""
-    aside = target.with_name(f".{target.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
-    target.rename(aside)
-    return aside
+DAMAGE_STAMPS = Path("data/.damaged")
 
 
-def set_aside_if_damaged(format_dir: Path, dry_run: bool) -> str | None:
-    """Set aside what in a converted dataset no longer matches what its conversion wrote (sizes only: a truncated
-    file), so that Snakemake converts it again before a run reads it; with ``dry_run``, only say so. A shard
-    gone is converted again by Snakemake itself; the directory of links to ILSVRC12's shards is set aside too,
-    so that gathering them again asks for the shard. What was found and done, or None where all matches."""
+def damage_stamp(target) -> Path:
+    """The stamp that has Snakemake convert ``target`` (a conversion job's output under data/) again: an input of
+    that job wherever it exists (``rules/common.smk``'s ``damage_stamps``)."""
+    return DAMAGE_STAMPS / f"{Path(os.path.relpath(target)).relative_to('data')}.json"
+
+
+def stamp_if_damaged(format_dir: Path) -> str | None:
+    """Where a converted dataset no longer matches what its conversion wrote (sizes only: a truncated file), a stamp
+    dated now for each conversion job whose output it is, so that Snakemake converts it again (replacing the damaged
+    output) before a run reads it. A shard gone is converted again by Snakemake itself; the directory of links to
+    ILSVRC12's shards is gathered again too. What was found and done, or None where all matches."""
     format_dir = Path(format_dir)
     damaged = damage(format_dir, checksums=False)
     targets = [target for target in damaged if target.exists()]
@@ -338,7 +340,9 @@ def set_aside_if_damaged(format_dir: Path, dry_run: bool) -> str | None:
     if format_dir not in targets:
         targets.append(format_dir)
     said = "; ".join(problem for problems in damaged.values() for problem in problems)
-    if dry_run:
-        return f"{said}: a run (not a dry run) sets {', '.join(map(str, targets))} aside and converts it again"
-    kept = ", ".join(str(set_aside(target)) for target in targets)
-    return f"{said}: converting it again; the damaged data is kept as {kept} (remove it when done with it)"
+    found_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    for target in targets:
+        damage_stamp(target).parent.mkdir(parents=True, exist_ok=True)
+        files.write_json(damage_stamp(target), {"target": str(target), "problems": damaged.get(target, []),
+                                                "found_at": found_at}, indent=1)
+    return f"{said}: converting {', '.join(map(str, targets))} again before a run reads it"
