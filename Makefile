@@ -5,7 +5,7 @@
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
-# The node's GPUs, for Snakemake's count of the gpu resource (which GPU a job gets: dlbench.slots).
+# The node's GPUs, for Snakemake's count of the gpu resource (which GPU a job gets: dlbench.hardware.slots).
 GPUS ?= $(shell nvidia-smi --list-gpus 2>/dev/null | wc -l)
 SNAKEMAKE_ARGS ?=
 # Framework environments (several GB) are built once per machine and shared by every checkout, the tests' scratch
@@ -76,7 +76,7 @@ compare: $(VENV)/.workflow-installed
 
 # One report over the results of workflow runs on machines that could not share one (a laptop's, a GPU node's):
 #   make report RESULTS="<results dir> <results dir> ..." [MERGED=results-merged]
-# reads their records where they lie (config merge, dlbench.merge) and writes MERGED/results/ (runs table,
+# reads their records where they lie (config merge, dlbench.tables.merge) and writes MERGED/results/ (runs table,
 # appendix, figures) and MERGED/report.html; nothing is trained.
 MERGED ?= results-merged
 empty :=

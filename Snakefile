@@ -27,8 +27,8 @@ localrules: all, node_facts, fetch, runs_table, timings_table, appendix_table, a
     accuracy_curve, layers_figure, heatmap, thesis_figure, iteration_times, scaling_figure
 
 
-# Before the first job: how many runs, about how long; then a line per finished run (dlbench.progress). Local
-# jobs run without Snakemake's job rate limit, whose timers took a core's quarter beside the runs (dlbench.scheduler).
+# Before the first job: how many runs, about how long; then a line per finished run (dlbench.jobs.progress). Local
+# jobs run without Snakemake's job rate limit, whose timers took a core's quarter beside the runs (dlbench.jobs.scheduler).
 onstart:
     plan.scheduler.lift_local_rate_limit(workflow)
     plan.progress.start(planned_runs(), runs_at_once())

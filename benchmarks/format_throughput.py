@@ -19,7 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from dlbench import bench, datasets, formats
+from dlbench import datasets, formats
+from dlbench.checks import bench
 
 SIZES = {"mnist": (60_000, 10_000), "cifar10": (50_000, 10_000), "imagenet": (2_000, 500)}
 GOALS = {"cifar10": ">= 5000"}  # images/s per format per core
@@ -45,7 +46,7 @@ def prepare(family: str, root: Path, images: int | None = None):
     images, for a smoke run), unpacked (or indexed), as a conversion source."""
     train_images, test_images = (images, max(1, images // 5)) if images else SIZES[family]
     if family == "imagenet":
-        from dlbench import ilsvrc12
+        from dlbench.datasets import ilsvrc12
 
         ilsvrc12.generate(root / "raw", 10, train_images, test_images, seed=0)
         ilsvrc12.build_index(root / "raw", root / "index", log=lambda _: None)

@@ -9,7 +9,7 @@ Same network (the same builder), batch, threads and synthetic data. Two measurem
   bare loop take turns every ``--timed`` steps, so drift slower than a few seconds cancels out (this
   machine's speed changes 1.5x between processes, which separate runs cannot tell from the harness's cost);
   during the harness's turns the monitor's sampler reads this process from a process of its own, as it
-  reads a workflow's runner (:class:`dlbench.sampler.Sampler`, at its rate for the run's device), so a turn
+  reads a workflow's runner (:class:`dlbench.hardware.sampler.Sampler`, at its rate for the run's device), so a turn
   costs what a workflow run costs beside its monitor. Each round also has two turns of the harness with
   the sampler off: the second measurement splits the harness's cost into its step path's and the sampler's;
   and two of the harness's steps outside the timed loop (no clock, no wait for each step), against which the
@@ -39,7 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from dlbench import bench, monitor
+from dlbench.checks import bench
+from dlbench.run import monitor
 from dlbench.spec import RunSpec
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "caffe")
@@ -182,9 +183,10 @@ print(json.dumps(ratios))
 SAMPLER_SIDECAR = """
 import json, os, sys, tempfile, time
 from pathlib import Path
-from dlbench import host, window_marks
-from dlbench.gpu import GpuProbe
-from dlbench.sampler import Sampler
+from dlbench.hardware import host
+from dlbench.tasks import window_marks
+from dlbench.hardware.gpu import GpuProbe
+from dlbench.hardware.sampler import Sampler
 scratch = tempfile.TemporaryDirectory()
 marks = window_marks.Listener(Path(scratch.name, "window-marks"))
 print(json.dumps(marks.environment), flush=True)

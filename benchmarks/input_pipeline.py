@@ -5,7 +5,7 @@ Same network, batch and threads through the workflow's runner, the workflow's de
 workers (PyTorch: none on a CPU, one per thread on a GPU); runs in A-B-B-A order so the machine's drift
 hits both; reports the pairwise ratios (goal >= 0.95) from the runs' mean rate (what the tables report) and
 from their median iteration (robust to a shared machine's hiccups, blind to rare slow steps), and the
-stored-data runs' input-wait share, each with its spread (dlbench.bench).
+stored-data runs' input-wait share, each with its spread (dlbench.checks.bench).
 
     .venv/bin/python benchmarks/input_pipeline.py --family cifar10 --network resnet50 --batch 16
     .venv/bin/python benchmarks/input_pipeline.py --family mnist --network lenet --batch 64 --timed 300
@@ -20,9 +20,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from dlbench import bench, datasets, monitor
+from dlbench import datasets
+from dlbench.checks import bench
 from dlbench.formats import jobs
 from dlbench.registry import REGISTRY
+from dlbench.run import monitor
 from dlbench.spec import RunSpec
 
 DEVICES = {"cpu": "cpu", "cuda": "gpu1"}  # --device: the run's device

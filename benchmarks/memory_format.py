@@ -2,7 +2,7 @@
 
 The workflow's PyTorch harness and timed loop in this process, the two formats taking turns every
 round (A-B-B-A) so the machine's drift hits both; reports the ratios per variant with their
-spread (dlbench.bench). ``backends.pytorch.memory_format`` takes the winner where it pays (GPU: measure there).
+spread (dlbench.checks.bench). ``backends.pytorch.memory_format`` takes the winner where it pays (GPU: measure there).
 
     .venv/bin/python benchmarks/memory_format.py --network resnet50 --family cifar10 --batch 16
     python3 benchmarks/memory_format.py --device gpu1 --network resnet50 --family imagenet --batch 256
@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 import torch
-from dlbench import bench
 from dlbench.backends import pytorch
+from dlbench.checks import bench
 from dlbench.datasets import FAMILIES
 from dlbench.networks import network
 from dlbench.spec import RunSpec

@@ -35,7 +35,7 @@ def menu_label(wildcards, before=""):
     return {"metric": f"{before}{wildcards.metric.replace('_', ' ')} ({METRICS[wildcards.metric].unit})"}
 
 
-# Which node this is, from files alone (dlbench.node): a changed node measures its ceilings and its facts again.
+# Which node this is, from files alone (dlbench.hardware.node): a changed node measures its ceilings and its facts again.
 NODE = plan.node.identity()
 
 
@@ -152,7 +152,7 @@ def train_inputs(wildcards):
         inputs["environment"] = plan.venv_status(plan.ENVIRONMENTS[run.framework])
     elif USE_CONDA and plan.worker_status(run.framework):
         inputs["environment"] = plan.worker_status(run.framework)
-    # Whether the record is what the config and the code ask now, from the record itself (dlbench.currency)
+    # Whether the record is what the config and the code ask now, from the record itself (dlbench.record.currency)
     inputs["current"] = plan.record_current(RUN_RECORD.format(**wildcards), run_spec(wildcards),
                                             workflow.is_main_process, log_line)
     # Ancient: a ceiling measured again (a new driver) does not redo the runs measured before it.
@@ -201,7 +201,7 @@ def train_gpus(wildcards):
 
 
 def train_geometry():
-    """A run over nodes asks Slurm for them (dlbench.launch.slurm_resources), as a resource per key."""
+    """A run over nodes asks Slurm for them (dlbench.run.launch.slurm_resources), as a resource per key."""
     return {key: (lambda wildcards, key=key: plan.launch.slurm_resources(case(wildcards).device)[key])
             for key in plan.launch.slurm_resources("cpu")}
 
@@ -237,7 +237,7 @@ CURRENT_ENVIRONMENT = None if BUILD_VENVS or USE_CONDA else plan.current_environ
 
 
 def rule_files():
-    """Each rule's rules file (dlbench.stages names a job's stage by it)."""
+    """Each rule's rules file (dlbench.jobs.stages names a job's stage by it)."""
     return {rule.name: rule.snakefile for rule in workflow.rules}
 
 

@@ -138,8 +138,7 @@ def shared_environments():
     """Framework environments built once per machine and shared by this session's tests and the workflows they
     run (their framework_venv jobs inherit the variable), as make shares them with the user's workflow:
     ``$DLBENCH_VENV_ROOT`` where set, else the user's cache."""
-    from dlbench import caffe_build
-    from dlbench.envs import SHARED_ROOT_VARIABLE
+    from dlbench.envs import SHARED_ROOT_VARIABLE, caffe_build
 
     root = os.environ.get(SHARED_ROOT_VARIABLE) or str(caffe_build.cache_root().parent / "venvs")
     with pytest.MonkeyPatch.context() as patch:

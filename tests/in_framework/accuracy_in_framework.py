@@ -1,4 +1,4 @@
-"""Run by tests/unit/test_accuracy.py inside a framework's environment: an accuracy run (two epochs) through the
+"""Run by tests/unit/tasks/test_accuracy.py inside a framework's environment: an accuracy run (two epochs) through the
 runner's epochs and evaluations, on a dataset in the framework's own format, then the evaluation once more;
 print the epochs and both evaluations as JSON.
 

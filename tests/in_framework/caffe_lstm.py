@@ -1,4 +1,4 @@
-"""Run by tests/unit/test_backends.py in Caffe's environment: the LSTM network built for a batch of 3
+"""Run by tests/unit/backends/test_backends.py in Caffe's environment: the LSTM network built for a batch of 3
 different sequences, its weights random, its logits against a NumPy LSTM over the batch-major input
 (Caffe's gate order: input, forget, output, cell). Prints {"largest_difference": ...} as JSON."""
 import json

@@ -1,6 +1,6 @@
-"""Run by tests/unit/test_backends.py in Caffe's venv: multi-GPU Caffe's path, ``caffe train`` in a child process
-(TrainTool), taken on this CPU: the command a two-GPU run gives, the loop's steps following the iterations the tool
-logs, its loss, its process gone once the harness closes, and why a tool that fails failed."""
+"""Run by tests/unit/backends/test_backends.py in Caffe's venv: multi-GPU Caffe's path, ``caffe train`` in a child
+process (TrainTool), taken on this CPU: the command a two-GPU run gives, the loop's steps following the iterations the
+tool logs, its loss, its process gone once the harness closes, and why a tool that fails failed."""
 import json
 import sys
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Run by tests/unit/test_backends.py in Caffe's venv (a CPU_ONLY build whose pycaffe has no parallel
+"""Run by tests/unit/backends/test_backends.py in Caffe's venv (a CPU_ONLY build whose pycaffe has no parallel
 solver): GPU runs must come out unavailable, where Caffe itself would abort the process on first
 GPU use."""
 import json

@@ -1,4 +1,4 @@
-"""Run by tests/unit/test_accuracy.py with CNTK's Python 3.6: the first 4 images of the test map file as the CNTK
+"""Run by tests/unit/tasks/test_accuracy.py with CNTK's Python 3.6: the first 4 images of the test map file as the CNTK
 worker's evaluation reader hands them to the network (centre crop, mean image subtracted, scaled to the input),
 before the graph divides by the std; printed as JSON. Arguments: the worker, its config (JSON), the map file."""
 import importlib.util

@@ -1,4 +1,4 @@
-"""Run by tests/unit/test_backends.py in MXNet's environment: LeNet's steps on the resident batch under the
+"""Run by tests/unit/backends/test_backends.py in MXNet's environment: LeNet's steps on the resident batch under the
 timed loop, clocked by the engine's stamps; then a stamp behind an operation that fails, whose wait must raise
 the failure rather than wait for a stamp the engine never takes. Prints what it saw as JSON."""
 import faulthandler

@@ -1,4 +1,4 @@
-"""Run by tests/unit/test_backends.py inside a framework's environment: two steps of the backend's own
+"""Run by tests/unit/backends/test_backends.py inside a framework's environment: two steps of the backend's own
 optimizer for each registered rule (dlbench.networks.Optimizer) on loss = w . x from w = 0 (a constant
 gradient x); print {rule kind: w} as JSON."""
 import json

@@ -1,4 +1,4 @@
-"""Run by tests/unit/test_backends.py inside a framework's environment: build every network of
+"""Run by tests/unit/backends/test_backends.py inside a framework's environment: build every network of
 Figure 5.1 with that framework's builder, count its trainable parameters and push one image
 through it; print {"<network>/<sized for>": [parameters, output shape]} as JSON ("unavailable: <why>" where the
 builder cannot build the network)."""

@@ -1,4 +1,4 @@
-"""Run by tests/unit/test_profile.py inside a framework's environment: a profile run of a network (AlexNet unless
+"""Run by tests/unit/tasks/test_profile.py inside a framework's environment: a profile run of a network (AlexNet unless
 named) on CIFAR10-shaped synthetic batches (the runner's timed steps, then the profiled ones); print the
 runner's result as JSON, or the reason the framework cannot profile it."""
 import json

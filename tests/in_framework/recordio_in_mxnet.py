@@ -1,4 +1,4 @@
-"""Run by tests/unit/test_recordio.py inside the MXNet venv: write RecordIO with mxnet.recordio, read it
+"""Run by tests/unit/formats/test_recordio.py inside the MXNet venv: write RecordIO with mxnet.recordio, read it
 back with mxnet.recordio and with mx.io.ImageRecordIter, and report what differs from the source."""
 import json
 import sys
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import mxnet as mx
 import numpy as np
-from dlbench import datasets, formats, ilsvrc12
+from dlbench import datasets, formats
+from dlbench.datasets import ilsvrc12
 
 root, result = Path(sys.argv[1]), {}
 for family in ("mnist", "cifar10"):

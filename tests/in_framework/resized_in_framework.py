@@ -1,4 +1,4 @@
-"""Run by tests/unit/test_accuracy.py inside a framework's environment: the first test batch of a generated
+"""Run by tests/unit/tasks/test_accuracy.py inside a framework's environment: the first test batch of a generated
 dataset (MNIST, or the family named third) as the framework's evaluation pipeline hands it to a ResNet-18 for
 a case's input_size 224 (resized, made RGB, normalised), as NCHW float32; printed as JSON lists (a few images)."""
 import json

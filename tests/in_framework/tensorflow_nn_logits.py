@@ -1,5 +1,5 @@
-"""Run by tests/unit/test_tensorflow_nn.py in TensorFlow's environment: each network built in raw tf.nn ops and by
-Keras's layers (the TensorFlow backend's builder), Keras's weights given to the raw ops; print, per network, both
+"""Run by tests/unit/backends/test_tensorflow_nn.py in TensorFlow's environment: each network built in raw tf.nn ops and
+by Keras's layers (the TensorFlow backend's builder), Keras's weights given to the raw ops; print, per network, both
 trainable-parameter counts, the largest difference of their logits (inference mode) before and after, and the
 largest logit, as JSON."""
 import json

@@ -1,4 +1,4 @@
-"""Run by tests/unit/test_backends.py inside TensorFlow's venv: read the TFRecords that the workflow's
+"""Run by tests/unit/backends/test_backends.py inside TensorFlow's venv: read the TFRecords that the workflow's
 environment wrote back with tf.data.TFRecordDataset and compare them with the source; take one
 batch from the TensorFlow backend's input pipeline; print what was found as JSON."""
 import json

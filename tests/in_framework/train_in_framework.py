@@ -1,4 +1,4 @@
-"""Run by tests/unit/test_backends.py inside a framework's environment: train LeNet for a few steps
+"""Run by tests/unit/backends/test_backends.py inside a framework's environment: train LeNet for a few steps
 on two devices of this CPU (TensorFlow: two logical CPU devices under MirroredStrategy; MXNet:
 two CPU contexts and a kvstore), on the resident synthetic batch and on generated data read by
 the framework's own reader; print the replicas, the per-replica batch and the losses as JSON

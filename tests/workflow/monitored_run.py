@@ -4,8 +4,8 @@ and log written to the directory."""
 import sys
 from pathlib import Path
 
-from dlbench import monitor
 from dlbench.record.io import write_record
+from dlbench.run import monitor
 from dlbench.spec import RunSpec
 
 spec, directory = RunSpec.load(Path(sys.argv[1])), Path(sys.argv[2])

@@ -11,10 +11,10 @@ import time
 
 import psutil
 import pytest
-from dlbench import slots
+from dlbench.hardware import slots
 
 from ..conftest import IN_FRAMEWORK, ROOT
-from ..unit.test_monitor import spec
+from ..unit.run.test_monitor import spec
 
 # The monitor as train.py runs it, in a process of its own: a PyTorch run that would take hours. Ctrl-C reaches it
 # as it reaches a terminal's foreground job, also where the tests run in the background (a shell starts a background
@@ -23,7 +23,7 @@ MONITOR = """
 import json, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from pathlib import Path
-from dlbench import monitor
+from dlbench.run import monitor
 from dlbench.spec import RunSpec
 spec = RunSpec(**json.loads(sys.argv[1]))
 monitor.run(spec, sys.executable, Path(sys.argv[2]), 3600, 20, "sha", lock_dir=Path(sys.argv[3]))
@@ -67,8 +67,8 @@ def _start_training(tmp_path, run_spec, processes: int, started, **env_changes):
     time.sleep(0.5)
     tree = psutil.Process(monitor.pid).children(recursive=True)
     started.extend(tree)
-    # torchrun's ranks (the processes running dlbench.runner) are in sessions of their own
-    runners = [p for p in tree if "dlbench.runner" in " ".join(p.cmdline()) and "torch.distributed.run" not in
+    # torchrun's ranks (the processes running dlbench.run.runner) are in sessions of their own
+    runners = [p for p in tree if "dlbench.run.runner" in " ".join(p.cmdline()) and "torch.distributed.run" not in
                " ".join(p.cmdline())]
     assert len(runners) == processes, [p.cmdline() for p in tree]
     return monitor, [p.pid for p in tree], log
@@ -174,7 +174,7 @@ def test_a_killed_snakemake_leaves_no_run_behind(tmp_path, started):
     def runner_started() -> list[psutil.Process]:
         tree = psutil.Process(workflow.pid).children(recursive=True)
         with contextlib.suppress(psutil.Error):
-            return tree if any("dlbench.runner" in " ".join(process.cmdline()) for process in tree) else []
+            return tree if any("dlbench.run.runner" in " ".join(process.cmdline()) for process in tree) else []
         return []
 
     deadline = time.monotonic() + 180

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from ..conftest import ROOT
-from ..unit.test_merge import on_cpu, results_dir
-from ..unit.test_tables import on_gpus, on_target, record
+from ..unit.tables.test_merge import on_cpu, results_dir
+from ..unit.tables.test_tables import on_gpus, on_target, record
 
 
 def make_report(merged: Path, *results: Path) -> subprocess.CompletedProcess:

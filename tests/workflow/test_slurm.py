@@ -42,7 +42,7 @@ def test_the_default_config_runs_through_the_slurm_profile(slurm, tmp_path):
     config.update(frameworks=["pytorch"], repetitions=1, environment="current")
     # PyTorch's cases only: those naming their own frameworks keep PyTorch, or go; on MNIST or synthetic data (CI's
     # time: each CIFAR10 and ILSVRC12 conversion would be Slurm jobs of its own; tests/workflow/test_workflow.py
-    # converts ILSVRC12's shards, tests/unit/test_formats.py every family)
+    # converts ILSVRC12's shards, tests/unit/formats/test_formats.py every family)
     config["benchmarks"] = [{**bench, "frameworks": ["pytorch"]} if "frameworks" in bench else bench
                             for bench in config["benchmarks"] if "pytorch" in bench.get("frameworks", ["pytorch"])
                             and (bench["dataset"] == "mnist" or bench.get("data") == "synthetic")]

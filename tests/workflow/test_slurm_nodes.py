@@ -103,7 +103,7 @@ def test_mxnet_trains_over_two_nodes_of_two_processes_each(tmp_path, mxnet_pytho
     record, log = _over_two_nodes(tmp_path, RunSpec("mxnet", "mnist-synthetic", "lenet", "2x2xcpu", 1, 32, 8, 2, 0.01,
                                                     2), mxnet_python, tasks_per_node=2)
     assert "runner: srun --nodes=2 --ntasks=4 --ntasks-per-node=2 --kill-on-bad-exit=1 " in log
-    assert "-m dlbench.ps_lite node 4 " in log and "batch 8" in log
+    assert "-m dlbench.run.ps_lite node 4 " in log and "batch 8" in log
     hosts = record["execution"]["data_parallel"].split(": ")[0].split(" on ")[1].split(", ")
     assert sorted(hosts) == ["dlnode1", "dlnode1", "dlnode2", "dlnode2"]
     assert record["execution"]["nodes"] == ["dlnode1", "dlnode2"]
@@ -121,13 +121,13 @@ def test_tensorflow_trains_over_two_nodes_each_worker_finding_the_others_from_sl
 
 
 def test_mxnet_trains_over_two_nodes_with_a_parameter_server_on_each(tmp_path, mxnet_python):
-    """``2xcpu`` of MXNet: srun starts dlbench.ps_lite on each node, which starts that node's server (and on the
+    """``2xcpu`` of MXNet: srun starts dlbench.run.ps_lite on each node, which starts that node's server (and on the
     first, the scheduler) and its worker; kvstore dist_sync across the bridge; each worker ends with the servers'
     weights, and the record names both hosts."""
     record, log = _over_two_nodes(tmp_path, RunSpec("mxnet", "mnist-synthetic", "lenet", "2xcpu", 1, 32, 12, 2, 0.01,
                                                     2), mxnet_python)
     assert "runner: srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --kill-on-bad-exit=1 " in log
-    assert "-m dlbench.ps_lite node 2 " in log
+    assert "-m dlbench.run.ps_lite node 2 " in log
     assert record["execution"]["data_parallel"].startswith("kvstore dist_sync over 2 processes on dlnode")
     assert sorted(record["execution"]["data_parallel"].split(": ")[0].split(" on ")[1].split(", ")) == [
         "dlnode1", "dlnode2"]
@@ -181,7 +181,7 @@ def test_scancel_mid_run_leaves_no_process_of_the_run_on_either_node(tmp_path):
 
 
 def _run_processes() -> list[psutil.Process]:
-    return processes_of_this_test("dlbench.runner", "monitored_run.py", "torch.distributed.run")
+    return processes_of_this_test("dlbench.run.runner", "monitored_run.py", "torch.distributed.run")
 
 
 @pytest.mark.slow  # the workflow end to end through Slurm (minutes)

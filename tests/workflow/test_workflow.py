@@ -10,7 +10,10 @@ import jsonschema
 import pandas as pd
 import pytest
 import yaml
-from dlbench import formats, ilsvrc12, metrics, node, registry, report_check
+from dlbench import formats, metrics, registry
+from dlbench.checks import report_check
+from dlbench.datasets import ilsvrc12
+from dlbench.hardware import node
 
 from ..conftest import ROOT, framework_environment
 
@@ -165,7 +168,7 @@ def test_tables_figures_and_report(finished):
         assert len(inferred) == 9 and set(inferred["network"]) == {"lenet"} and (inferred["mean"] > 0).all()
     assert "cpu inference" in (tables / "appendix.md").read_text()  # a column beside cpu
     assert (tables / "appendix.tex").stat().st_size > 0
-    # each stage's time, from Snakemake's log of the run (dlbench.stages); each run's parts
+    # each stage's time, from Snakemake's log of the run (dlbench.jobs.stages); each run's parts
     stages = (finished / "whole-run-stages.md").read_text()
     assert all(f"| {stage} " in stages for stage in ("environments", "data", "ceiling", "runs", "tables and figures"))
     # seed 002's question: LeNet's single-image latency through Keras and ONNX Runtime over the native frameworks'
@@ -290,7 +293,7 @@ class NoNvml(types.ModuleType):
 
 
 sys.modules["pynvml"] = NoNvml("pynvml")
-from dlbench import host
+from dlbench.hardware import host
 host.Rapl.__init__ = refused("RAPL")
 """
 

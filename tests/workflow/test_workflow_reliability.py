@@ -168,7 +168,7 @@ def test_a_changed_setting_reruns_the_runs_it_changes(finished, field):
     finally:
         (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     assert sorted(again) == sorted(expected), again
-    # Snakemake's params, or the record's stamp (dlbench.currency), whichever Snakemake names first
+    # Snakemake's params, or the record's stamp (dlbench.record.currency), whichever Snakemake names first
     assert all("Params have changed" in why or "Updated input files: results/.current/runs/" in why
                for why in again.values()), again
 

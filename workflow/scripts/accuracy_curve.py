@@ -2,7 +2,7 @@
 from pathlib import Path
 
 from dlbench.figures.accuracy import accuracy_curves
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 from dlbench.record.io import load_records
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

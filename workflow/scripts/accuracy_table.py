@@ -1,7 +1,7 @@
 """Snakemake entry point: the accuracy table (accuracy, time to accuracy, seed 003's figures) as CSV and Markdown."""
 from pathlib import Path
 
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 from dlbench.tables.accuracy import write_accuracy
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

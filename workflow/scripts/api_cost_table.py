@@ -1,7 +1,7 @@
 """Snakemake entry point: the API-cost table (each framework beside the one it runs on) as CSV and Markdown."""
 from pathlib import Path
 
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 from dlbench.tables.api_cost import write_api_cost
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

@@ -1,7 +1,7 @@
 """Snakemake entry point: the Appendix-A-style table as CSV, Markdown and LaTeX."""
 from pathlib import Path
 
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 from dlbench.tables.appendix import write_appendix
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

@@ -1,6 +1,6 @@
 """Command line (make bench): the project's performance goals measured, in one table.
 
-Runs every benchmark of the plan for this device (dlbench.bench.PLANS: cpu, cuda, or smoke for a run that only
+Runs every benchmark of the plan for this device (dlbench.checks.bench.PLANS: cpu, cuda, or smoke for a run that only
 shows each works) with this interpreter, and the ceiling, then writes OUTPUT.md and OUTPUT.csv: per benchmark,
 framework and case the median of its rounds, their interquartile range, whether they agreed (rounds that
 disagree are "unsteady", never a clean ratio), the goal and whether the median meets it, and the runs'
@@ -21,7 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
-from dlbench import bench, gpu
+from dlbench.checks import bench
+from dlbench.hardware import gpu
 from dlbench.record.provenance import cpu_model, dlbench_version, git_commit
 from dlbench.tables import markdown_table
 

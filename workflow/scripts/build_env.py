@@ -3,7 +3,7 @@ import json
 from pathlib import Path
 
 from dlbench.envs import build_environment, shared_root
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 
 with logged(snakemake.log[0]) as log:  # noqa: F821 - injected by Snakemake
     status_path = Path(snakemake.output[0])  # noqa: F821

@@ -1,8 +1,10 @@
 """Snakemake entry point: one node's matrix-product ceiling in one precision, for the runs' ceiling_fraction."""
 from pathlib import Path
 
-from dlbench import ceiling, envs, slots
-from dlbench.joblog import logged
+from dlbench import envs
+from dlbench.hardware import slots
+from dlbench.jobs.joblog import logged
+from dlbench.run import ceiling
 from dlbench.spec import parse_placement
 
 with logged(snakemake.log[0]) as log:  # noqa: F821 - injected by Snakemake

@@ -10,7 +10,7 @@ repetitions do not overlap, cells only in one set) and comparison_<metric>.{png,
 import argparse
 from pathlib import Path
 
-from dlbench.compare import write
+from dlbench.figures.compare import write
 from dlbench.metrics import METRICS
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -1,6 +1,6 @@
 """Snakemake entry point: an unpacked in-memory dataset into one framework's native format."""
 from dlbench.formats import jobs
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 from dlbench.spec import parse_dataset_label
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

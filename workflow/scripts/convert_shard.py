@@ -3,7 +3,7 @@ from pathlib import Path
 
 from dlbench.datasets import FAMILIES
 from dlbench.formats import jobs
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     w, family = snakemake.wildcards, FAMILIES["imagenet"]  # noqa: F821

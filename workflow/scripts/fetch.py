@@ -3,9 +3,10 @@ ok or names every archive that cannot be had (the job itself never fails on that
 import json
 from pathlib import Path
 
-from dlbench import datasets, ilsvrc12
+from dlbench import datasets
 from dlbench.config import mirrors
-from dlbench.joblog import logged
+from dlbench.datasets import ilsvrc12
+from dlbench.jobs.joblog import logged
 
 RETRY = "then: make retry-failed (or remove the failed run records and this fetch.json)"
 

@@ -6,7 +6,7 @@ run to be brought up to date; its numbers are the appendix's all the same: the s
 from pathlib import Path
 
 from dlbench.figures.bars import bars
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 from dlbench.record.io import load_records
 from dlbench.tables.appendix import appendix
 from dlbench.tables.runs import runs_table

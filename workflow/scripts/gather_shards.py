@@ -2,7 +2,7 @@
 from pathlib import Path
 
 from dlbench import formats
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     with formats.staged(Path(snakemake.output[0])) as scratch:  # noqa: F821

@@ -1,8 +1,9 @@
 """Snakemake entry point: write generated stand-in archives (same names and formats as the real ones)."""
 from pathlib import Path
 
-from dlbench import datasets, ilsvrc12
-from dlbench.joblog import logged
+from dlbench import datasets
+from dlbench.datasets import ilsvrc12
+from dlbench.jobs.joblog import logged
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     family, sizes = snakemake.params.family, snakemake.params.sizes  # noqa: F821

@@ -2,7 +2,7 @@
 
 Runs .test/config-gpu-check/config.yaml (PyTorch and Keras 3 on JAX, LeNet and ResNet50, every task, fp32
 and bf16, compiled and not) in DIRECTORY with this interpreter's frameworks (environment: current), probes
-TF32, and prints a verdict per check and cell (dlbench.acceptance), also written to DIRECTORY/gpu-check.md.
+TF32, and prints a verdict per check and cell (dlbench.checks.acceptance), also written to DIRECTORY/gpu-check.md.
 Exit 1 if any verdict is FAIL. Where NVML finds no GPU, nothing runs and every verdict is unavailable.
 
     python workflow/scripts/gpu_check.py [--directory gpu-check] [--cores N]
@@ -14,7 +14,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dlbench import acceptance, gpu
+from dlbench.checks import acceptance
+from dlbench.hardware import gpu
 from dlbench.record.io import load_records
 from dlbench.record.provenance import dlbench_version, git_commit
 

@@ -1,6 +1,6 @@
 """Command line (make gpu-envs-check; too large for CI: several GB per environment): every environment's CUDA
 variant installed here, GPU or not, and checked by the dynamic loader to bring every shared library its framework
-loads but the driver's (dlbench.gpu_envs); writes <output>/gpu-envs.md and .json, a log per environment; exit 1
+loads but the driver's (dlbench.checks.gpu_envs); writes <output>/gpu-envs.md and .json, a log per environment; exit 1
 where one fails. pip's configuration files are not read (a fresh node's pip); PIP_FIND_LINKS, where set, still is
 (say, a directory of wheels downloaded before: a CPU build found there fails the check).
 
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from dlbench import gpu_envs
+from dlbench.checks import gpu_envs
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("environments", nargs="*", help=f"default: {' '.join(gpu_envs.cuda_environments())}")

@@ -1,8 +1,9 @@
 """Snakemake entry point: index the images in the ILSVRC12 archives (real ones fetched and verified)."""
 from pathlib import Path
 
-from dlbench import datasets, ilsvrc12
-from dlbench.joblog import logged
+from dlbench import datasets
+from dlbench.datasets import ilsvrc12
+from dlbench.jobs.joblog import logged
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     if Path(snakemake.input[0]).name == "fetch.json":  # noqa: F821 - the user's archives

@@ -2,7 +2,7 @@
 from pathlib import Path
 
 from dlbench.figures.iterations import iteration_times
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 from dlbench.record.io import load_records
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

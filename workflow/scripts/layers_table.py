@@ -1,7 +1,7 @@
 """Snakemake entry point: the profile runs' table (overhead, unaccounted share, most expensive layers)."""
 from pathlib import Path
 
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 from dlbench.tables.layers import write_layers
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

@@ -1,8 +1,9 @@
-"""Snakemake entry point: what this node can measure (dlbench.node.measure), which decides the figures drawn."""
+"""Snakemake entry point: what this node can measure (dlbench.hardware.node.measure): which figures are drawn."""
 from pathlib import Path
 
-from dlbench import files, node
-from dlbench.joblog import logged
+from dlbench import files
+from dlbench.hardware import node
+from dlbench.jobs.joblog import logged
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     measured = node.measure()

@@ -5,7 +5,7 @@
 import argparse
 from pathlib import Path
 
-from dlbench.retry import forget_failed_fetches, set_aside
+from dlbench.jobs.retry import forget_failed_fetches, set_aside
 
 parser = argparse.ArgumentParser(description=__doc__)
 parser.add_argument("--unavailable", action="store_true", help="also retry runs recorded as unavailable")

@@ -1,5 +1,5 @@
 """Snakemake entry point: every run record as one row of results/tables/runs.csv."""
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 from dlbench.record.io import load_records
 from dlbench.tables.runs import runs_table
 

@@ -2,7 +2,7 @@
 from pathlib import Path
 
 from dlbench.figures.scaling import scaling_figure
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 from dlbench.tables import read_appendix
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

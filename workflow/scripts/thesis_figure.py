@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pandas as pd
 from dlbench.figures.thesis import thesis_figure
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     out = snakemake.output  # noqa: F821

@@ -1,7 +1,7 @@
 """Snakemake entry point: our cells beside the thesis's Appendix A, and whether the frameworks rank alike."""
 from pathlib import Path
 
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 from dlbench.tables.thesis import write
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

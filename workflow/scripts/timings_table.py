@@ -1,7 +1,7 @@
 """Snakemake entry point: where the runs' time went (results/timings.md, results/timings.csv)."""
 from pathlib import Path
 
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 from dlbench.record.io import load_records
 from dlbench.tables.timings import write_timings
 

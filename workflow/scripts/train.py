@@ -3,10 +3,12 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from dlbench import envs, monitor, slots
+from dlbench import envs
 from dlbench.config import config_sha256
-from dlbench.joblog import logged
+from dlbench.hardware import slots
+from dlbench.jobs.joblog import logged
 from dlbench.record.io import series_path, write_record
+from dlbench.run import monitor
 from dlbench.spec import RunSpec
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake

@@ -2,7 +2,7 @@
 from pathlib import Path
 
 from dlbench import datasets
-from dlbench.joblog import logged
+from dlbench.jobs.joblog import logged
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     if Path(snakemake.input[0]).name == "fetch.json":  # noqa: F821 - real data

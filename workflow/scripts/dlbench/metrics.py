@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .compute import BEATS_CEILING
+from .record.compute import BEATS_CEILING
 from .spec import gpu_count
 from .tasks import TASKS
 
@@ -21,7 +21,7 @@ class Metric:
     # runs were unsteady (not so for shares near zero, such as a synthetic run's input wait)
     steady: bool = True
     # "gpu": only runs on GPUs measure it; "rapl": only on nodes with RAPL counters; "peak": only where dlbench
-    # knows the hardware's peak (GPUs, CPUs of dlbench.peaks); "idle_gpu": only CPU runs on nodes with GPUs
+    # knows the hardware's peak (GPUs, CPUs of dlbench.hardware.peaks); "idle_gpu": only CPU runs on nodes with GPUs
     needs: str = ""
     beside: str = ""  # a metric whose bars its figure draws beside its own (and that gets no figure of its own)
     # "max" or "min": the better end, for a heatmap per dataset of each framework against the best one per network
@@ -40,7 +40,7 @@ class Flag:
 
 
 # The marks of runs whose speed says less about the framework than about its surroundings: they waited
-# for their input, or other work shared their cores (dlbench.host), or their "nodes" were one machine.
+# for their input, or other work shared their cores (dlbench.hardware.host), or their "nodes" were one machine.
 FLAGS = {"input_bound": Flag("input-bound", "input_wait", 0.05),
          "contended": Flag("contended", "contention_share", 0.10),
          "one_machine": Flag("nodes on one machine", "nodes_share_machine", 0.5),
@@ -168,7 +168,7 @@ METRICS = {
 def drawn(metric: str, tasks, devices, rapl: bool, cpu_peak: bool = False, idle_gpus: bool = False) -> bool:
     """Whether a cell whose runs have these tasks and devices gets ``metric``'s figure: whether any of them
     can measure it (``rapl``: whether the node has RAPL counters; ``cpu_peak``: whether dlbench knows its CPU's
-    peak, dlbench.peaks; ``idle_gpus``: whether its CPU runs have GPUs beside them). A figure of nothing but
+    peak, dlbench.hardware.peaks; ``idle_gpus``: whether its CPU runs have GPUs beside them). A figure of nothing but
     "unavailable" notes tells a reader nothing."""
     definition = METRICS[metric]
     if any(other.beside == metric for other in METRICS.values()):

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import config as dlbench_config
-from . import currency, datasets, files, formats, ilsvrc12, launch, merge, node, progress, scheduler, stages, summary
-from .compute import processor
+from . import datasets, files, formats
 from .config import SLURM_RESOURCES, ConfigError
-from .datasets import FAMILIES, FILE_FAMILIES, fetch_failed
+from .datasets import FAMILIES, FILE_FAMILIES, fetch_failed, ilsvrc12
 from .envs import (
     OLDER_GPU_BUILDS,
     SOURCE_BUILDS,
@@ -25,9 +24,13 @@ from .envs import (
 )
 from .formats import FRAMEWORK_FORMATS, WRITER_ENVIRONMENTS, damage_stamp, shard_name
 from .formats import MODULES as FORMATS
-from .merge import MergeError
+from .hardware import node
+from .jobs import progress, scheduler, stages, summary
 from .metrics import METRICS, caption_thresholds, drawn
+from .record import currency
+from .record.compute import processor
 from .registry import ENVIRONMENTS, FRAMEWORKS
+from .run import launch
 from .spec import (
     HARDWARE_NAME,
     IMAGENET_LABEL,
@@ -41,7 +44,9 @@ from .spec import (
     placement_label,
     whole_dataset,
 )
+from .tables import merge
 from .tables.appendix import scale
+from .tables.merge import MergeError
 from .tasks import TASKS
 
 # What the rules and the Snakefile name: the plan's own, and the rest of the package they need, so that they import
@@ -57,7 +62,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .spec import Case
+    from .config import Case
 
 # A placement is the device, after its hardware target's name where the config names targets (p100@gpu1)
 RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{placement}/{variant}/{task}/rep{repetition}.json"
@@ -87,16 +92,16 @@ class NodeFacts:
 
     @classmethod
     def of_node(cls, measured: dict, cases) -> NodeFacts:
-        """The node's, as the ``node_facts`` job measured them (:func:`dlbench.node.measure`); idle GPUs are also
-        beside the CPU runs where the config's other runs use GPUs."""
+        """The node's, as the ``node_facts`` job measured them (:func:`dlbench.hardware.node.measure`); idle GPUs are
+        also beside the CPU runs where the config's other runs use GPUs."""
         return cls(rapl=measured["rapl"], cpu_peak=measured["cpu_peak"],
                    idle_gpus=any(gpu_count(c.device) for c in cases) or bool(measured["gpus"]))
 
 
 class Plan:
     """The matrix of one config: its cases (keyed by :func:`case_key`) and each case's records, every repetition;
-    with ``merged`` (path -> record, :func:`dlbench.merge.merged_records`), the merged records' cases, and nothing
-    runs. Raises :class:`dlbench.config.ConfigError` for a config that names no possible run."""
+    with ``merged`` (path -> record, :func:`dlbench.tables.merge.merged_records`), the merged records' cases, and
+    nothing runs. Raises :class:`dlbench.config.ConfigError` for a config that names no possible run."""
 
     def __init__(self, config: dict, merged: dict | None = None):
         self.config, self.merged = config, merged or {}
@@ -366,7 +371,7 @@ def ceiling_device(processor_label: str) -> tuple[str | None, str]:
 
 
 def record_current(record: str, spec: dict, judge: bool, log) -> str:
-    """The record's currency stamp (:mod:`dlbench.currency`): written by the process that ``judge``\\ s (the main
+    """The record's currency stamp (:mod:`dlbench.record.currency`): written by the process that ``judge``\\ s (the main
     Snakemake process), read by a cluster job's."""
     return str(currency.stamp(record, RunSpec(**spec), log=log) if judge else currency.stamp_path(record))
 

@@ -16,9 +16,9 @@ class Framework:
     module: str  # its backend, dlbench.backends.<module>
     environment: str  # envs/<environment>.*, .venvs/<environment>: Keras shares its backend's
     data_format: str  # the format its input pipeline reads (dlbench.formats)
-    # Who starts the processes of a run over several (<n>x<device>; dlbench.launch): "torchrun" starts n
+    # Who starts the processes of a run over several (<n>x<device>; dlbench.run.launch): "torchrun" starts n
     # runners; "srun" starts one per node of a Slurm allocation; "ps-lite" starts n workers with their parameter
-    # servers (dlbench.ps_lite); "mpiexec" is started by the one runner's backend, one MPI rank per device.
+    # servers (dlbench.run.ps_lite); "mpiexec" is started by the one runner's backend, one MPI rank per device.
     launcher: str | None = None
     # Of spec.PRECISIONS, those the backend sets up (tf32: a switch for both its cuDNN and its
     # cuBLAS calls; NVIDIA_TF32_OVERRIDE=0 can only switch TF32 off). TF32 is a GPU math mode.
@@ -27,7 +27,7 @@ class Framework:
     compiler: str | None = None  # what compile: true switches on
     always_compiled: str | None = None  # what compiles every run, compile: false too
     # Per optimizer kind (networks.Optimizer), how the framework's own differs from the description
-    # (tests/unit/test_backends.py steps each): the record's execution.optimizer_difference.
+    # (tests/unit/backends/test_backends.py steps each): the record's execution.optimizer_difference.
     optimizer_differences: dict[str, str] = field(default_factory=dict)
     tasks: tuple[str, ...] = tuple(TASKS)  # of tasks.TASKS, those it can run (ONNX Runtime cannot train)
     # Of those, the ones its backend does not run yet, and why: their cells are made, and recorded unavailable

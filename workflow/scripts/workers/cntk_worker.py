@@ -34,9 +34,9 @@ CNTK_GPU_CUDA = "10.0"  # what CNTK 2.7's cntk-gpu wheels were built with
 DLBENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dlbench")
 
 
-def dlbench_module(name):
-    """One of dlbench's Python 3.6 modules, by its path: the rest of dlbench needs a newer Python."""
-    spec = importlib.util.spec_from_file_location(name, os.path.join(DLBENCH, name + ".py"))
+def dlbench_module(path):
+    """One of dlbench's Python 3.6 modules, by its path in the package: the rest of dlbench needs a newer Python."""
+    spec = importlib.util.spec_from_file_location(os.path.basename(path), os.path.join(DLBENCH, path + ".py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -170,7 +170,7 @@ def image_source(config, map_file, train):
         features=C.io.StreamDef(field="image", transforms=steps),
         labels=C.io.StreamDef(field="label", shape=config["num_classes"])))
     # The reader's OpenCV 3.1 needs Ubuntu 16.04's libjpeg8, libpng12, ..., installed in the environment.
-    missing = dlbench_module("image_reader_libraries").preload(sys.prefix)
+    missing = dlbench_module("envs/image_reader_libraries").preload(sys.prefix)
     try:
         return C.io.MinibatchSource(deserializer, randomize=train, max_sweeps=C.io.INFINITELY_REPEAT if train else 1)
     except RuntimeError as error:
@@ -205,7 +205,7 @@ def make_learner(rule, parameters, learning_rate):
     inc or dec (as the gradient keeps or flips its sign) within [min, max]; [1, 1 + 1e-6] (CNTK wants max above
     min) keeps it plain RMSProp, to a millionth. Its rate is per sample (minibatch_size=1): with CNTK's
     default (IGNORE) its RMSProp steps a batch's-size fraction of the rate, where momentum SGD's rate is the
-    mean gradient's (tests/unit/test_backends.py steps both on a batch of 4)."""
+    mean gradient's (tests/unit/backends/test_backends.py steps both on a batch of 4)."""
     import cntk as C
     if rule["kind"] == "rmsprop":
         return C.rmsprop(parameters, C.learning_parameter_schedule(learning_rate, minibatch_size=1),
@@ -376,7 +376,7 @@ def main(argv):
     if argv[:1] == ["--environment"]:  # the runner uses the workflow's Python, this one the worker
         describe()
         try:
-            dlbench_module("image_reader_libraries").install(sys.prefix, sys.stdout)
+            dlbench_module("envs/image_reader_libraries").install(sys.prefix, sys.stdout)
         except RuntimeError as error:  # synthetic data needs no reader; its runs say why they cannot read
             print(error)
         with open(argv[1], "w") as stream:

@@ -64,8 +64,8 @@ class TrainingHarness(Harness, Protocol):
 
     def step(self) -> Callable[[], None]:
         """Dispatch one training step; return a callable that blocks until that step has finished,
-        or :func:`already_finished` when it had finished by the time ``step`` returned, or a
-        :class:`Stamped` where the framework's engine stamps the step's completion itself."""
+        or :func:`dlbench.tasks.loop.already_finished` when it had finished by the time ``step`` returned, or a
+        :class:`dlbench.tasks.loop.Stamped` where the framework's engine stamps the step's completion itself."""
 
     def final_loss(self) -> float | None:
         """The last step's loss."""
@@ -290,22 +290,6 @@ class InputClock:
             return self.fetch()
         finally:
             self.seconds += time.perf_counter() - start
-
-
-def already_finished() -> None:
-    """What ``step()`` returns when the step ran eagerly and had finished by the time it returned."""
-
-
-class Stamped:
-    """What ``step()`` returns where the framework's engine stamps the step's completion as it runs (MXNet's): the
-    timed loop need not wait for each such step to time it, so it waits only at its progress lines, as a training
-    loop that reads its loss every so many steps, and Python dispatches the steps between them in one burst."""
-
-    COMPLETION: str  # for the record: what stamps a step's completion
-
-    def __call__(self) -> float:
-        """Block until the step has finished; the time it finished, on ``time.perf_counter``'s clock."""
-        raise NotImplementedError
 
 
 def describe(backend: ModuleType) -> dict:

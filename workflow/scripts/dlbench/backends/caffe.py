@@ -21,7 +21,7 @@ from typing import NamedTuple, Self
 
 import numpy as np
 
-from .. import cuda_wheels
+from ..envs import cuda_wheels
 
 os.environ.setdefault("GLOG_minloglevel", "1")  # before caffe starts glog: no per-layer set-up chatter
 # before Caffe loads: its CUDA build links CUDA 13's libraries by name
@@ -31,10 +31,11 @@ from caffe.proto import caffe_pb2
 from google.protobuf import text_format
 
 from .. import networks
-from ..caffe_build import TOOL
+from ..envs.caffe_build import TOOL
 from ..formats import CONVERTED_RECORD
 from ..spec import RunSpec
-from . import GpuCode, Unavailable, already_finished, inputs
+from ..tasks.loop import already_finished
+from . import GpuCode, Unavailable, inputs
 
 CUDA_RUNTIME = re.compile(r"libcudart\.so\.(\d+(?:\.\d+)?)")
 GLOG_FATAL = re.compile(r"^F\d{4,8} [\d:.]+ +\d+ \S+\] ")  # F1126 01:02:03.456789  4242 common.cpp:148] Check failed
@@ -51,7 +52,7 @@ def framework_version() -> str:
 
 def cuda_build() -> str | None:
     """The CUDA runtime pycaffe's library loads (a CPU_ONLY build loads none), as ldd lists it; built without
-    cuDNN (dlbench.caffe_build)."""
+    cuDNN (dlbench.envs.caffe_build)."""
     libraries = subprocess.run(["ldd", caffe._caffe.__file__], capture_output=True, text=True, check=False).stdout
     found = CUDA_RUNTIME.search(libraries)
     return f"{found[1]} (no cuDNN)" if found else None
@@ -60,9 +61,10 @@ def cuda_build() -> str | None:
 def gpu_code() -> GpuCode:
     """The GPU code in ``libcaffe.so``'s fatbinary (Caffe does not report what it was compiled for) and the run's
     GPUs as NVML lists them (envs/caffe.cuda.requirements.txt has pyelftools and nvidia-ml-py)."""
-    from .. import elf, gpu
+    from ..envs import elf
+    from ..hardware import gpu
 
-    library = next(Path(caffe.__file__).parent.glob("libcaffe.so.*"))  # beside _caffe.so (dlbench.caffe_build)
+    library = next(Path(caffe.__file__).parent.glob("libcaffe.so.*"))  # beside _caffe.so (dlbench.envs.caffe_build)
     return GpuCode.from_arch_names(f"Caffe {caffe.__version__}", cuda_build(), elf.fatbin_architectures(library),
                                    gpu.visible_gpus())
 
@@ -351,7 +353,7 @@ class TrainTool:
     ITERATION = re.compile(r"\] Iteration (\d+), loss = (\S+)")
     SOLVING = "] Solving "  # logged as the solver starts its iterations, the nets set up
 
-    PACKAGE = Path(caffe.__file__).parent  # the tool beside libcaffe.so (dlbench.caffe_build)
+    PACKAGE = Path(caffe.__file__).parent  # the tool beside libcaffe.so (dlbench.envs.caffe_build)
 
     @classmethod
     def command_for(cls, solver: Path, gpus: int) -> list[str]:

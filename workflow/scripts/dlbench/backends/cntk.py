@@ -27,8 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import elf, envs, gpu, launch, lifeline, networks
+from .. import envs, lifeline, networks
+from ..envs import elf
 from ..formats import cntk_map
+from ..hardware import cluster, gpu
 from ..spec import RunSpec
 from . import GpuCode, Unavailable, inputs
 
@@ -192,7 +194,7 @@ def worker_command(python: str, spec: RunSpec, config_path: Path, socket_name: s
     count = ranks(spec)
     if count == 1:
         return command
-    # conda's cntk environment brings its own OpenMPI; a pip one links the system's (dlbench.cntk_setup)
+    # conda's cntk environment brings its own OpenMPI; a pip one links the system's (dlbench.envs.cntk_setup)
     beside = Path(python).parent / "mpiexec"
     mpiexec = str(beside) if beside.exists() else shutil.which("mpiexec")
     if mpiexec is None:
@@ -206,7 +208,7 @@ def worker_command(python: str, spec: RunSpec, config_path: Path, socket_name: s
 
 
 def _across_nodes(spec: RunSpec) -> bool:
-    return launch.local_processes(spec.device) < spec.processes
+    return cluster.local_processes(spec.device) < spec.processes
 
 
 def _listener(spec: RunSpec, name: str) -> tuple[socket.socket, str]:
@@ -218,7 +220,7 @@ def _listener(spec: RunSpec, name: str) -> tuple[socket.socket, str]:
         listener.bind(f"\0{name}")
         return listener, f"@{name}"
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind((launch.address_towards(launch.first_node(os.environ["SLURM_JOB_NODELIST"])), 0))
+    listener.bind((cluster.address_towards(cluster.first_node(os.environ["SLURM_JOB_NODELIST"])), 0))
     host, port = listener.getsockname()
     return listener, f"tcp:{host}:{port}"
 

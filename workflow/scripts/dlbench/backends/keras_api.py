@@ -19,12 +19,12 @@ import numpy as np
 
 from .. import networks
 from ..spec import RunSpec
+from ..tasks.loop import already_finished
 from . import (
     UPDATE_SCOPE,
     GpuCode,
     InputClock,
     Unavailable,
-    already_finished,
     cuda_of_distribution,
     inputs,
     require_gpus,

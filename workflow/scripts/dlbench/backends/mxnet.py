@@ -23,7 +23,8 @@ from typing import Self
 
 import numpy as np
 
-from .. import cuda_wheels, networks
+from .. import networks
+from ..envs import cuda_wheels
 
 # before MXNet loads: its CUDA build links CUDA 11's libraries by name
 cuda_wheels.preload(cuda_wheels.PRELOADED["mxnet"])
@@ -41,10 +42,10 @@ from mxnet.gluon.contrib.nn import HybridConcurrent
 
 from ..formats import recordio_im2rec
 from ..spec import RunSpec
+from ..tasks.loop import Stamped
 from . import (
     GpuCode,
     InputClock,
-    Stamped,
     Unavailable,
     cuda_of_distribution,
     inputs,
@@ -68,7 +69,8 @@ def cuda_build() -> str | None:
 def gpu_code() -> GpuCode:
     """The GPU code in ``libmxnet.so``'s fatbinary (MXNet does not report what it was compiled for) and the
     run's GPUs as NVML lists them (envs/mxnet.cuda.requirements.txt has pyelftools and nvidia-ml-py)."""
-    from .. import elf, gpu
+    from ..envs import elf
+    from ..hardware import gpu
 
     library = Path(mx.libinfo.find_lib_path()[0])
     return GpuCode.from_arch_names(f"MXNet {mx.__version__}", cuda_build(), elf.fatbin_architectures(library),
@@ -484,7 +486,7 @@ class Harness:
         self.with_loss.hybridize(static_alloc=True, static_shape=True)  # the network's blocks too
         # Data parallelism: the global batch is split over the processes (workers) and their contexts. One
         # process's kvstore sums its contexts' gradients; over processes, the parameter servers
-        # (dlbench.ps_lite) sum all workers' and apply the optimizer, and the workers pull the weights.
+        # (dlbench.run.ps_lite) sum all workers' and apply the optimizer, and the workers pull the weights.
         self.kvstore = kvstore = mx.kv.create("dist_sync") if spec.processes > 1 else None
         rank, workers = (kvstore.rank, kvstore.num_workers) if kvstore else (0, 1)
         if workers != spec.processes:

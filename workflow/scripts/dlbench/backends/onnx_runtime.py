@@ -13,7 +13,8 @@ import torch
 
 from .. import networks
 from ..spec import RunSpec
-from . import Unavailable, already_finished
+from ..tasks.loop import already_finished
+from . import Unavailable
 from .pytorch import Batches, build, trainable_parameters  # noqa: F401 - the backend interface: PyTorch's network
 
 PACKAGES = ("onnxruntime", "onnxruntime-gpu", "onnx", "onnxscript", "torch", "numpy")

@@ -22,12 +22,12 @@ from torch.utils.data import DataLoader
 
 from .. import networks
 from ..spec import RunSpec
+from ..tasks.loop import already_finished
 from . import (
     UPDATE_SCOPE,
     GpuCode,
     InputClock,
     Unavailable,
-    already_finished,
     inputs,
     require_gpus,
     require_one_batch,

@@ -18,10 +18,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from .. import launch, networks
+from .. import networks
 from ..formats import TFRECORD_FILE
+from ..hardware import cluster
 from ..spec import RunSpec
-from . import GpuCode, InputClock, already_finished, inputs, require_gpus, updates_found, xspace
+from ..tasks.loop import already_finished
+from . import GpuCode, InputClock, inputs, require_gpus, updates_found, xspace
 from .keras_layers import build, forward_shape, keras_layout, keras_optimizer, set_precision, trainable_parameters  # noqa: F401 - the backend interface
 
 SHUFFLE_BUFFER = 10_000  # records, as the model garden's ImageNet input
@@ -174,12 +176,12 @@ def configure_runtime(threads: int, precision: str = "fp32") -> int:
 
 
 def _worker_strategy(spec: RunSpec) -> tf.distribute.Strategy:
-    """One worker of a group over processes, one per node started by srun (dlbench.launch): the others found
-    from Slurm's variables, the collectives served on launch.TENSORFLOW_PORT. The resolver hands each task GPUs;
+    """One worker of a group over processes, one per node started by srun (dlbench.run.launch): the others found
+    from Slurm's variables, the collectives served on cluster.TENSORFLOW_PORT. The resolver hands each task GPUs;
     on CPUs it is told of one per task it does not hand out (with none, it fails to number the tasks)."""
     per_task = max(spec.gpus, 1)
     resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
-        port_base=launch.TENSORFLOW_PORT, gpus_per_node=per_task * launch.local_processes(spec.device),
+        port_base=cluster.TENSORFLOW_PORT, gpus_per_node=per_task * cluster.local_processes(spec.device),
         gpus_per_task=per_task, auto_set_gpu=spec.gpus > 0)
     return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
 

@@ -12,7 +12,8 @@ import tensorflow as tf
 
 from .. import networks
 from ..spec import RunSpec
-from . import Unavailable, already_finished
+from ..tasks.loop import already_finished
+from . import Unavailable
 from .tensorflow import (  # noqa: F401 - the backend interface: TensorFlow's own
     PACKAGES,
     cuda_build,

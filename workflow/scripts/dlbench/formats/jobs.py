@@ -22,7 +22,7 @@ def execute(job: dict) -> None:
             print(f"{split}: {numbers['images']} images in {numbers['seconds']:.1f} s "
                   f"({numbers['images_per_second']:,.0f} images/s)", flush=True)
     elif job["kind"] == "shard":
-        from ..ilsvrc12 import Source
+        from ..datasets.ilsvrc12 import Source
 
         shard = Shard(**{**job["shard"], "image_shape": tuple(job["shard"]["image_shape"])})
         stats = write_shard(shard, Source(job["archive_dir"], job["index_dir"]), Path(job["output"]))

@@ -12,7 +12,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from .. import cuda_wheels
+from ..envs import cuda_wheels
 from . import codec
 
 # before MXNet loads: its CUDA build links CUDA 11's libraries by name

@@ -10,17 +10,19 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from .. import backends, compute, currency, host, peaks
-from ..gpu import GpuProbe, memory_and_power
+from .. import backends
+from ..hardware import host, peaks
+from ..hardware.gpu import GpuProbe, memory_and_power
 from ..spec import SETUP_FIELDS, RunSpec
 from ..tasks.accuracy import accuracy_block
 from ..tasks.inference import latency
 from ..tasks.profile import layer_profile
+from . import compute, currency
 from .io import SCHEMA_VERSION
 from .provenance import cpu_model, dlbench_version, git_commit
 
 if TYPE_CHECKING:
-    from ..sampler import Sampler
+    from ..hardware.sampler import Sampler
 
 
 def setup_times(result: dict, times: list[float], warmup: int) -> dict:
@@ -122,7 +124,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
             "gpu_code": result.get("gpu_code"),  # how the GPUs ran the build's code (backends.check_gpu_code)
             "monitor_python": platform.python_version(),
             "config_sha256": config_sha256, "dlbench_version": dlbench_version(), "git_commit": git_commit(),
-            "fingerprints": currency.fingerprints(spec),  # what ran it (dlbench.currency): 0.37.0
+            "fingerprints": currency.fingerprints(spec),  # what ran it (dlbench.record.currency): 0.37.0
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),  # where the run was a Slurm job, and on which node
             "slurm_node": os.environ.get("SLURMD_NODENAME"),
             "slurm_partition": os.environ.get("SLURM_JOB_PARTITION"),

@@ -12,10 +12,11 @@ import jsonschema
 import yaml
 from jsonschema.exceptions import best_match
 
-from .. import compute, files
+from .. import files
+from ..hardware.peaks import Peak
 from ..paths import PACKAGE_ROOT
-from ..peaks import Peak
 from ..spec import SETUP_FIELDS, RunSpec, placement_label, run_variant
+from . import compute
 
 SCHEMA_VERSION = 6
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..config import FIGURE_4_5
-from ..gpu import IDLE_SAMPLE_SECONDS
+from ..hardware.gpu import IDLE_SAMPLE_SECONDS
 from ..metrics import METRICS
 from ..spec import dataset_classes, gpu_count, parse_dataset_label
 from . import CELL_KEYS, markdown_table, ratio_words, read_appendix, read_runs
@@ -28,7 +28,7 @@ HARDWARE_WORDS = {"cpu_e5-2630_12or20cores": "2x Xeon E5-2630 (12 cores, ImageNe
 # of nvidia-smi's readings, set beside ours of the same definition, never beside our peaks or timed-window means
 LIKE = {metric: definition.thesis for metric, definition in METRICS.items() if definition.thesis}
 # What still differs from the thesis's setup in every cell, and why: thesis.md ends with it, README's table of what
-# differs from each study has it (tests/unit/test_thesis.py keeps the two the same)
+# differs from each study has it (tests/unit/tables/test_thesis.py keeps the two the same)
 SETUP_DIFFERENCES = (
     ("one network description built by every framework, not each framework's official model",
      "the same math in every cell (parameter counts checked equal)"),

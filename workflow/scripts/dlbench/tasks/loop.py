@@ -3,7 +3,23 @@ from __future__ import annotations
 
 import time
 
-from .. import backends, window_marks
+from . import window_marks
+
+
+def already_finished() -> None:
+    """What ``step()`` returns when the step ran eagerly and had finished by the time it returned."""
+
+
+class Stamped:
+    """What ``step()`` returns where the framework's engine stamps the step's completion as it runs (MXNet's): the
+    timed loop need not wait for each such step to time it, so it waits only at its progress lines, as a training
+    loop that reads its loss every so many steps, and Python dispatches the steps between them in one burst."""
+
+    COMPLETION: str  # for the record: what stamps a step's completion
+
+    def __call__(self) -> float:
+        """Block until the step has finished; the time it finished, on ``time.perf_counter``'s clock."""
+        raise NotImplementedError
 
 
 def _cpu_seconds(harness) -> float:
@@ -70,7 +86,7 @@ def timed_loop(harness, iterations: int, warmup: int, progress=print, step=None)
 
     An asynchronous step (CUDA, MXNet's engine) is dispatched before the loop waits for the one
     before it, so the device never idles while Python dispatches; a step that had finished when
-    ``step()`` returned is clocked at once. A step its engine stamps (:class:`backends.Stamped`) is
+    ``step()`` returned is clocked at once. A step its engine stamps (:class:`Stamped`) is
     waited for only at the progress lines: the loop dispatches the steps up to the next line while
     the engine runs those up to this one. An interval runs from one step's completion to the next,
     the intervals sum to the wall time of all steps, and the timed window opens with the warm-up
@@ -86,11 +102,11 @@ def timed_loop(harness, iterations: int, warmup: int, progress=print, step=None)
             _clock(clock, in_flight)
         wait_for_step = step()
         clock.completion = clock.completion or _completion(wait_for_step)
-        if wait_for_step is backends.already_finished:
+        if wait_for_step is already_finished:
             clock.step_finished()
             continue
         in_flight.append(wait_for_step)
-        unclocked = clock.report_every if isinstance(wait_for_step, backends.Stamped) else 1
+        unclocked = clock.report_every if isinstance(wait_for_step, Stamped) else 1
         if len(in_flight) == 2 * unclocked:
             _clock(clock, in_flight, unclocked)
     harness.synchronize()
@@ -99,9 +115,9 @@ def timed_loop(harness, iterations: int, warmup: int, progress=print, step=None)
 
 
 def _completion(wait_for_step) -> str:
-    if wait_for_step is backends.already_finished:
+    if wait_for_step is already_finished:
         return "the step's return: it had finished by then"
-    if isinstance(wait_for_step, backends.Stamped):
+    if isinstance(wait_for_step, Stamped):
         return wait_for_step.COMPLETION
     return "the loop's wait for the step, the next one dispatched before it (one step in flight)"
 
@@ -113,7 +129,7 @@ def _clock(clock: StepClock, in_flight: list, count: int | None = None, synchron
     and a wait may read a reply that synchronize() took: CNTK's worker's)."""
     steps = in_flight[:count]
     del in_flight[:count]
-    if steps and isinstance(steps[-1], backends.Stamped):
+    if steps and isinstance(steps[-1], Stamped):
         steps[-1]()
         for stamp in steps:
             clock.step_finished(stamp())

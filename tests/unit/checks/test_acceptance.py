@@ -1,0 +1,84 @@
+"""The GPU acceptance check's verdicts, on records of a fake GPU node read back through the record schema:
+numbers that hold pass, numbers that cannot be true FAIL, and on a machine without a GPU every check says
+it is unavailable."""
+import subprocess
+import sys
+
+import pytest
+from dlbench.checks import acceptance
+from dlbench.record.io import load_records, write_record
+
+from ...conftest import ROOT
+from ..tables.test_tables import record
+
+
+def gpu_record(framework="pytorch", dataset="mnist-synthetic", speed=1000.0, mfu=0.4, allocator=500.0,
+               process=900.0, device_memory=2000.0, energy_j=300.0, mean_w=200.0, timed_s=1.5, **changes):
+    found = record(framework=framework, device="gpu1", speed=speed, **changes)
+    found["run"].update(dataset=dataset, data_mode=dataset.partition("-")[2] or "real")
+    found["timing"]["timed_seconds"] = timed_s
+    found["memory"].update(framework_allocator_peak_mib=allocator, gpu_process_peak_mib=process,
+                           gpu_device_peak_mib=device_memory, reasons={})
+    found["power"].update(gpu_mean_w=mean_w, gpu_peak_w=mean_w * 1.2, gpu_energy_j=energy_j,
+                          energy_per_image_j=energy_j / 1000, method="energy counter", reasons={})
+    found["compute"].update(mfu=mfu, achieved_tflops=mfu * 50, ceiling_tflops=50.0)
+    return found
+
+
+def read_back(tmp_path, records) -> list[dict]:
+    """Through the files and the schema, as the check reads a node's records."""
+    paths = []
+    for number, item in enumerate(records):
+        write_record(item, tmp_path / f"rep{number}.json")
+        paths.append(tmp_path / f"rep{number}.json")
+    return load_records(paths)
+
+
+def test_numbers_that_hold_pass_every_check(tmp_path):
+    records = read_back(tmp_path, [gpu_record(), gpu_record(dataset="mnist-generated", speed=980.0),
+                                   gpu_record(framework="keras-jax", process=700.0)])
+    found = acceptance.verdicts(records, {"device": "GPU", "fp32_error": 2e-7, "tf32_error": 4e-4})
+    assert {verdict.check for verdict in found} == {*acceptance.RECORD_CHECKS, acceptance.TF32_CHECK,
+                                                     acceptance.HARNESS.check}
+    assert [v for v in found if v.verdict != "pass"] == [acceptance.HARNESS]  # not measured on a GPU yet
+    ratio = next(v for v in found if v.check == "real ÷ synthetic")
+    assert ratio.value == pytest.approx(0.98) and ratio.cell == "pytorch lenet mnist gpu1 fp32"
+
+
+@pytest.mark.parametrize("bad, check", [
+    (gpu_record(mfu=1.3), "MFU ≤ 1"),
+    (gpu_record(allocator=1200.0), "allocator ≤ process ≤ device memory"),
+    (gpu_record(process=2500.0), "allocator ≤ process ≤ device memory"),
+    (gpu_record(energy_j=400.0), "energy counter ÷ (mean power × time)"),
+    (gpu_record(dataset="mnist-generated", speed=500.0), "real ÷ synthetic"),
+    (gpu_record(framework="keras-jax", process=3000.0, device_memory=60000.0), "keras-jax LeNet process memory"),
+])
+def test_a_number_that_cannot_be_true_fails_its_check(tmp_path, bad, check):
+    found = acceptance.verdicts(read_back(tmp_path, [gpu_record(), bad]), None)
+    failed = [v for v in found if v.verdict == "FAIL"]
+    assert [v.check for v in failed] == [check]
+    assert "FAIL" in acceptance.table(found)
+
+
+def test_tf32_must_be_off_in_fp32_and_its_switch_must_switch():
+    assert acceptance.tf32_verdict({"device": "GPU", "fp32_error": 2e-7, "tf32_error": 4e-4}).verdict == "pass"
+    assert acceptance.tf32_verdict({"device": "GPU", "fp32_error": 4e-4, "tf32_error": 4e-4}).verdict == "FAIL"
+    assert acceptance.tf32_verdict({"device": "GPU", "fp32_error": 2e-7, "tf32_error": 2e-7}).verdict == "FAIL"
+
+
+def test_a_check_with_no_run_to_judge_says_so(tmp_path):
+    failed = gpu_record(status="failed", reason="CUDA error")
+    found = acceptance.verdicts(read_back(tmp_path, [failed]), None)
+    assert all(v.verdict.startswith("unavailable: ") for v in found)
+
+
+def test_without_a_gpu_every_verdict_is_unavailable(tmp_path):
+    """make gpu-check on this machine: nothing runs, and it says why."""
+    done = subprocess.run([sys.executable, str(ROOT / "workflow" / "scripts" / "gpu_check.py"), "--directory",
+                           str(tmp_path / "gpu-check")], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "verdict" not in line]
+    assert len(rows) == len(acceptance.RECORD_CHECKS) + 2
+    assert all("unavailable: no GPU" in row for row in rows), rows
+    assert (tmp_path / "gpu-check" / "gpu-check.md").read_text().startswith("GPU acceptance check: no GPU")
+    assert not (tmp_path / "gpu-check" / "results").exists()

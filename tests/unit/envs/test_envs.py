@@ -1,0 +1,196 @@
+"""Which build an environment gets: CUDA where nvidia-smi lists GPUs (a fake one here), else CPU; and
+what the framework itself says it is."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from dlbench import envs
+from dlbench.registry import ENVIRONMENTS
+
+from ...conftest import ROOT
+
+ENVS = ROOT / "envs"
+LISTING = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-3f1c0000-0000-0000-0000-000000000000)\n"
+           "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-3f1c0000-0000-0000-0000-000000000001)\n")
+
+
+@pytest.fixture
+def nvidia_smi(tmp_path, monkeypatch):
+    """An nvidia-smi on PATH that prints ``output`` and exits with ``code``."""
+    def install(output: str, code: int = 0) -> None:
+        (tmp_path / "listing").write_text(output)
+        script = tmp_path / "nvidia-smi"
+        script.write_text(f"#!/bin/sh\ncat {tmp_path / 'listing'}\nexit {code}\n")
+        script.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    return install
+
+
+def test_a_node_with_gpus_gets_the_cuda_build_of_every_environment_that_has_one(nvidia_smi):
+    nvidia_smi(LISTING)
+    gpus = envs.node_gpus()
+    assert len(gpus) == 2
+    for environment in sorted(set(ENVIRONMENTS.values())):
+        chosen, why = envs.choose_requirements(ENVS / f"{environment}.requirements.txt", gpus)
+        conda, _ = envs.choose_requirements(ENVS / f"{environment}.yaml", gpus)  # snakemake --use-conda's
+        assert chosen == ENVS / f"{environment}.cuda.requirements.txt" and chosen.exists()
+        assert why == "CUDA build: nvidia-smi lists 2 GPU(s)"
+        if f"{environment}.yaml" in envs.NO_CUDA_VARIANT:
+            assert conda.name == f"{environment}.yaml"
+        else:
+            assert conda == ENVS / f"{environment}.cuda.yaml" and conda.exists()
+
+
+@pytest.mark.parametrize("output,code", [
+    ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", 9),
+    ("No devices were found\n", 6),
+])
+def test_a_node_whose_nvidia_smi_lists_no_gpu_gets_cpu_builds(nvidia_smi, output, code):
+    nvidia_smi(output, code)
+    assert envs.node_gpus() == []
+    chosen, why = envs.choose_requirements(ENVS / "tensorflow.requirements.txt", envs.node_gpus())
+    assert chosen.name == "tensorflow.requirements.txt" and why == "CPU build: nvidia-smi lists no GPU on this node"
+
+
+def test_without_nvidia_smi_there_are_no_gpus(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert envs.node_gpus() == []
+
+
+def test_every_environment_has_a_cuda_variant_or_says_why_not():
+    for environment in set(ENVIRONMENTS.values()):
+        for suffix in (".requirements.txt", ".yaml"):
+            has_cuda = (ENVS / f"{environment}.cuda{suffix}").exists()
+            assert has_cuda != (f"{environment}{suffix}" in envs.NO_CUDA_VARIANT), (environment, suffix)
+
+
+def test_pytorchs_cuda_requirements_pin_the_cpu_files_packages_but_onnx_runtimes_cuda_one():
+    def pins(name):
+        lines = (ENVS / name).read_text().splitlines()
+        return {line.split("#")[0].strip().replace("onnxruntime-gpu[cuda,cudnn]", "onnxruntime")
+                for line in lines if line and not line.startswith("#")}
+    assert pins("pytorch.cuda.requirements.txt") == pins("pytorch.requirements.txt")
+    assert "onnxruntime-gpu[cuda,cudnn]==" in (ENVS / "pytorch.cuda.requirements.txt").read_text()
+
+
+def test_the_older_gpu_build_pins_the_cuda_files_packages_but_torch_and_onnx_runtime():
+    def pins(name):
+        lines = (ENVS / name).read_text().splitlines()
+        return {line.split("#")[0].strip() for line in lines if line and not line.startswith("#")}
+    for _, _, name in envs.OLDER_GPU_BUILDS["pytorch"]:
+        differ = pins(name) ^ pins("pytorch.cuda.requirements.txt")
+        assert {pin.split("==")[0] for pin in differ} == {"torch", "onnxruntime-gpu[cuda,cudnn]"}, name
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch):
+    """An nvidia-smi on PATH for a node with GPUs of the given compute capabilities (``6.0``)."""
+    def install(*capabilities: str) -> None:
+        listing = "".join(f"GPU {i}: Tesla P100-PCIE-16GB (UUID: GPU-{i})\n" for i in range(len(capabilities)))
+        (tmp_path / "listing").write_text(listing)
+        (tmp_path / "capabilities").write_text("".join(f"{c}\n" for c in capabilities))
+        script = tmp_path / "nvidia-smi"
+        script.write_text(f'#!/bin/sh\ncase "$1" in -L) cat {tmp_path / "listing"};; '
+                          f'--query-gpu=compute_cap) cat {tmp_path / "capabilities"};; *) exit 2;; esac\n')
+        script.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    return install
+
+
+@pytest.mark.parametrize("capabilities,chosen", [
+    (("6.0",), "pytorch.cuda-sm50.requirements.txt"),  # the thesis's P100
+    (("9.0", "7.0"), "pytorch.cuda-sm50.requirements.txt"),  # its oldest GPU decides
+    (("9.0",), "pytorch.cuda.requirements.txt"),
+    (("3.5",), "pytorch.cuda.requirements.txt"),  # no PyPI build has kernels: the run says so before it starts
+])
+def test_a_node_whose_oldest_gpu_the_pinned_build_cannot_run_gets_the_newest_build_that_can(node, capabilities,
+                                                                                             chosen):
+    node(*capabilities)
+    assert envs.node_compute_capabilities() == [round(10 * float(c)) for c in capabilities]
+    found, why = envs.choose_requirements(ENVS / "pytorch.requirements.txt", envs.node_gpus(),
+                                          envs.node_compute_capabilities())
+    assert found == ENVS / chosen and found.exists()
+    if chosen != "pytorch.cuda.requirements.txt":
+        assert why.startswith(f"CUDA build for its oldest GPU, sm_{min(envs.node_compute_capabilities())}, which the "
+                              "pinned build has no kernels for (it starts at sm_75)")
+    conda, _ = envs.choose_requirements(ENVS / "pytorch.yaml", envs.node_gpus(), envs.node_compute_capabilities())
+    assert conda.name == "pytorch.cuda.yaml"  # made before any job: the CUDA file's build
+
+
+def test_the_framework_says_which_build_it_is():
+    assert envs.framework_build({"python": sys.executable}, "pytorch") == {"framework_build": "cpu"}
+    missing = envs.framework_build({"python": sys.executable}, "mxnet")  # not in the tests' environment
+    assert missing["status"] == "unavailable"
+    assert missing["reason"].startswith("mxnet cannot be imported in mxnet: ") and "No module named 'mxnet'" in \
+        missing["reason"]
+
+
+def _wheel(directory, name: str, version: str) -> None:
+    """A pure-Python wheel holding only its metadata: all that pip's resolver reads."""
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    with zipfile.ZipFile(directory / f"{name}-{version}-py3-none-any.whl", "w") as wheel:
+        wheel.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        wheel.writestr(f"{info}/WHEEL",
+                       "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+
+        wheel.writestr(f"{info}/RECORD", "")
+
+
+def test_a_requirements_file_that_does_not_resolve_is_named_with_pips_reason(tmp_path):
+    """As envs/pytorch.cuda.requirements.txt once did: a pin the registry does not have (a local one here)."""
+    index = tmp_path / "index"
+    index.mkdir()
+    _wheel(index, "dlbench_tiny", "1.31.1")
+    local = ["--no-index", "--find-links", str(index)]
+    (tmp_path / "fine.requirements.txt").write_text("dlbench_tiny==1.31.1\n")
+    (tmp_path / "broken.requirements.txt").write_text("dlbench_tiny==1.32.0\n")
+    fine = envs.resolve(tmp_path / "fine.requirements.txt", local)
+    assert fine["status"] == "ok" and fine["packages"] == {"dlbench_tiny": "1.31.1"}
+    broken = envs.resolve(tmp_path / "broken.requirements.txt", local)
+    assert broken["status"] == "failed"
+    assert "No matching distribution found for dlbench_tiny==1.32.0" in broken["reason"]
+    assert "1.31.1" in broken["reason"]  # the versions there are
+
+
+def test_a_shared_environment_is_built_once_for_what_it_is_built_from_and_a_stopped_build_again(tmp_path,
+                                                                                                 monkeypatch):
+    """Two workflows asking for the same environment under one root get one build; a changed requirements file
+    builds a second beside it; a build whose status was never written (a stopped one) is removed and made again."""
+    monkeypatch.setattr(envs, "framework_build", lambda status, environment: {"framework_build": "cpu"})
+    built = []
+
+    def build_venv(requirements, venv_dir, log, base_python=None, after_install=None):  # pip's part, in a second
+        built.append(venv_dir)
+        (venv_dir / "bin").mkdir(parents=True)
+        (venv_dir / "bin" / "python").write_text(requirements.read_text())
+        return {"status": "ok", "python": str(venv_dir / "bin" / "python"), "reason": "", "packages": []}
+    monkeypatch.setattr(envs, "build_venv", build_venv)
+    requirements = tmp_path / "pytorch.requirements.txt"
+    requirements.write_text("# nothing to install\n")
+    root = tmp_path / "shared"
+
+    def build(checkout: str) -> tuple[dict, str]:
+        with open(tmp_path / f"{checkout}.log", "w+") as log:
+            status = envs.build_environment(requirements, tmp_path / checkout / ".venvs" / "pytorch", 1, log, gpus=[],
+                                            shared_root=root)
+            log.seek(0)
+            return status, log.read()
+
+    first, said = build("one")
+    assert first["status"] == "ok" and "built before" not in said
+    venv = first["python"].removesuffix("/bin/python")
+    assert venv.startswith(f"{root}/pytorch-") and (Path(venv) / envs.SHARED_STATUS).exists()
+    again, said = build("two")
+    assert again == first and f"built before from the same files: {venv}" in said
+    (Path(venv) / envs.SHARED_STATUS).unlink()  # as a build killed before its end leaves it
+    (Path(venv) / "half-made").write_text("")
+    rebuilt, said = build("three")
+    assert rebuilt == first and f"removing a build that was stopped: {venv}" in said
+    assert not (Path(venv) / "half-made").exists()
+    requirements.write_text("# nothing to install, said otherwise\n")
+    changed, _ = build("four")
+    assert changed["python"] != first["python"] and Path(changed["python"]).exists() and Path(first["python"]).exists()
+    assert len(built) == 3  # the first, the stopped one again, the changed one

@@ -1,0 +1,110 @@
+"""Our cells beside the thesis's Appendix A: the table, the rank agreement and the figure, read back."""
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from dlbench.figures.thesis import thesis_figure
+from dlbench.tables import thesis
+from dlbench.tables.appendix import appendix
+from dlbench.tables.runs import runs_table
+
+from .test_tables import record
+
+OURS = {"pytorch": 2000.0, "tensorflow": 3000.0, "caffe": 1000.0}
+
+ROOT = Path(__file__).parents[3]
+
+
+@pytest.fixture
+def runs():
+    records = []
+    for framework, speed in OURS.items():
+        for repetition, jitter in ((1, 0.99), (2, 1.01)):
+            item = record(framework, repetition=repetition, speed=speed * jitter)
+            item["provenance"]["cpu_model"] = "Test CPU 9000"
+            records.append({**item, "path": f"{framework}{repetition}"})
+    unavailable = record("mxnet", status="unavailable", reason="no MXNet here")
+    unavailable["provenance"]["cpu_model"] = "Test CPU 9000"
+    keras = record("keras-torch", speed=500.0)  # not one of the thesis's frameworks
+    return runs_table([*records, {**unavailable, "path": "m"}, {**keras, "path": "k"}])
+
+
+def test_each_cell_stands_beside_the_thesis_with_what_differs(runs, tmp_path):
+    compared = thesis.comparison(appendix(runs), runs)
+    speed = compared[compared["metric"] == "train_speed"].set_index("framework")
+    assert set(speed.index) == {"pytorch", "tensorflow", "caffe", "mxnet"}  # keras-torch: not in the thesis
+    assert set(speed["thesis_hardware"]) == {"cpu_e5-2630_12or20cores"}
+    assert speed.loc["pytorch", "thesis"] == 1448 and speed.loc["pytorch", "ratio"] == pytest.approx(2000 / 1448)
+    assert speed.loc["caffe", "thesis"] == 572
+    assert pd.isna(speed.loc["mxnet", "ratio"]) and speed.loc["mxnet", "ours"] == "unavailable: no MXNet here"
+    words = speed.loc["pytorch", "apples_to_oranges"]
+    assert "Test CPU 9000, 2 cores vs 2x Xeon E5-2630" in words
+    assert "generated stand-in files vs the real dataset" in words
+    assert "batch 64" not in words  # the thesis's LeNet batch too
+    assert set(compared["metric"]) == {"train_speed"}  # no GPU memory in CPU runs, no idle GPUs beside them
+    ranks = thesis.rank_agreement(compared).set_index("metric")
+    assert ranks.loc["train_speed", "frameworks"] == 3 and ranks.loc["train_speed", "spearman"] == pytest.approx(0.5)
+    assert ranks.loc["train_speed", "swapped"] == "pytorch < tensorflow" and not ranks.loc["train_speed", "same_order"]
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    appendix(runs).to_csv(tmp_path / "appendix.csv", index=False)
+    thesis.write(*(tmp_path / name for name in ("appendix.csv", "runs.csv", "t.csv", "r.csv", "t.md")))
+    text = (tmp_path / "t.md").read_text()
+    assert "1x Tesla P100" not in text and "2x Xeon E5-2630" in text and "pytorch < tensorflow" in text
+    assert "## What still differs from the thesis's setup" in text and "TF 1.9, PyTorch 0.4" in text
+    thesis_figure(pd.read_csv(tmp_path / "t.csv"), [tmp_path / "t.svg", tmp_path / "t.png"])
+    svg = (tmp_path / "t.svg").read_text()
+    assert all(f'id="point {f} mnist-generated lenet"' in svg for f in OURS) and 'id="point mxnet' not in svg
+    assert "not measured here (unavailable:" in svg and "no MXNet here" in svg  # the notes (wrapped)
+
+
+def test_a_config_the_thesis_never_ran_still_gets_its_table_and_figure(tmp_path):
+    runs = runs_table([{**record("keras-jax"), "path": "k"}])
+    compared = thesis.comparison(appendix(runs), runs)
+    assert compared.empty and "No cell of this config" in thesis.markdown(compared, thesis.rank_agreement(compared))
+    thesis_figure(compared, [tmp_path / "t.png"])
+    assert (tmp_path / "t.png").stat().st_size > 1000
+
+
+
+def test_a_gpu_target_is_set_beside_the_thesis_gpu_it_names():
+    items = []
+    for target in ("p100", "h100"):
+        item = record("pytorch", device="gpu1", speed=4000.0)
+        item["run"]["hardware"] = target
+        items.append({**item, "path": target})
+    runs = runs_table(items)
+    compared = thesis.comparison(appendix(runs), runs, thesis_gpus={"p100": "p100"})
+    speed = compared[compared["metric"] == "train_speed"]
+    assert list(speed[speed["hardware"] == "p100"]["thesis_hardware"]) == ["1x_p100"]
+    unnamed = speed[speed["hardware"] == "h100"]
+    assert set(unnamed["thesis_hardware"]) == {"1x_p100", "1x_k20m"}
+    assert all("target h100 names no thesis GPU (hardware[].thesis)" in words
+               for words in unnamed["apples_to_oranges"])
+
+
+def test_the_thesis_memory_and_power_stand_beside_ours_of_the_same_definition():
+    """Its GPU memory and power are whole-run means of nvidia-smi's readings, its CPU runs' GPU power the idle
+    cards' draw: each is set beside ours of that definition, never beside our peaks or timed-window means."""
+    cpu = record("pytorch")
+    cpu["power"].update(idle_gpu_mean_w=62.0, idle_gpu_mean_w_per_gpu=[31.0, 31.0])
+    on_gpu = record("pytorch", device="gpu1")
+    on_gpu["memory"].update(gpu_process_peak_mib=900.0, gpu_device_mean_mib=680.0, gpu_device_mean_mib_per_gpu=[680.0])
+    on_gpu["power"].update(gpu_mean_w=90.0, gpu_run_mean_w=60.0, gpu_run_mean_w_per_gpu=[60.0])
+    on_gpu["run"]["hardware"] = "p100"
+    runs = runs_table([{**cpu, "path": "c"}, {**on_gpu, "path": "g"}])
+    compared = thesis.comparison(appendix(runs), runs, thesis_gpus={"p100": "p100"}).set_index(["metric", "device"])
+    assert sorted(compared.index) == [("gpu_memory_mean", "gpu1"), ("gpu_power_run_mean", "gpu1"),
+                                      ("idle_gpu_power", "cpu"), ("train_speed", "cpu"), ("train_speed", "gpu1")]
+    assert compared.loc[("idle_gpu_power", "cpu"), "thesis"] == 31  # PyTorch's CPU LeNet: its idle cards' draw
+    assert compared.loc[("idle_gpu_power", "cpu"), "ratio"] == pytest.approx(2.0)
+    assert compared.loc[("gpu_memory_mean", "gpu1"), "ratio"] == pytest.approx(680 / 340)
+    assert compared.loc[("gpu_power_run_mean", "gpu1"), "ratio"] == pytest.approx(60 / 30)
+    assert "NVML read at measurement.sample_hz vs nvidia-smi at 1 Hz, both averaged over the whole run" in \
+        compared.loc[("gpu_memory_mean", "gpu1"), "apples_to_oranges"]
+    assert "NVML read at 1 Hz vs nvidia-smi at 1 Hz" in compared.loc[("idle_gpu_power", "cpu"), "apples_to_oranges"]
+
+
+def test_readme_lists_the_differences_from_the_thesiss_setup_that_thesis_md_lists():
+    assert thesis.setup_differences() in (ROOT / "README.md").read_text(), (
+        "README.md's thesis rows differ from tables/thesis.py's SETUP_DIFFERENCES; they should read:\n"
+        + thesis.setup_differences())

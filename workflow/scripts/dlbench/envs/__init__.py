@@ -1,0 +1,346 @@
+"""Per-framework pip virtualenvs, built by the workflow where conda is not used.
+
+Building never fails the workflow: a framework whose environment cannot be built here gets a
+status file saying why, and its runs are recorded as ``unavailable: <reason>``. On a node where
+``nvidia-smi`` lists GPUs an environment is built from its CUDA requirements
+(``envs/<environment>.cuda.requirements.txt``), and the status file says which build the
+framework turned out to be (``cpu`` or ``cuda <version>``, asked of the framework itself).
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import venv
+from collections.abc import Callable, Sequence
+from importlib.metadata import distributions
+from pathlib import Path
+
+from .. import files, lifeline, paths
+from ..registry import REGISTRY
+from . import caffe_build, cntk_setup
+
+# Frameworks whose last release needs an older CPython than the workflow's: the runner stays on the
+# workflow's Python and drives the framework in a worker process under that interpreter.
+WORKER_PYTHONS = {"cntk": ("3.6", "CNTK 2.7 requires CPython 3.6 (its last wheels are cp36 only)")}
+WORKER_PYTHON_VARIABLE = "DLBENCH_WORKER_PYTHON"  # how the monitor tells the runner that interpreter
+
+
+# What makes a worker environment's framework importable after its pip install.
+WORKER_SETUP = {"cntk": cntk_setup.setup}
+
+
+def _runs_as(python: str, version: str) -> bool:
+    """A pyenv shim for a version pyenv has not selected exits with an error: only a real one counts."""
+    try:
+        found = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                               capture_output=True, text=True, check=False, timeout=60)
+    except OSError:
+        return False
+    return found.returncode == 0 and found.stdout.strip() == version
+
+
+def find_worker_python(environment: str) -> str:
+    """``python<version>`` on PATH, else one that pyenv has installed (as on this project's machines)."""
+    version, why = WORKER_PYTHONS[environment]
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    candidates = [shutil.which(f"python{version}"),
+                  *map(str, sorted(pyenv.glob(f"versions/{version}.*/bin/python{version}")))]
+    for python in filter(None, candidates):
+        if _runs_as(python, version):
+            return python
+    raise LookupError(f"{why}, and this machine has none (no working python{version} on PATH or in pyenv)")
+
+
+def build_venv(requirements: Path, venv_dir: Path, log, base_python: str | None = None,
+               after_install: Callable[[Path], None] | None = None) -> dict:
+    """The virtualenv, made with ``base_python`` where given, else with the workflow's own Python;
+    ``after_install(venv_dir)`` called once pip has installed it."""
+    python = venv_dir / "bin" / "python"
+    try:
+        if not python.exists():
+            log.write(f"creating {venv_dir}\n")
+            log.flush()
+            if base_python:
+                subprocess.run([base_python, "-m", "venv", str(venv_dir)], stdout=log, stderr=subprocess.STDOUT,
+                               check=True)
+            else:
+                venv.EnvBuilder(with_pip=True).create(venv_dir)
+        command = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-r", str(requirements)]
+        log.write(" ".join(command) + "\n")
+        log.flush()
+        lifeline.run_tied(command, log)  # pip's builds end with this job, however it ends
+        if after_install:
+            after_install(venv_dir)
+        frozen = subprocess.run([str(python), "-m", "pip", "freeze"], capture_output=True, text=True,
+                                check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError) as error:
+        return {"status": "unavailable", "python": None,
+                "reason": f"environment from {requirements} could not be built ({error}); "
+                          "see its log"}
+    return {"status": "ok", "python": str(python.absolute()), "reason": "", "packages": frozen}
+
+
+# Environments whose framework is compiled from source after the pip install (with all cores).
+SOURCE_BUILDS = {"caffe": caffe_build.build}
+
+
+# Environment files without a CUDA variant, and why (tests/unit/envs/test_envs.py: every file has one or the other).
+NO_CUDA_VARIANT = {"caffe.yaml": "conda-forge's Caffe 1.0 is CPU_ONLY; the pip path (environment: venv) compiles "
+                                 "Caffe with CUDA where the node has nvcc"}
+# Run in the environment: what its framework says of its own build (dlbench.backends.describe).
+PROBE = ("import json, sys; from dlbench import backends; "
+         "print(json.dumps(backends.describe(backends.load(sys.argv[1]))))")
+
+
+def node_gpus() -> list[str]:
+    """The GPUs ``nvidia-smi -L`` lists on this node; none where it is missing or fails."""
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line for line in listed.stdout.splitlines() if line.startswith("GPU ")] if listed.returncode == 0 else []
+
+
+def node_compute_capabilities() -> list[int]:
+    """Each GPU's compute capability times ten (``nvidia-smi --query-gpu=compute_cap``; sm_60: 60); none where
+    nvidia-smi is missing, fails or is too old to say (before driver 510)."""
+    try:
+        listed = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    try:
+        return [round(10 * float(line)) for line in listed.stdout.split()] if listed.returncode == 0 else []
+    except ValueError:
+        return []
+
+
+# For a node whose oldest GPU an environment's pinned CUDA build has no kernels for: the file with the newest PyPI
+# build that has, and the compute capabilities (times ten) it serves, from the first up to the second (what each
+# wheel's libraries carry: the README's "What each CUDA environment brings and runs on"). Pip's only: a conda
+# environment is made before any job, from envs/<environment>.cuda.yaml.
+OLDER_GPU_BUILDS = {"pytorch": ((50, 75, "pytorch.cuda-sm50.requirements.txt"),)}
+
+
+def older_gpu_build(requirements: Path, capabilities: list[int]) -> tuple[Path, str] | None:
+    """The file of :data:`OLDER_GPU_BUILDS` for a node whose oldest GPU is of ``capabilities``, and why."""
+    if not capabilities or not requirements.name.endswith(".requirements.txt"):
+        return None
+    oldest = min(capabilities)
+    for low, high, name in OLDER_GPU_BUILDS.get(requirements.name.split(".")[0], ()):
+        if low <= oldest < high:
+            why = (f"CUDA build for its oldest GPU, sm_{oldest}, which the pinned build has no kernels for "
+                   f"(it starts at sm_{high})")
+            return requirements.with_name(name), why
+    return None
+
+
+def cuda_variant(requirements: Path) -> Path:
+    """Where an environment's CUDA variant is: ``<env>.cuda.requirements.txt`` beside pip's
+    ``<env>.requirements.txt``, ``<env>.cuda.yaml`` beside conda's ``<env>.yaml``."""
+    suffix = ".requirements.txt" if requirements.name.endswith(".requirements.txt") else ".yaml"
+    return requirements.with_name(f"{requirements.name.removesuffix(suffix)}.cuda{suffix}")
+
+
+def choose_requirements(requirements: Path, gpus: list[str], capabilities: list[int] = ()) -> tuple[Path, str]:
+    """The environment's CUDA variant on a node with GPUs (where it has one; for GPUs older than its pinned
+    build's, :data:`OLDER_GPU_BUILDS`'), else ``requirements`` (pip requirements or a conda env file); and why,
+    in words."""
+    cuda = cuda_variant(requirements)
+    if not gpus:
+        return requirements, "CPU build: nvidia-smi lists no GPU on this node"
+    if older := older_gpu_build(requirements, capabilities):
+        return older[0], f"{older[1]}: nvidia-smi lists {len(gpus)} GPU(s)"
+    if cuda.exists():
+        return cuda, f"CUDA build: nvidia-smi lists {len(gpus)} GPU(s)"
+    return requirements, f"CPU build: {NO_CUDA_VARIANT[requirements.name]}"
+
+
+def framework_of(environment: str) -> str:
+    """The framework an environment is built for (the first registered: the pytorch environment's is PyTorch)."""
+    return next(name for name, entry in REGISTRY.items() if entry.environment == environment)
+
+
+def ask_framework(status: dict, environment: str, code: str):
+    """Runs ``code`` in the environment's interpreter, with this package and the environment's framework's name as
+    ``sys.argv[1]``: the JSON of the last line it prints; RuntimeError with the last line of its error."""
+    variables = paths.with_package({**os.environ, WORKER_PYTHON_VARIABLE: status.get("worker_python") or ""})
+    try:
+        found = subprocess.run([status["python"], "-c", code, framework_of(environment)], capture_output=True,
+                               text=True, env=variables, timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        found = subprocess.CompletedProcess([], 1, "", str(error))
+    if found.returncode:
+        raise RuntimeError((found.stderr.strip().splitlines() or ["no output"])[-1])
+    return json.loads(found.stdout.splitlines()[-1])
+
+
+def framework_build(status: dict, environment: str) -> dict:
+    """Asks the environment's framework what it was built for: ``framework_build`` for the status file,
+    or why the framework cannot be imported there."""
+    try:
+        return {"framework_build": ask_framework(status, environment, PROBE)["framework_build"]}
+    except RuntimeError as error:
+        return {"status": "unavailable", "reason": f"{framework_of(environment)} cannot be imported in {environment}: "
+                                                   f"{error}"}
+
+
+def build_environment(requirements: Path, venv_dir: Path, jobs: int, log, gpus: list[str] | None = None,
+                      after_install: Callable[[Path], None] | None = None,
+                      capabilities: list[int] | None = None, shared_root: Path | None = None) -> dict:
+    """The virtualenv from ``requirements`` (its CUDA variant on a node with ``gpus`` of ``capabilities``, by
+    default what nvidia-smi lists), the framework built into it where it has no package, and the build it is;
+    ``after_install(venv_dir)`` called between pip's install and anything that imports the framework. The
+    environment is named by ``venv_dir``; it is built there, or with a ``shared_root``, once for every checkout
+    under that root (:func:`shared_build`)."""
+    environment = venv_dir.name
+    requirements, choice = choose_requirements(requirements, node_gpus() if gpus is None else gpus,
+                                               node_compute_capabilities() if capabilities is None else capabilities)
+    log.write(f"{choice}: {requirements.name}\n")
+    if shared_root is None:
+        status = _build(environment, requirements, venv_dir, jobs, log, after_install)
+    else:
+        status = shared_build(environment, requirements, shared_root, jobs, log)
+    return {**status, "requirements": requirements.name, "choice": choice}
+
+
+def _build(environment: str, requirements: Path, venv_dir: Path, jobs: int, log,
+           after_install: Callable[[Path], None] | None = None) -> dict:
+    if environment in WORKER_PYTHONS:
+        status = build_worker_venv(environment, requirements, venv_dir, log, after_install)
+    else:
+        status = build_venv(requirements, venv_dir, log, after_install=after_install)
+    source_build = SOURCE_BUILDS.get(environment)
+    if status["status"] == "ok" and source_build:
+        try:
+            status.update(source_build(venv_dir, jobs, log))
+        except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
+            status.update(status="unavailable", reason=f"{environment} could not be built ({error}); see its log")
+    if status["status"] == "ok":
+        status.update(framework_build(status, environment))
+    return status
+
+
+def build_worker_venv(environment: str, requirements: Path, venv_dir: Path, log,
+                      after_install: Callable[[Path], None] | None = None) -> dict:
+    """A virtualenv on the framework's own old CPython, whose runs start their runner on this one."""
+    try:
+        base_python = find_worker_python(environment)
+    except LookupError as error:
+        log.write(f"{error}\n")
+        return {"status": "unavailable", "python": None, "reason": str(error)}
+    status = build_venv(requirements, venv_dir, log, base_python, after_install)
+    if status["status"] != "ok":
+        return status
+    try:
+        WORKER_SETUP[environment](venv_dir, log)
+    except (OSError, RuntimeError) as error:
+        return {"status": "unavailable", "python": None, "reason": str(error)}
+    return {**status, "python": sys.executable, "worker_python": status["python"]}
+
+
+# Where environments are shared by every checkout and every test's scratch workflow on the machine (make sets it to
+# the user's cache): unset, each workflow builds its own under .venvs/.
+SHARED_ROOT_VARIABLE = "DLBENCH_VENV_ROOT"
+# What shapes an environment beside its requirements file and interpreter: the code that builds it
+BUILD_CODE = ("__init__.py", "caffe_build.py", "cntk_setup.py", "image_reader_libraries.py", "cuda_wheels.py")
+SHARED_STATUS = "dlbench-environment.json"  # written last: a shared environment without it is a stopped build
+
+
+def shared_root() -> Path | None:
+    root = os.environ.get(SHARED_ROOT_VARIABLE)
+    return Path(root).expanduser() if root else None
+
+
+def environment_key(environment: str, requirements: Path) -> str:
+    """What a shared environment is built from, hashed: its requirements file, the interpreter it is made with
+    (the framework's own old CPython for a worker environment) and the code that builds it."""
+    if environment in WORKER_PYTHONS:
+        base = find_worker_python(environment)
+        version = subprocess.run([base, "-c", "import sys; print(sys.version)"], capture_output=True, text=True,
+                                 check=True).stdout
+    else:
+        base, version = sys._base_executable, sys.version
+    digest = hashlib.sha256(f"{os.path.realpath(base)}\n{version}\n".encode())
+    digest.update(requirements.read_bytes())
+    for name in BUILD_CODE:
+        digest.update((Path(__file__).parent / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def shared_build(environment: str, requirements: Path, root: Path, jobs: int, log) -> dict:
+    """The environment under ``root``, built once for what it is built from (:func:`environment_key`) and then
+    reused by every workflow that asks for it: a changed file builds a new one beside it. One build at a time per
+    environment (a lock beside it); a build that was stopped is removed and made again."""
+    try:
+        key = environment_key(environment, requirements)
+    except (LookupError, OSError, subprocess.CalledProcessError) as error:
+        log.write(f"{error}\n")
+        return {"status": "unavailable", "python": None, "reason": str(error)}
+    venv_dir = root / f"{environment}-{key}"
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{venv_dir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another workflow may be building it: wait for its build
+        if (venv_dir / SHARED_STATUS).exists():
+            log.write(f"built before from the same files: {venv_dir}\n")
+            status = json.loads((venv_dir / SHARED_STATUS).read_text())
+        else:
+            if venv_dir.exists():
+                log.write(f"removing a build that was stopped: {venv_dir}\n")
+                shutil.rmtree(venv_dir)
+            status = _build(environment, requirements, venv_dir, jobs, log)
+            if status["status"] == "ok":
+                files.write_json(venv_dir / SHARED_STATUS, status)
+    if status.get("worker_python"):  # the runner's interpreter is the workflow's own, whichever built it
+        status = {**status, "python": sys.executable}
+    return status
+
+
+def status(path: Path) -> dict:
+    """The status file a build wrote; for runs without a built environment, the current Python.
+    A ``python`` of None (a worker environment made by conda) also means the current Python."""
+    if not path:
+        return {"status": "ok", "python": sys.executable, "reason": ""}
+    found = json.loads(Path(path).read_text())
+    if found["status"] == "ok" and not found["python"]:
+        found["python"] = sys.executable
+    return found
+
+
+def current_environment() -> str:
+    """The interpreter running the workflow and every distribution installed in it, as one line
+    (``environment: current`` runs the frameworks there): a framework upgraded there changes it."""
+    installed = sorted(f"{d.metadata['Name']}=={d.version}" for d in distributions() if d.metadata["Name"])
+    return f"{sys.executable} (Python {sys.version.split()[0]}): {', '.join(installed)}"
+
+
+def resolve(requirements: Path, pip_args: Sequence[str] = ()) -> dict:
+    """Whether pip can resolve a requirements file, without installing anything (the registry's metadata, not
+    the wheels): ``ok`` with each package it would install and its version, or ``failed`` with pip's error.
+    Isolated from this machine's pip settings (a local wheel directory, constraints), so that it sees what a
+    fresh node sees; a worker environment's file (CNTK's) is resolved for that interpreter, wheels only."""
+    environment = Path(requirements).name.split(".")[0]
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "report.json"
+        # pip takes another interpreter's version only for a --target install (nothing is installed: a dry run)
+        for_interpreter = (["--python-version", WORKER_PYTHONS[environment][0], "--only-binary=:all:",
+                            "--target", str(Path(scratch) / "target")] if environment in WORKER_PYTHONS else [])
+        command = [sys.executable, "-m", "pip", "--isolated", "install", "--dry-run", "--ignore-installed", "--quiet",
+                   "--report", str(report), *for_interpreter, *pip_args, "-r", str(requirements)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0 and "DO NOT MATCH THE HASHES" in done.stderr:
+            # a download damaged in transit (seen once in CI, gone a minute later): fetched once more, uncached
+            done = subprocess.run([*command, "--no-cache-dir"], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            said = [line for line in done.stderr.splitlines()
+                    if line.startswith("ERROR") and not line.startswith("ERROR: Ignored")] or done.stderr.splitlines()
+            return {"file": str(requirements), "status": "failed", "reason": " ".join(said[-2:]).strip()}
+        installs = json.loads(report.read_text())["install"]
+    return {"file": str(requirements), "status": "ok",
+            "packages": {item["metadata"]["name"]: item["metadata"]["version"] for item in installs}}

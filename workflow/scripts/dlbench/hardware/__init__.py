@@ -1,0 +1,1 @@
+"""What the node is and what it counts: its identity, GPUs (NVML), host counters, peaks, the devices a run holds."""

@@ -1,0 +1,2 @@
+"""One run's processes: the monitor, the runner, how they are launched, sampled and ended; the ceiling's matrix
+product."""
