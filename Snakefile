@@ -60,7 +60,5 @@ rule all:
         figures,
         heatmaps,
         SCALING,
-        ITERATION_FIGURES,
-        ACCURACY,
-        PROFILE,
+        TASK_TARGETS,
     default_target: True

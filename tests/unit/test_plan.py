@@ -41,6 +41,18 @@ def test_the_figures_drawn_follow_what_the_node_can_measure():
     assert "results/figures/mnist-synthetic/lenet/gpu_power.png" in Plan(validated(CPU_AND_GPUS)).figures(NO_NODE)
 
 
+def test_each_task_s_tables_and_figures_are_asked_for_where_the_config_has_its_cases():
+    plan = Plan(validated({**CPU_AND_GPUS, "benchmarks": [
+        {"dataset": "mnist", "data": "synthetic", "networks": ["lenet"], "tasks": ["train", "inference"]},
+        {"dataset": "cifar10", "data": "synthetic", "networks": ["alexnet"], "tasks": ["profile"]}]}))
+    targets = plan.task_targets()
+    assert "results/tables/layers.csv" in targets and "results/tables/accuracy.csv" not in targets
+    assert {path for path in targets if path.startswith("results/figures/")} == {
+        f"results/figures/{cell}/{figure}.{ext}" for cell, figure in [
+            ("mnist-synthetic/lenet", "iteration_times"), ("cifar10-synthetic/alexnet", "layers"),
+            ("cifar10-synthetic/alexnet", "layer_steps")] for ext in ("png", "svg")}
+
+
 def test_speed_ups_are_set_against_one_device_of_the_same_framework_and_numerics():
     plan = Plan(validated(CPU_AND_GPUS))
     trained = {(c.framework, c.device): c for c in plan.trained}

@@ -111,3 +111,18 @@ def test_a_backend_whose_trainer_lacks_a_task_it_claims_is_refused_when_loaded()
     check_harness("onnxruntime", inference_only)  # its row runs inference only: no training step to stub out
     with pytest.raises(TypeError, match=r"pytorch's Harness cannot run train: no step, final_loss"):
         check_harness("pytorch", inference_only)
+
+
+def test_every_registered_framework_runs_each_of_its_tasks_on_cpu_in_the_end_to_end_config():
+    """The contract, end to end: tests/workflow/test_workflow.py runs .test/config-tiny for real on CPUs, each
+    framework's every task (a task its backend does not run yet, and cuDNN's calls on a CPU, recorded unavailable
+    with why). A framework or task added to the registry alone is missing here, by name."""
+    from dlbench.plan import Plan
+
+    from ..conftest import validated
+
+    tiny = Plan(validated(yaml.safe_load((ROOT / ".test" / "config-tiny" / "config.yaml").read_text())))
+    covered = {(case.framework, case.task) for case in tiny.cases.values() if case.device == "cpu"}
+    missing = [f"{name} {task}" for name, framework in registry.REGISTRY.items() for task in framework.tasks
+               if (name, task) not in covered]
+    assert not missing, f"not in .test/config-tiny/config.yaml: {', '.join(missing)}"

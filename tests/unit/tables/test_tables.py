@@ -8,7 +8,7 @@ import pytest
 from dlbench import metrics
 from dlbench.figures.bars import bars
 from dlbench.jobs import retry
-from dlbench.record.build import quality
+from dlbench.record.build import task_blocks
 from dlbench.record.io import load_records, write_record
 from dlbench.spec import SETUP_FIELDS, RunSpec
 from dlbench.tables import NOT_RECORDED, RUN_KEYS, read_appendix, read_runs
@@ -355,9 +355,9 @@ def accuracy_record(framework="pytorch", repetition=1, accuracies=(0.8, 0.95), d
     epochs = [{"epoch": k + 1, "steps": 5000, "train_seconds": 1.0, "images_per_second": 50_000.0, "train_loss": 0.3,
                "test_accuracy": accuracy, "test_loss": 0.2, "test_images": 10_000, "eval_seconds": 0.1,
                "elapsed_seconds": 1.1 * (k + 1)} for k, accuracy in enumerate(accuracies)] if status == "ok" else []
-    item["quality"] = quality(RunSpec(**{key: value for key, value in item["run"].items()
-                                                 if key in RunSpec.__dataclass_fields__}),
-                                      {"epochs": epochs, "final_loss": 0.3}, None if epochs else "unavailable")
+    spec = RunSpec(**{key: value for key, value in item["run"].items() if key in RunSpec.__dataclass_fields__})
+    item["quality"] = task_blocks(spec, {"epochs": epochs, "final_loss": 0.3},
+                                  None if epochs else "unavailable")["quality"]
     return item
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from dlbench import datasets, formats, networks
 from dlbench.config import ConfigError, cases
-from dlbench.record.build import quality
+from dlbench.record.build import task_blocks
 from dlbench.run import monitor
 from dlbench.spec import RunSpec
 
@@ -97,15 +97,15 @@ def _epoch(number, accuracy, elapsed):
 
 def test_time_to_accuracy_is_the_first_epoch_at_the_target_or_null_with_why():
     epochs = [_epoch(1, 0.85, 1.1), _epoch(2, 0.95, 2.2), _epoch(3, 0.97, 3.3)]
-    reached = quality(_spec(), {"epochs": epochs, "final_loss": 0.5}, None)
+    reached = task_blocks(_spec(), {"epochs": epochs, "final_loss": 0.5}, None)["quality"]
     assert (reached["accuracy"], reached["epochs_to_accuracy"], reached["time_to_accuracy_seconds"]) == (0.97, 2, 2.2)
     assert reached["reasons"] == {} and reached["total_seconds"] == 3.3  # to the end of the last evaluation
-    missed = quality(_spec(target_accuracy=0.99), {"epochs": epochs, "final_loss": 0.5}, None)
+    missed = task_blocks(_spec(target_accuracy=0.99), {"epochs": epochs, "final_loss": 0.5}, None)["quality"]
     assert missed["time_to_accuracy_seconds"] is None
     assert missed["reasons"]["time_to_accuracy_seconds"] == "no epoch of 3 reached 0.99 (best 0.9700)"
-    unset = quality(_spec(target_accuracy=None), {"epochs": epochs, "final_loss": 0.5}, None)
+    unset = task_blocks(_spec(target_accuracy=None), {"epochs": epochs, "final_loss": 0.5}, None)["quality"]
     assert unset["reasons"]["epochs_to_accuracy"] == "the case sets no target_accuracy"
-    failed = quality(_spec(), {}, "see the run's reason (failed)")
+    failed = task_blocks(_spec(), {}, "see the run's reason (failed)")["quality"]
     assert failed["accuracy"] is None and failed["reasons"]["accuracy"] == "see the run's reason (failed)"
     assert failed["total_seconds"] is None and failed["reasons"]["total_seconds"] == "see the run's reason (failed)"
 

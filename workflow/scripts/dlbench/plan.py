@@ -180,24 +180,16 @@ class Plan:
                                                                       if self.set_against(c)})
                 for ext in FIGURE_FORMATS]
 
-    def iteration_figures(self) -> list[str]:
-        """Per cell with training runs, the time of their every step."""
-        return [f"results/figures/{d}/{n}/iteration_times.{ext}" for d, n in self.cells(("train",))
-                for ext in FIGURE_FORMATS]
-
-    def accuracy(self) -> list[str]:
-        """The accuracy task's table and its curves of accuracy over time, where the config has accuracy cases."""
-        cells = self.cells(("accuracy",))
-        return (["results/tables/accuracy.csv"] if cells else []) + [
-            f"results/figures/{d}/{n}/accuracy_curve.{ext}" for d, n in cells for ext in FIGURE_FORMATS]
-
-    def profile(self) -> list[str]:
-        """The profile task's table of layers and its figures of time per layer and of every profiled step (seed
-        004's), where the config has profile cases."""
-        cells = self.cells(("profile",))
-        return (["results/tables/layers.csv"] if cells else []) + [
-            f"results/figures/{d}/{n}/{figure}.{ext}" for d, n in cells for figure in ("layers", "layer_steps")
-            for ext in FIGURE_FORMATS]
+    def task_targets(self) -> list[str]:
+        """What the workflow makes of each task's runs (its ``targets``: dlbench.tasks.TASKS), where the config has
+        cases of it: a table once, a figure per cell with such runs and figure format."""
+        found = []
+        for name, task in TASKS.items():
+            cells = self.cells((name,))
+            for target in task.targets if cells else ():
+                found += ([target.format(dataset=d, network=n, ext=ext) for d, n in cells for ext in FIGURE_FORMATS]
+                          if "{dataset}" in target else [target])
+        return found
 
     def file_datasets(self) -> list[tuple[str, str, str]]:
         """Datasets read from files: (label, family, mode) for every non-synthetic case."""

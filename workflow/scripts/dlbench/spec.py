@@ -270,6 +270,11 @@ class RunSpec(Labelled):
         return {"framework": self.framework, "framework_version": framework_version,
                 "data_mode": self.data_mode, **block}
 
+    def split_warmup(self, times: list) -> tuple[list, list]:
+        """A run's step times as its warm-up and its timed steps: the first ``warmup_iterations`` are the warm-up
+        (the timed loop opens its window after them: dlbench.tasks.loop.timed_loop)."""
+        return times[:self.warmup_iterations], times[self.warmup_iterations:]
+
     def dump(self, path: Path) -> None:
         Path(path).write_text(json.dumps(asdict(self), indent=1))
 

@@ -14,9 +14,7 @@ from .. import backends
 from ..hardware import host, peaks
 from ..hardware.gpu import GpuProbe, memory_and_power
 from ..spec import SETUP_FIELDS, RunSpec
-from ..tasks.accuracy import accuracy_block
-from ..tasks.inference import latency
-from ..tasks.profile import layer_profile
+from ..tasks import TASKS, load
 from . import compute, currency
 from .io import SCHEMA_VERSION
 from .provenance import cpu_model, dlbench_version, git_commit
@@ -25,7 +23,7 @@ if TYPE_CHECKING:
     from ..hardware.sampler import Sampler
 
 
-def setup_times(result: dict, times: list[float], warmup: int) -> dict:
+def setup_times(result: dict, times: list[float], warmup: list[float]) -> dict:
     """Where an ok run's time before its timed window went: the runner's start (interpreter, dlbench),
     the framework's import, the build of model and input pipeline (their sum: ``setup_seconds``),
     then the first step (compilation, autotuning) and the whole warm-up."""
@@ -35,7 +33,7 @@ def setup_times(result: dict, times: list[float], warmup: int) -> dict:
     return {"start_seconds": start, "import_seconds": result["import_seconds"],
             "build_seconds": result["build_seconds"],
             "setup_seconds": start + result["import_seconds"] + result["build_seconds"],
-            "first_step_seconds": times[0], "warmup_seconds": sum(times[:warmup])}
+            "first_step_seconds": times[0], "warmup_seconds": sum(warmup)}
 
 
 def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: GpuProbe, config_sha256: str,
@@ -47,7 +45,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
     not_ok = None if ok else f"see the run's reason ({result['status']})"  # not repeated in every metric
     times = result.get("iteration_seconds") or []
     window = result.get("timed_window") or {}
-    timed = times[spec.warmup_iterations:]
+    warmup, timed = spec.split_warmup(times)
     images = spec.batch_size_global * len(timed)
     timing = {
         "iteration_seconds": times,
@@ -57,7 +55,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         "wall_seconds": wall_seconds,
         "cpu_per_wall": window["cpu_seconds"] / window["seconds"] if ok else None,
         "step_completion": result.get("step_completion"),
-        **setup_times(result, times if ok else [], spec.warmup_iterations),
+        **setup_times(result, times if ok else [], warmup),
     }
     window_span = (window["start_epoch"], window["end_epoch"]) if ok else None
     host_samples = sampler.host_samples if sampler else []
@@ -111,9 +109,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
         "power": power,
         "compute": compute.block(spec, timing["images_per_second_mean"], ceiling, socket.gethostname(), gpus, not_ok,
                                  peaks.device_peak(bool(spec.gpus), gpus, spec.precision, spec.threads)),
-        "latency": latency(spec, result, not_ok),
-        "quality": quality(spec, result, not_ok),
-        "profile": layer_profile(spec, result, not_ok),
+        **task_blocks(spec, result, not_ok),
         "provenance": {
             "hostname": socket.gethostname(), "cpu_model": cpu_model(), "cores": os.cpu_count(),
             "sockets": host.sockets(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
@@ -133,17 +129,23 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
     }
 
 
+def task_blocks(spec: RunSpec, result: dict, not_ok: str | None) -> dict:
+    """The tasks' own blocks of a run's record (their ``record_blocks``: dlbench.tasks.TASKS), null but the run's
+    task's; and the quality block every record has (its final loss), with an accuracy run's accuracy."""
+    blocks = {block: None for task in TASKS.values() for block in task.record_blocks}
+    blocks["quality"] = quality(spec, result, not_ok)
+    if TASKS[spec.task].record_blocks:
+        blocks.update(load(spec.task).record_blocks(spec, result, not_ok, blocks))
+    return blocks
+
+
 def quality(spec: RunSpec, result: dict, not_ok: str | None) -> dict:
     reasons = {"accuracy": "not measured (speed benchmark)"}
     if spec.task == "inference":
         reasons["final_loss"] = "an inference run computes no loss"
     elif result.get("final_loss") is None:
         reasons["final_loss"] = not_ok or "the framework reported no loss"
-    block = {"final_loss": result.get("final_loss"), "accuracy": None}
-    if spec.task == "accuracy":
-        block.update(accuracy_block(spec, result.get("epochs") or [], not_ok))
-        reasons = {key: why for key, why in reasons.items() if block[key] is None} | block.pop("reasons")
-    return {**block, "reasons": reasons}
+    return {"final_loss": result.get("final_loss"), "accuracy": None, "reasons": reasons}
 
 
 SERIES_SCHEMA = 1

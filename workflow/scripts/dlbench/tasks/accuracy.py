@@ -61,6 +61,15 @@ def run(harness, spec: RunSpec, progress=print) -> dict:
             "final_loss": epochs[-1]["train_loss"]}
 
 
+def record_blocks(spec: RunSpec, result: dict, not_ok: str | None, record: dict) -> dict:
+    """The record's quality block with the run's accuracy over its epochs in place of "not measured"."""
+    quality = {key: value for key, value in record["quality"].items() if key != "reasons"}
+    quality.update(accuracy_block(spec, result.get("epochs") or [], not_ok))
+    found = quality.pop("reasons")
+    reasons = {key: why for key, why in record["quality"]["reasons"].items() if quality[key] is None} | found
+    return {"quality": {**quality, "reasons": reasons}}
+
+
 def accuracy_block(spec: RunSpec, epochs: list[dict], not_ok: str | None) -> dict:
     """An accuracy run's epochs, its last test accuracy, its time to the target accuracy and its total time."""
     block = {"accuracy": epochs[-1]["test_accuracy"] if epochs else None, "epochs": epochs,

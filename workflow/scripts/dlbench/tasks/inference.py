@@ -30,10 +30,12 @@ def run(harness, spec: RunSpec, progress=print) -> dict:
             "inference_idiom": harness.INFERENCE_IDIOM}
 
 
-def latency(spec: RunSpec, result: dict, not_ok: str | None) -> dict | None:
+def record_blocks(spec: RunSpec, result: dict, not_ok: str | None, record: dict) -> dict:
+    return {"latency": latency(spec, result, not_ok)}
+
+
+def latency(spec: RunSpec, result: dict, not_ok: str | None) -> dict:
     """An inference run's single-image calls: percentiles and mean in milliseconds, every call kept."""
-    if spec.task != "inference":
-        return None
     calls_ms = [seconds * 1e3 for seconds in result.get("latency_seconds") or []]
     block = {"batch_size": 1, "calls": spec.latency_calls, "warmup_calls": result.get("latency_warmup_calls", 0),
              "call_ms": calls_ms, "idiom": result.get("inference_idiom")}

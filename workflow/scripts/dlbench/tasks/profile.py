@@ -59,7 +59,11 @@ def _layers(steps: list[dict], updates: list[dict] | None = None) -> list[dict]:
     return layers
 
 
-def layer_profile(spec: RunSpec, result: dict, not_ok: str | None) -> dict | None:
+def record_blocks(spec: RunSpec, result: dict, not_ok: str | None, record: dict) -> dict:
+    return {"profile": layer_profile(spec, result, not_ok)}
+
+
+def layer_profile(spec: RunSpec, result: dict, not_ok: str | None) -> dict:
     """A profile run's layers (mean and sd of their forward and backward times over the profiled steps, and of
     their weights' update where the profiler attributes it), the optimizer's whole update per step and its share,
     the profiler's overhead (a profiled step's mean time over an unprofiled one's; and seed 004's, the whole
@@ -67,15 +71,13 @@ def layer_profile(spec: RunSpec, result: dict, not_ok: str | None) -> dict | Non
     the layers (forward, backward) nor the update account for (seed 004's two findings). Over several devices
     each device's layers (the first's are ``layers``) and the all-reduce's mean time per step and share of the
     step."""
-    if spec.task != "profile":
-        return None
     found = result.get("profile") or {}
     steps = found.get("layers") or []
     if not steps:
         return {"method": found.get("method"), "steps": 0, **dict.fromkeys(PROFILE_FIELDS + SEVERAL_DEVICES_FIELDS),
                 "layers": [], "reasons": dict.fromkeys(PROFILE_FIELDS, not_ok or "no step was profiled")}
     iteration = _ms(found["iteration_seconds"])[0]
-    unprofiled = _ms(result["iteration_seconds"][spec.warmup_iterations:])[0]
+    unprofiled = _ms(spec.split_warmup(result["iteration_seconds"])[1])[0]
     update = _ms(found["update_seconds"])[0] if found.get("update_seconds") else None
     accounted = _ms([sum(forward + backward for forward, backward in step.values()) for step in steps])[0]
     accounted += update or 0.0
