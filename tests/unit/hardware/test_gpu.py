@@ -196,3 +196,100 @@ def test_every_gpu_sample_is_kept_per_gpu_in_the_series():
     assert kept["gpus"][1]["power_w"] == [tick[1]["power_w"] for tick in ticks]
     assert kept["gpus"][0]["process_mib"][0] == 1024 and kept["gpus"][1]["device_mib"][0] == 4 * 1024
     assert kept["gpus"][0]["processes"][0] == 2 and kept["gpus_idle"] is False
+
+
+class OldDriverNVML(FakeNVML):
+    """nvidia-ml-py 13 on a driver without its _v3 process query: every process listing fails."""
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle):
+        raise FakeNVMLError("Function Not Found")
+
+
+def test_a_query_nvml_cannot_answer_is_null_with_its_error_and_the_sampler_goes_on(monkeypatch):
+    """A real sampler thread over an old driver: its GPU samples go on without the process list; the run's process
+    memory and whether its GPUs were idle are not measured, saying NVML's error; power and device memory are."""
+    import os
+    import time
+
+    from dlbench.hardware import host
+    from dlbench.hardware.sampler import Sampler
+
+    nvml = OldDriverNVML(energy_counter=False)  # nothing advances the fake's clock: power is integrated
+    probe = gpu.GpuProbe(["GPU-fake-0", "GPU-fake-1"], nvml)
+    sampler = Sampler(os.getpid(), probe, 50, [], host.Rapl())
+    sampler.start()
+    while len(sampler.gpu_samples) < 5:
+        assert sampler.is_alive()
+        time.sleep(0.02)
+    sampler.stop()
+    ticks = sampler.gpu_samples
+    assert probe.failures == {"processes": "not measured: NVML: Function Not Found",
+                              "energy_j": "not measured: NVML: Not Supported"}
+    window = (ticks[0][0]["time"], ticks[-1][0]["time"])
+    memory, power = gpu.memory_and_power(ticks, window, 100, probe.error, failures=probe.failures)
+    assert memory["gpu_process_peak_mib"] is None
+    assert memory["reasons"]["gpu_process_peak_mib"] == "not measured: NVML: Function Not Found"
+    assert memory["gpu_device_peak_mib"] == pytest.approx(7 * 1024) and power["gpu_peak_w"] == pytest.approx(300.0)
+    idle = gpu.GpuProbe.idle_gpus(OldDriverNVML())
+    _, idle_ticks = sample_run(idle.nvml, seconds=2, probe=idle)
+    _, power = gpu.memory_and_power(idle_ticks, None, None, idle.error, idle.idle_error, idle.failures)
+    assert power["idle_gpu_mean_w"] is None
+    assert power["reasons"]["idle_gpu_mean_w"] == "whether the GPUs were idle is not measured: NVML: Function Not Found"
+
+
+def test_process_memory_whose_pids_nvml_cannot_match_is_null_with_why_never_zero():
+    """A container with its own PID namespace (or MPS): NVML lists processes, none with the run's PIDs."""
+    nvml = FakeNVML()
+    probe = gpu.GpuProbe(["GPU-fake-0", "GPU-fake-1"], nvml)
+    ticks = [probe.sample(t / 10, pids={4242}) for t in range(30)]
+    memory, _ = gpu.memory_and_power(ticks, (0.5, 2.5), 100, probe.error, failures=probe.failures)
+    assert memory["gpu_process_peak_mib"] is None and all(r["process_mib"] is None for tick in ticks for r in tick)
+    assert memory["reasons"]["gpu_process_peak_mib"] == (
+        "not measured: NVML listed up to 2 compute process(es) on the run's GPUs and none of the run's (their PIDs "
+        "are another namespace's, a container's, or behind MPS)")
+    none = gpu.GpuProbe(["GPU-fake-0"], FakeNVML(busy=False))
+    memory, _ = gpu.memory_and_power([none.sample(t, {1}) for t in range(3)], (0, 2), 10, none.error)
+    assert memory["reasons"]["gpu_process_peak_mib"] == "not measured: NVML listed no compute process on the run's GPUs"
+
+
+class MigNVML(FakeNVML):
+    """One MIG instance: named by its MIG- UUID, no index of its own, no power reading."""
+
+    def nvmlDeviceGetHandleByUUID(self, uuid):
+        assert uuid == "MIG-5c1b4d2e-0000-0000-0000-000000000001"
+        return 0
+
+    def nvmlDeviceGetUUID(self, handle):
+        return "MIG-5c1b4d2e-0000-0000-0000-000000000001"
+
+    def nvmlDeviceGetIndex(self, handle):
+        raise FakeNVMLError("Invalid Argument")
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        raise FakeNVMLError("Not Supported")
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        raise FakeNVMLError("Not Supported")
+
+
+def test_a_mig_device_is_measured_through_its_uuid_and_its_power_is_not_measured_by_name(monkeypatch,
+                                                                                           record_schema):
+    import jsonschema
+
+    mig = "MIG-5c1b4d2e-0000-0000-0000-000000000001"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", mig)
+    assert gpu.inventory(MigNVML()) == ([mig], None)
+    probe = gpu.GpuProbe([mig], MigNVML())
+    described = probe.describe()
+    assert described[0]["uuid"] == mig and described[0]["index"] is None and described[0]["memory_mib"] == 80 * 1024
+    jsonschema.validate(described, record_schema["$defs"]["gpus"])
+    ticks = [probe.sample(t / 10, pids={42}) for t in range(30)]
+    memory, power = gpu.memory_and_power(ticks, (0.5, 2.5), 100, probe.error, failures=probe.failures)
+    assert memory["gpu_process_peak_mib"] == 1024 and memory["gpu_device_peak_mib"] == 3 * 1024
+    assert all(power[field] is None for field in gpu.WINDOW_POWER) and power["gpu_run_mean_w"] is None
+    assert power["reasons"]["gpu_mean_w"] == ("not measured: NVML: Not Supported (and the energy counter: not "
+                                              "measured: NVML: Not Supported)")
+    assert power["reasons"]["gpu_run_mean_w"] == "not measured: NVML: Not Supported"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "first-gpu")
+    refused = "NVML: CUDA_VISIBLE_DEVICES names 'first-gpu', neither an index nor a GPU- or MIG- UUID"
+    assert gpu.inventory(FakeNVML()) == ([], refused)

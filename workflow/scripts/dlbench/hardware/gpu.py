@@ -10,6 +10,10 @@ Beside them, the thesis's quantities (seed 000 averaged ``nvidia-smi``'s 1 Hz re
 GPU's mean device memory and mean power over every sample of the run, and, during a CPU run, the node's idle
 GPUs' mean power (an idle probe: the GPUs the run does not use, sampled for their draw).
 
+Each query is guarded: one NVML cannot answer (an old driver without the ``_v3`` process calls, a MIG device's
+power) leaves that reading ``None`` and says why once (``GpuProbe.failures``), and the others go on. A MIG device
+is named by its ``MIG-`` UUID as a GPU by its ``GPU-`` one.
+
 ``nvml`` is injectable so the code paths are tested with a fake on machines without a GPU.
 """
 from __future__ import annotations
@@ -33,8 +37,10 @@ def _nvml_error(error: Exception) -> str:
 
 
 def _handle(nvml, ident: str):
-    if ident.startswith("GPU-"):
+    if ident.startswith(("GPU-", "MIG-")):
         return nvml.nvmlDeviceGetHandleByUUID(ident)
+    if not ident.isdigit():
+        raise ValueError(f"CUDA_VISIBLE_DEVICES names {ident!r}, neither an index nor a GPU- or MIG- UUID")
     return nvml.nvmlDeviceGetHandleByIndex(int(ident))
 
 
@@ -90,6 +96,7 @@ class GpuProbe:
 
     def __init__(self, uuids: list[str], nvml=None, idle: bool = False):
         self.nvml, self.handles, self.error, self.idle, self.idle_error = None, [], None, idle, None
+        self.failures: dict[str, str] = {}  # a reading's first NVML error: the reason it is not measured
         if not uuids:
             self.error = CPU_RUN
             return
@@ -113,34 +120,52 @@ class GpuProbe:
             None if uuids else "no GPU on this node (or none visible to this job)")
         return probe
 
+    def _read(self, field: str, query, *arguments):
+        """``query(*arguments)``, or None where NVML cannot answer it, its first error kept for ``field``."""
+        try:
+            return query(*arguments)
+        except Exception as error:  # noqa: BLE001 - NVML's errors are its own exception classes
+            self.failures.setdefault(field, f"not measured: {_nvml_error(error)}")
+            return None
+
     def describe(self) -> list[dict]:
-        """Each GPU held: its index, UUID, model, memory and the node's driver and the CUDA version it supports."""
+        """Each GPU held: its index, UUID, model, memory and the node's driver and the CUDA version it supports
+        (a field NVML cannot give, as a MIG device's index: None)."""
         if not self.handles:
             return []
-        driver = _text(self.nvml.nvmlSystemGetDriverVersion())
-        cuda = self.nvml.nvmlSystemGetCudaDriverVersion()  # 13000: CUDA 13.0
-        return [{"index": self.nvml.nvmlDeviceGetIndex(h), "uuid": _text(self.nvml.nvmlDeviceGetUUID(h)),
-                 "name": _text(self.nvml.nvmlDeviceGetName(h)), "driver": driver,
-                 "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}",
-                 "memory_mib": self.nvml.nvmlDeviceGetMemoryInfo(h).total / 2**20} for h in self.handles]
+        driver = self._read("driver", self.nvml.nvmlSystemGetDriverVersion)
+        cuda = self._read("cuda", self.nvml.nvmlSystemGetCudaDriverVersion)  # 13000: CUDA 13.0
+        described = []
+        for handle in self.handles:
+            uuid, name = (self._read(field, query, handle) for field, query in (
+                ("uuid", self.nvml.nvmlDeviceGetUUID), ("name", self.nvml.nvmlDeviceGetName)))
+            memory = self._read("memory", self.nvml.nvmlDeviceGetMemoryInfo, handle)
+            described.append({"index": self._read("index", self.nvml.nvmlDeviceGetIndex, handle),
+                              "uuid": None if uuid is None else _text(uuid),
+                              "name": None if name is None else _text(name),
+                              "driver": None if driver is None else _text(driver),
+                              "cuda": None if cuda is None else f"{cuda // 1000}.{cuda % 1000 // 10}",
+                              "memory_mib": None if memory is None else memory.total / 2**20})
+        return described
 
     def sample(self, now: float, pids: set[int]) -> list[dict]:
-        """One reading per GPU: time, power (W), device and process memory (MiB), energy (J), and how many
-        processes computed on it (the run's and any other's)."""
+        """One reading per GPU: time, power (W), device memory and the run's processes' memory (MiB; None where NVML
+        lists none of ``pids``), energy (J), and how many processes computed on it (the run's and any other's).
+        A reading NVML cannot give is None (``failures`` says why)."""
         readings = []
         for handle in self.handles:
-            try:
-                energy = self.nvml.nvmlDeviceGetTotalEnergyConsumption(handle) / 1000
-            except Exception:  # noqa: BLE001 - counter absent before Volta
-                energy = None
-            processes = self.nvml.nvmlDeviceGetComputeRunningProcesses(handle)
+            energy = self._read("energy_j", self.nvml.nvmlDeviceGetTotalEnergyConsumption, handle)  # Volta on
+            power = self._read("power_w", self.nvml.nvmlDeviceGetPowerUsage, handle)
+            memory = self._read("device_mib", self.nvml.nvmlDeviceGetMemoryInfo, handle)
+            processes = self._read("processes", self.nvml.nvmlDeviceGetComputeRunningProcesses, handle)
+            own = [p.usedGpuMemory for p in processes or [] if p.pid in pids and p.usedGpuMemory is not None]
             readings.append({
                 "time": now,
-                "power_w": self.nvml.nvmlDeviceGetPowerUsage(handle) / 1000,
-                "device_mib": self.nvml.nvmlDeviceGetMemoryInfo(handle).used / 2**20,
-                "process_mib": sum((p.usedGpuMemory or 0) for p in processes if p.pid in pids) / 2**20,
-                "energy_j": energy,
-                "processes": len(processes),
+                "power_w": None if power is None else power / 1000,
+                "device_mib": None if memory is None else memory.used / 2**20,
+                "process_mib": sum(own) / 2**20 if own else None,
+                "energy_j": None if energy is None else energy / 1000,
+                "processes": None if processes is None else len(processes),
             })
         return readings
 
@@ -158,10 +183,22 @@ NOT_IDLE = "a GPU run: its GPUs are not idle"
 WINDOW_POWER = ("gpu_mean_w", "gpu_peak_w", "gpu_energy_j", "energy_per_image_j")
 
 
-def per_gpu_means(samples: list[list[dict]], field: str) -> list[float]:
-    """Each GPU's mean of ``field`` over every tick (the plain mean of readings, as the thesis averaged
-    nvidia-smi's)."""
-    return [sum(tick[gpu][field] for tick in samples) / len(samples) for gpu in range(len(samples[0]))]
+def per_gpu_means(samples: list[list[dict]], field: str) -> list[float] | None:
+    """Each GPU's mean of ``field`` over every tick that has it (the plain mean of readings, as the thesis averaged
+    nvidia-smi's); None where a GPU has no such reading."""
+    means = []
+    for gpu in range(len(samples[0])):
+        values = [tick[gpu][field] for tick in samples if tick[gpu][field] is not None]
+        if not values:
+            return None
+        means.append(sum(values) / len(values))
+    return means
+
+
+def _tick_sums(samples: list[list[dict]], field: str) -> list[float]:
+    """Per tick, the sum over the GPUs of ``field``, for the ticks where every GPU has it."""
+    return [sum(reading[field] for reading in tick) for tick in samples
+            if all(reading[field] is not None for reading in tick)]
 
 
 def _with_means(block: dict, field: str, means: list[float] | None, reason: str | None) -> dict:
@@ -171,22 +208,46 @@ def _with_means(block: dict, field: str, means: list[float] | None, reason: str 
     return block
 
 
-def idle_power(samples: list[list[dict]], error: str | None) -> tuple[list[float] | None, str | None]:
-    """The node's GPUs' mean power per GPU over a CPU run, and why there is none: no GPU, or a GPU on which some
-    process computed during the run (it was not idle)."""
+def _unread(failures: dict, field: str) -> str:
+    return failures.get(field) or f"not measured: no GPU sample has its {field}"
+
+
+def idle_power(samples: list[list[dict]], error: str | None,
+               failures: dict | None = None) -> tuple[list[float] | None, str | None]:
+    """The node's GPUs' mean power per GPU over a CPU run, and why there is none: no GPU, a GPU on which some
+    process computed during the run (it was not idle), or a GPU NVML could not tell that of."""
+    failures = failures or {}
     if error or not samples:
         return None, error or "no GPU samples were taken"
+    if any(reading["processes"] is None for tick in samples for reading in tick):
+        return None, f"whether the GPUs were idle is {_unread(failures, 'processes')}"
     busy = sorted({gpu for tick in samples for gpu, reading in enumerate(tick) if reading["processes"]})
     if busy:
         return None, (f"the node's GPU {', '.join(map(str, busy))} ran a process during this CPU run (another "
                       "job's?): not idle")
-    return per_gpu_means(samples, "power_w"), None
+    means = per_gpu_means(samples, "power_w")
+    return means, None if means else _unread(failures, "power_w")
+
+
+def _process_memory_reason(samples: list[list[dict]], failures: dict) -> str:
+    """Why no sample holds the run's processes' GPU memory: NVML could not list processes, or listed none of the
+    run's (PIDs of another namespace: a container's; MPS), or none at all."""
+    if "processes" in failures:
+        return failures["processes"]
+    listed = max((reading["processes"] or 0 for tick in samples for reading in tick), default=0)
+    if listed:
+        return (f"not measured: NVML listed up to {listed} compute process(es) on the run's GPUs and none of the "
+                "run's (their PIDs are another namespace's, a container's, or behind MPS)")
+    return "not measured: NVML listed no compute process on the run's GPUs"
 
 
 def memory_and_power(samples: list[list[dict]], window: tuple[float, float] | None, images: int | None,
-                     error: str | None, idle_error: str | None = None) -> tuple[dict, dict]:
+                     error: str | None, idle_error: str | None = None,
+                     failures: dict | None = None) -> tuple[dict, dict]:
     """Memory and power blocks of the record from per-tick readings (one list per tick). A CPU run's (``error``
-    :data:`CPU_RUN`) samples are its node's idle GPUs' (``idle_error``: why there are none)."""
+    :data:`CPU_RUN`) samples are its node's idle GPUs' (``idle_error``: why there are none). ``failures``: why a
+    reading is missing (:attr:`GpuProbe.failures`)."""
+    failures = failures or {}
     memory = {"gpu_process_peak_mib": None, "gpu_device_peak_mib": None}
     power = {**dict.fromkeys(WINDOW_POWER), "method": None}
     if error or not samples:
@@ -196,32 +257,48 @@ def memory_and_power(samples: list[list[dict]], window: tuple[float, float] | No
         for block, (field, _) in ((memory, RUN_MEANS["memory"]), (power, RUN_MEANS["power"])):
             _with_means(block, field, None, reason)
         if error == CPU_RUN:
-            return memory, _with_means(power, IDLE_POWER, *idle_power(samples, idle_error))
+            return memory, _with_means(power, IDLE_POWER, *idle_power(samples, idle_error, failures))
         return memory, _with_means(power, IDLE_POWER, None, NOT_IDLE)
+    memory["reasons"], power["reasons"] = {}, {}
     for block, (field, reading) in ((memory, RUN_MEANS["memory"]), (power, RUN_MEANS["power"])):
-        _with_means(block, field, per_gpu_means(samples, reading), None)
+        _with_means(block, field, per_gpu_means(samples, reading), _unread(failures, reading))
     _with_means(power, IDLE_POWER, None, NOT_IDLE)
-    memory["gpu_process_peak_mib"] = max(sum(r["process_mib"] for r in tick) for tick in samples)
-    memory["gpu_device_peak_mib"] = max(sum(r["device_mib"] for r in tick) for tick in samples)
+    # The run's processes: per tick the GPUs that list one of them
+    process = [sum(reading["process_mib"] for reading in tick if reading["process_mib"] is not None)
+               for tick in samples if any(reading["process_mib"] is not None for reading in tick)]
+    memory["gpu_process_peak_mib"] = max(process) if process else None
+    if not process:
+        memory["reasons"]["gpu_process_peak_mib"] = _process_memory_reason(samples, failures)
+    device = _tick_sums(samples, "device_mib")
+    memory["gpu_device_peak_mib"] = max(device) if device else None
+    if not device:
+        memory["reasons"]["gpu_device_peak_mib"] = _unread(failures, "device_mib")
     inside = [tick for tick in samples if window and window[0] <= tick[0]["time"] <= window[1]]
     if len(inside) < 2:
         reason = "fewer than 2 GPU samples inside the timed window"
         power["reasons"].update(dict.fromkeys(WINDOW_POWER, reason))
         return memory, power
-    power["gpu_peak_w"] = max(sum(r["power_w"] for r in tick) for tick in inside)
+    drawn = _tick_sums(inside, "power_w")
+    power["gpu_peak_w"] = max(drawn) if drawn else None
+    if not drawn:
+        power["reasons"]["gpu_peak_w"] = _unread(failures, "power_w")
     span = inside[-1][0]["time"] - inside[0][0]["time"]
     if all(r["energy_j"] is not None for tick in (inside[0], inside[-1]) for r in tick):
         energy = sum(inside[-1][i]["energy_j"] - inside[0][i]["energy_j"] for i in range(len(inside[0])))
         power["method"] = "energy counter"
-        if energy <= 0 < power["gpu_peak_w"]:  # seen on an H200: a 0.1 s window between two of its updates
+        if energy <= 0 and (power["gpu_peak_w"] is None or power["gpu_peak_w"] > 0):  # an H200's, over 0.1 s
             reason = f"NVML's energy counter did not advance over the timed window's {span:.2f} s: too short to measure"
             power.update(dict.fromkeys(WINDOW_POWER))
             power["reasons"].update(dict.fromkeys(WINDOW_POWER, reason))
             return memory, power
-    else:
+    elif len(drawn) == len(inside):
         energy = sum((b[i]["time"] - a[i]["time"]) * (a[i]["power_w"] + b[i]["power_w"]) / 2
                      for a, b in itertools.pairwise(inside) for i in range(len(a)))
         power["method"] = "integrated power samples"
+    else:
+        reason = f"{_unread(failures, 'power_w')} (and the energy counter: {_unread(failures, 'energy_j')})"
+        power["reasons"].update({field: reason for field in WINDOW_POWER if power[field] is None})
+        return memory, power
     power["gpu_mean_w"] = energy / span if span > 0 else None
     if power["gpu_mean_w"] is not None:
         window_seconds = window[1] - window[0]

@@ -37,8 +37,10 @@ GPU_PEAKS = (
 )
 
 
-def gpu_peak(name: str, precision: str) -> Peak:
+def gpu_peak(name: str | None, precision: str) -> Peak:
     """One GPU's peak in ``precision``, by its NVML name."""
+    if name is None:
+        return Peak(None, "NVML gave no name for the GPU")
     for pattern, model, rates in GPU_PEAKS:
         if re.search(pattern, name):
             if precision not in rates:

@@ -66,7 +66,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
     timing["contention_share"], contention_reason = (None, unsampled) if unsampled else host.contention_share(
         host_samples, window_span, len(sampler.cores) if sampler else 0)
     gpu_memory, power = memory_and_power(sampler.gpu_samples if sampler else [], window_span, images, probe.error,
-                                         probe.idle_error)
+                                         probe.idle_error, probe.failures)
     if unsampled and spec.gpus:
         for block in (gpu_memory, power):
             block["reasons"] = {**block.get("reasons", {}),

@@ -23,7 +23,7 @@ def machine(record: dict) -> str | None:
     GPU run that failed before it held its GPUs)."""
     provenance = record["provenance"]
     if gpu_count(record["run"]["device"]):
-        models = Counter(gpu["name"] for gpu in provenance.get("gpus") or [])
+        models = Counter(gpu["name"] or "unnamed GPU" for gpu in provenance.get("gpus") or [])
         if len(models) > 1:
             return " + ".join(f"{count}x {model}" for model, count in sorted(models.items()))
         return next(iter(models), None)
@@ -93,7 +93,8 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
                    contention_share=record["timing"]["contention_share"],
                    nodes_share_machine=(record.get("execution") or {}).get("nodes_share_machine"),
                    cpu_model=record["provenance"].get("cpu_model"),
-                   gpu_model=", ".join(sorted({gpu["name"] for gpu in record["provenance"].get("gpus") or []})),
+                   gpu_model=", ".join(sorted({gpu["name"] or "unnamed GPU"
+                                               for gpu in record["provenance"].get("gpus") or []})),
                    started_at=record["provenance"].get("started_at"), record=record["path"])
         for metric, definition in METRICS.items():
             block = (record.get(definition.section) or {}) if run["task"] in definition.tasks else {}
