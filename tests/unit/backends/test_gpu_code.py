@@ -29,9 +29,16 @@ def test_a_build_without_sm_35_on_the_thesiss_k20m_is_unavailable():
 
 
 def test_a_gpu_only_ptx_matches_runs_it_jit_compiled_and_says_so():
-    said = check_gpu_code(GpuCode.from_arch_names("TensorFlow 2.21.0", "12.5.1", TENSORFLOW_2_21, [H100]))
-    assert said == ("NVIDIA H100 80GB HBM3 (sm_90): the build's PTX compute_90, JIT-compiled by the driver when the "
+    said = check_gpu_code(GpuCode.from_arch_names("cuDNN-free 1.0", "12.8", ["sm_60", "sm_70", "compute_70"], [H100]))
+    assert said == ("NVIDIA H100 80GB HBM3 (sm_90): the build's PTX compute_70, JIT-compiled by the driver when the "
                     "first step loads it (that step's time holds the compile)")
+
+
+def test_tensorflows_compute_90_is_sm_90s_own_kernels():
+    """TensorFlow's build info lists compute_90 for the kernels and the PTX its toolchain builds for sm_90."""
+    said = check_gpu_code(GpuCode.from_arch_names("TensorFlow 2.21.0", "12.5.1", TENSORFLOW_2_21, [H100],
+                                                  ptx_with_kernels=True))
+    assert said == "NVIDIA H100 80GB HBM3 (sm_90): the build's sm_90 kernels"
 
 
 def test_kernels_run_on_later_gpus_of_their_major_version_only():
@@ -39,8 +46,26 @@ def test_kernels_run_on_later_gpus_of_their_major_version_only():
         "NVIDIA A10 (sm_86): the build's sm_86 kernels"
     older = GpuCode.from_arch_names("TensorFlow 2.21.0", "12.5.1", ["sm_60", "sm_70", "sm_80"], [A10])
     assert check_gpu_code(older) == "NVIDIA A10 (sm_86): the build's sm_80 kernels"
-    with pytest.raises(Unavailable, match=r"has kernels for sm_80…sm_90; this GPU \(NVIDIA B200\) is sm_100"):
+    with pytest.raises(Unavailable, match=r"has kernels for sm_80…sm_90a; this GPU \(NVIDIA B200\) is sm_100"):
         check_gpu_code(GpuCode.from_arch_names("jaxlib", "12", ["sm_80", "sm_90a"], [B200]))
+
+
+# ONNX Runtime 1.31.1's CUDA provider (libonnxruntime_providers_cuda.so's fatbinary): no PTX
+ONNX_RUNTIME_1_31 = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_120a"]
+
+
+@pytest.mark.parametrize("gpu,said", [
+    (H100, "NVIDIA H100 80GB HBM3 (sm_90): the build's sm_90a kernels"),
+    (("NVIDIA GeForce RTX 5090", 120), "NVIDIA GeForce RTX 5090 (sm_120): the build's sm_120a kernels"),
+    (B200, None), (("NVIDIA GB10", 121), None), (("Tesla V100-SXM2-16GB", 70), None)])
+def test_architecture_specific_kernels_run_on_their_own_capability_alone(gpu, said):
+    code = GpuCode.from_arch_names("onnxruntime 1.31.1", "13.0", ONNX_RUNTIME_1_31, [gpu])
+    if said:
+        assert check_gpu_code(code) == said
+    else:
+        with pytest.raises(Unavailable, match=rf"has kernels for sm_75…sm_120a; this GPU \({gpu[0]}\) is "
+                                              rf"sm_{gpu[1]}, which it has no kernels for"):
+            check_gpu_code(code)
 
 
 def test_xla_and_a_framework_that_cannot_say_are_recorded_as_such():

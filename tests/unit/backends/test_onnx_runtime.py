@@ -36,3 +36,48 @@ def test_a_real_onnx_runtime_inference_run_and_its_training_run_unavailable(tmp_
     assert record["execution"]["compiler"] == "ONNX Runtime's graph optimisations"
     record = run(tmp_path, spec(framework="onnxruntime"))
     assert (record["status"], record["reason"]) == ("unavailable", "train: onnxruntime runs inference only")
+
+
+def test_a_gpu_session_that_fell_back_to_the_cpu_is_unavailable_with_onnx_runtimes_words(tmp_path, monkeypatch):
+    """onnxruntime-gpu without CUDA's libraries (or with a driver too old) makes its session on the CPU provider
+    and logs why to standard error: that is the run's reason, before any timed call."""
+    import os
+
+    from dlbench.backends import Unavailable
+
+    said = (b"[E:onnxruntime:Default, provider_bridge_ort.cc:2251 TryGetProviderInfo_CUDA] Failed to load library "
+            b"libonnxruntime_providers_cuda.so with error: libcublasLt.so.13: cannot open shared object file\n")
+
+    class FellBack:
+        def __init__(self, path, options, providers):
+            assert providers == [onnx_runtime.CUDA]
+            os.write(2, said)  # as ONNX Runtime's C++ logger writes it
+
+        def get_providers(self):
+            return ["CPUExecutionProvider"]
+
+    monkeypatch.setattr(onnx_runtime.onnxruntime, "InferenceSession", FellBack)
+    with pytest.raises(Unavailable, match=r"session runs on CPUExecutionProvider, not CUDAExecutionProvider: "
+                                          r".*libcublasLt.so.13: cannot open shared object file$"):
+        onnx_runtime.session(tmp_path / "model.onnx", threads=1, gpus=1)
+
+
+def test_a_gpu_onnx_runtimes_cuda_provider_has_no_kernels_for_is_unavailable_naming_both(tmp_path, monkeypatch):
+    """ONNX Runtime does not say what it was compiled for: its CUDA provider library's fatbinary does (1.31.1:
+    sm_75 to sm_120a, no PTX), so a B200 is refused before the run."""
+    from dlbench.backends import GpuCode, Unavailable, check_gpu_code
+    from dlbench.envs import elf
+
+    from .test_gpu_code import ONNX_RUNTIME_1_31
+
+    package = tmp_path / "onnxruntime"
+    (package / "capi").mkdir(parents=True)
+    (package / "capi" / "libonnxruntime_providers_cuda.so").write_bytes(b"")
+    monkeypatch.setattr(onnx_runtime.onnxruntime, "__file__", str(package / "__init__.py"))
+    monkeypatch.setattr(elf, "fatbin_architectures",
+                        lambda path: ONNX_RUNTIME_1_31 if path.name == "libonnxruntime_providers_cuda.so" else [])
+    monkeypatch.setattr(onnx_runtime, "torch_gpu_code", lambda: GpuCode("torch", "13.0", gpus=(("NVIDIA B200", 100),)))
+    monkeypatch.setattr(onnx_runtime, "cuda_build", lambda: "13.0")
+    with pytest.raises(Unavailable, match=r"^onnxruntime .* \(CUDA 13.0\) has kernels for sm_75…sm_120a; this GPU "
+                                          r"\(NVIDIA B200\) is sm_100, which it has no kernels for$"):
+        check_gpu_code(onnx_runtime.gpu_code())

@@ -316,20 +316,39 @@ class GpuCode:
     ptx: tuple[int, ...] = ()  # PTX, which the driver compiles for a GPU of that capability or later, at load
     gpus: tuple[tuple[str, int], ...] = ()  # (model, capability) of each GPU the run uses
     compiled_at_run_time: bool = False  # XLA: every kernel compiled for the GPU it finds
+    # Architecture-specific code (sm_90a, compute_120a: Hopper's and Blackwell's own instructions): it runs on
+    # that very capability alone, neither a later minor version nor a later major one
+    sass_exact: tuple[int, ...] = ()
+    ptx_exact: tuple[int, ...] = ()
 
     @classmethod
-    def from_arch_names(cls, framework: str, cuda: str | None, names, gpus) -> GpuCode:
-        """From the names builds list (``sm_75``, ``sm_90a``, ``compute_90``: nvcc's -gencode targets)."""
-        def capability(name: str) -> int:
-            return int("".join(itertools.takewhile(str.isdigit, name.split("_", 1)[1])))
+    def from_arch_names(cls, framework: str, cuda: str | None, names, gpus, ptx_with_kernels: bool = False) -> GpuCode:
+        """From the names a build lists (nvcc's -gencode targets): ``sm_75`` kernels; ``sm_90a``, kernels for sm_90
+        alone; ``sm_100f``, kernels for the sm_100 family (as plain ones); ``compute_90``, PTX, and where
+        ``ptx_with_kernels`` (TensorFlow's build info, whose ``compute_90`` builds sm_90's kernels and its PTX) the
+        kernels too."""
+        found = []
+        for name in names:
+            kind, arch = name.split("_", 1)
+            digits = "".join(itertools.takewhile(str.isdigit, arch))
+            found.append((kind, int(digits), arch[len(digits):] == "a"))
+        kernels = {"sm", "compute"} if ptx_with_kernels else {"sm"}
 
-        return cls(framework, cuda, tuple(sorted({capability(n) for n in names if n.startswith("sm_")})),
-                   tuple(sorted({capability(n) for n in names if n.startswith("compute_")})), tuple(gpus))
+        def of(kinds, exact):
+            return tuple(sorted({number for kind, number, specific in found if kind in kinds and specific == exact}))
+
+        return cls(framework, cuda, of(kernels, False), of({"compute"}, False), tuple(gpus),
+                   sass_exact=of(kernels, True), ptx_exact=of({"compute"}, True))
 
 
-def _sm(capabilities) -> str:
-    found = sorted(set(capabilities))
-    return "none" if not found else f"sm_{found[0]}" if len(found) == 1 else f"sm_{found[0]}…sm_{found[-1]}"
+def _sm(capabilities, exact=()) -> str:
+    found = sorted({(number, f"sm_{number}") for number in capabilities} | {(number, f"sm_{number}a")
+                                                                           for number in exact})
+    return "none" if not found else found[0][1] if len(found) == 1 else f"{found[0][1]}…{found[-1][1]}"
+
+
+def _number(arch: str) -> int:
+    return int("".join(filter(str.isdigit, arch)))
 
 
 def check_gpu_code(code: GpuCode | str) -> str:
@@ -344,15 +363,18 @@ def check_gpu_code(code: GpuCode | str) -> str:
         if code.compiled_at_run_time:
             said.append(f"{model} (sm_{capability}): kernels compiled for it at run time")
             continue
-        kernels = [sass for sass in code.sass if sass // 10 == capability // 10 and sass <= capability]
-        ptx = [ptx for ptx in code.ptx if ptx <= capability]
+        kernels = [f"sm_{sass}" for sass in code.sass if sass // 10 == capability // 10 and sass <= capability]
+        kernels += [f"sm_{sass}a" for sass in code.sass_exact if sass == capability]
+        ptx = [f"compute_{ptx}" for ptx in sorted(code.ptx) if ptx <= capability]
+        ptx += [f"compute_{ptx}a" for ptx in code.ptx_exact if ptx == capability]
         if kernels:
-            said.append(f"{model} (sm_{capability}): the build's sm_{max(kernels)} kernels")
+            said.append(f"{model} (sm_{capability}): the build's {max(kernels, key=_number)} kernels")
         elif ptx:
-            said.append(f"{model} (sm_{capability}): the build's PTX compute_{max(ptx)}, JIT-compiled by the driver "
-                        "when the first step loads it (that step's time holds the compile)")
+            said.append(f"{model} (sm_{capability}): the build's PTX {max(ptx, key=_number)}, JIT-compiled by the "
+                        "driver when the first step loads it (that step's time holds the compile)")
         else:
-            carried = _sm(code.sass) + (f" and PTX compute_{max(code.ptx)}" if code.ptx else "")
+            every_ptx = [*code.ptx, *code.ptx_exact]
+            carried = _sm(code.sass, code.sass_exact) + (f" and PTX compute_{max(every_ptx)}" if every_ptx else "")
             raise Unavailable(f"{code.framework} (CUDA {code.cuda}) has kernels for {carried}; this GPU ({model}) "
                               f"is sm_{capability}, which it has no kernels for")
     return "; ".join(dict.fromkeys(said))

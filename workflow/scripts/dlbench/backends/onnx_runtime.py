@@ -4,6 +4,8 @@ seeded weights, exported by ``torch.onnx`` (its dynamo exporter, the batch axis 
 today's low-level reference for seed 002's question, in the place of its hand-written cuDNN."""
 from __future__ import annotations
 
+import contextlib
+import os
 import tempfile
 from pathlib import Path
 
@@ -14,8 +16,9 @@ import torch
 from .. import networks
 from ..spec import RunSpec
 from ..tasks.loop import already_finished
-from . import Unavailable
+from . import GpuCode, Unavailable
 from .pytorch import Batches, build, trainable_parameters  # noqa: F401 - the backend interface: PyTorch's network
+from .pytorch import gpu_code as torch_gpu_code
 
 PACKAGES = ("onnxruntime", "onnxruntime-gpu", "onnx", "onnxscript", "torch", "numpy")
 INPUT, OUTPUT = "images", "logits"
@@ -35,8 +38,16 @@ def cuda_build() -> str | None:
     return getattr(build_and_package_info, "cuda_version", None) or "(version not recorded)"
 
 
-def gpu_code() -> str:
-    return f"onnxruntime {onnxruntime.__version__} does not report the GPU architectures it was compiled for"
+def gpu_code() -> GpuCode | str:
+    """The GPU code in the CUDA provider library's fatbinary (ONNX Runtime does not report what it was compiled
+    for: 1.31.1's carries sm_75 to sm_120a kernels and no PTX) and the run's GPUs as torch sees them."""
+    from ..envs import elf
+
+    provider = Path(onnxruntime.__file__).parent / "capi" / "libonnxruntime_providers_cuda.so"
+    if not provider.exists():
+        return f"onnxruntime {onnxruntime.__version__} has no CUDA provider library ({provider.name})"
+    return GpuCode.from_arch_names(f"onnxruntime {onnxruntime.__version__}", cuda_build(),
+                                   elf.fatbin_architectures(provider), torch_gpu_code().gpus)
 
 
 def export(model: torch.nn.Module, example: torch.Tensor, path: Path) -> None:
@@ -45,12 +56,37 @@ def export(model: torch.nn.Module, example: torch.Tensor, path: Path) -> None:
                       dynamic_shapes=({0: torch.export.Dim.DYNAMIC},), verbose=False)
 
 
+@contextlib.contextmanager
+def _stderr_kept():
+    """What the process's C++ libraries write to its standard error meanwhile (ONNX Runtime logs there why a
+    provider did not load), passed on to it and kept: a list of lines, filled when the block ends."""
+    said = []
+    with tempfile.TemporaryFile() as kept:
+        saved = os.dup(2)
+        os.dup2(kept.fileno(), 2)
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            kept.seek(0)
+            text = kept.read().decode(errors="replace")
+            os.write(2, text.encode())
+            said.extend(line for line in text.splitlines() if line.strip())
+
+
 def session(path: Path, threads: int, gpus: int) -> onnxruntime.InferenceSession:
-    """A session with every graph optimisation (ONNX Runtime's default) on the run's cores or its GPU."""
+    """A session with every graph optimisation (ONNX Runtime's default) on the run's cores or its GPU. ONNX Runtime
+    falls back to its CPU provider where the CUDA one cannot load (CUDA's libraries missing, a driver too old): a GPU
+    run whose session is not CUDA's first is unavailable, with what ONNX Runtime said."""
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
-    return onnxruntime.InferenceSession(str(path), options,
-                                        providers=[CUDA] if gpus else ["CPUExecutionProvider"])
+    with _stderr_kept() as said:
+        made = onnxruntime.InferenceSession(str(path), options, providers=[CUDA] if gpus else ["CPUExecutionProvider"])
+    if gpus and made.get_providers()[0] != CUDA:
+        raise Unavailable(f"onnxruntime {onnxruntime.__version__}'s session runs on {', '.join(made.get_providers())}, "
+                          f"not {CUDA}: {said[-1] if said else 'ONNX Runtime said nothing'}")
+    return made
 
 
 def forward_shape(model: torch.nn.Module, images: np.ndarray) -> tuple:
@@ -65,7 +101,7 @@ class Harness:
     INFERENCE_IDIOM = "InferenceSession.run of the network exported by torch.onnx (CUDA: run_with_iobinding)"
 
     def __init__(self, spec: RunSpec, description: networks.Network):
-        if spec.gpus and CUDA not in onnxruntime.get_available_providers():
+        if spec.gpus and CUDA not in onnxruntime.get_available_providers():  # the CPU package
             raise Unavailable(f"onnxruntime {onnxruntime.__version__} has no {CUDA} (the onnxruntime-gpu package)")
         torch.manual_seed(spec.seed)
         torch.set_num_threads(spec.threads)  # the export's

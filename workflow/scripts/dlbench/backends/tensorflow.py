@@ -50,8 +50,9 @@ def gpu_code() -> GpuCode:
         details = tf.config.experimental.get_device_details(gpu)
         major, minor = details.get("compute_capability", (0, 0))
         gpus.append((details.get("device_name", gpu.name), 10 * major + minor))
+    # Its build's compute_90 is sm_90's kernels and PTX (TensorFlow's CUDA toolchain), its sm_89 kernels alone
     return GpuCode.from_arch_names(f"TensorFlow {tf.__version__}", info.get("cuda_version"),
-                                   info.get("cuda_compute_capabilities", []), gpus)
+                                   info.get("cuda_compute_capabilities", []), gpus, ptx_with_kernels=True)
 
 
 PACKAGES = ("tensorflow", "tensorflow-cpu", "keras", "numpy")  # their versions go into the run's record
