@@ -123,3 +123,41 @@ def test_the_global_batch_must_split_over_every_device():
         {"dataset": "mnist", "networks": ["lenet"], "batch_size": 63, "iterations": 20}]})
     with pytest.raises(ConfigError, match=r"63 cannot be split over 2 devices \(lenet on 2xgpu1\)"):
         cases(config)
+
+
+def test_a_parameter_server_role_that_dies_fails_the_group_at_once_naming_it(capfd):
+    """A scheduler that dies (as one whose mxnet import fails does) leaves its workers waiting for it forever: the
+    group ends within the workers' grace, its last line naming the role, and nothing of it is left."""
+    import time
+
+    from dlbench.run import ps_lite
+
+    waiting = [sys.executable, "-c", "import time; time.sleep(120)"]
+    started = time.monotonic()
+    code = ps_lite.run_group([("scheduler", [sys.executable, "-c", "import sys; sys.exit(3)"], {}),
+                              ("server", waiting, {})], [("worker 0", waiting, {}), ("worker 1", waiting, {})])
+    assert code == 1 and time.monotonic() - started < ps_lite.WORKERS_GRACE_S + 20
+    said = capfd.readouterr().err.strip().splitlines()[-1]
+    assert said == ("dlbench.run.ps_lite: MXNet's parameter-server scheduler exited with code 3 before the workers had "
+                    "finished; they were stopped (the role's own output above says why)")
+    assert not processes_of_this_test("time.sleep(120)")
+    # a worker that fails ends the group with its code, whatever the roles do
+    failing = [sys.executable, "-c", "import sys; sys.exit(7)"]
+    assert ps_lite.run_group([("server", waiting, {})], [("worker 0", failing, {}), ("worker 1", waiting, {})]) == 7
+    assert capfd.readouterr().err.strip().endswith("MXNet's worker 0 exited with code 7")
+    assert not processes_of_this_test("time.sleep(120)")
+
+
+def test_the_parameter_server_roles_import_mxnet_with_cudas_libraries_loaded_first(tmp_path, monkeypatch):
+    """MXNet's CUDA build names CUDA 11's libraries, which only the environment's nvidia-* wheels have: the scheduler
+    and servers load them before mxnet, as the backend does (a CPU build, without the wheels: mxnet alone)."""
+    from dlbench.envs import cuda_wheels
+    from dlbench.run import ps_lite
+
+    monkeypatch.setattr(cuda_wheels, "wheels_directory", lambda prefix=None: tmp_path)
+    assert ps_lite.helper_command()[:2] == [sys.executable, "-c"] and len(ps_lite.helper_command()) == 3
+    for library in cuda_wheels.CUDA_11:
+        (tmp_path / library).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / library).write_bytes(b"")
+    command = ps_lite.helper_command()
+    assert command[2].endswith("; import mxnet") and command[3:] == [str(tmp_path / lib) for lib in cuda_wheels.CUDA_11]

@@ -10,9 +10,12 @@ server or the scheduler serves until the workers have finished; a worker is a ru
 its server, the scheduler on the first node, and its worker (ranked by Slurm's task number). The scheduler's
 address is the first node's; each role advertises the address this node reaches it from.
 
-A server waits for its workers forever: when a worker fails, the others and the roles started here are
-stopped, and the launcher exits with the worker's code. Standard library only (it runs in the mxnet
-environment before mxnet is imported).
+A server waits for its workers forever, and a worker for a scheduler that is gone: the launcher watches every
+process it started. When a worker fails, or a scheduler or server ends before the workers have (at its import:
+MXNet's CUDA build without its libraries), the others are stopped and the launcher exits non-zero, its last line
+naming which process ended how. Every role imports mxnet as a worker does, CUDA's libraries from the ``nvidia-*``
+wheels loaded first (:mod:`dlbench.envs.cuda_wheels`). Standard library only (it runs in the mxnet environment
+before mxnet is imported).
 """
 from __future__ import annotations
 
@@ -22,9 +25,12 @@ import subprocess
 import sys
 import time
 
+from ..envs import cuda_wheels
 from ..hardware import cluster
 
 SERVERS_GRACE_S = 30  # for the servers and the scheduler to see the workers' goodbye and exit
+# A scheduler or server may end as the last worker says goodbye, before that worker's process has exited
+WORKERS_GRACE_S = 5
 
 
 def free_port() -> int:
@@ -51,23 +57,35 @@ def roles(mode: str, workers: int, env=os.environ) -> tuple[dict, list[str], lis
     return group, helpers, ranks
 
 
+def helper_command() -> list[str]:
+    """A scheduler's or server's command: mxnet imported as the backend imports it, CUDA's libraries first where the
+    environment has the wheels (a CPU build: none)."""
+    libraries = [path for path in cuda_wheels.preloaded("mxnet") if path.exists()]
+    return [sys.executable, *cuda_wheels.preloading("import mxnet", libraries)]
+
+
 def main(argv: list[str]) -> int:
     mode, workers, runner_arguments = argv[0], int(argv[1]), argv[2:]
     group, helpers, ranks = roles(mode, workers)
+    # RANK: the worker that speaks for the group (tasks.first_process); ps-lite numbers them itself
+    return run_group([(role, helper_command(), {**group, "DMLC_ROLE": role}) for role in helpers],
+                     [(f"worker {rank}", [sys.executable, "-m", "dlbench.run.runner", *runner_arguments],
+                       {**group, "DMLC_ROLE": "worker", "RANK": str(rank)}) for rank in ranks])
+
+
+def run_group(helpers: list[tuple[str, list[str], dict]], workers: list[tuple[str, list[str], dict]]) -> int:
+    """Start the helpers (scheduler, servers) and the workers, each ``(name, command, variables)``; 0 once every
+    worker has ended well, else non-zero as soon as a worker fails or a helper ends before the workers (its
+    grace aside), saying which on standard error. Whatever is left is stopped."""
     started = []
     try:
-        for role in helpers:
-            started.append(subprocess.Popen([sys.executable, "-c", "import mxnet"],
-                                            env={**os.environ, **group, "DMLC_ROLE": role}))
-        # RANK: the worker that speaks for the group (tasks.first_process); ps-lite numbers them itself
-        workers_here = [subprocess.Popen([sys.executable, "-m", "dlbench.run.runner", *runner_arguments],
-                                         env={**os.environ, **group, "DMLC_ROLE": "worker", "RANK": str(rank)})
-                        for rank in ranks]
-        started += workers_here
-        failed = first_failure(workers_here)
+        for _, command, variables in [*helpers, *workers]:
+            started.append(subprocess.Popen(command, env={**os.environ, **variables}))
+        named = list(zip([name for name, _, _ in [*helpers, *workers]], started))
+        failed = first_failure(named[:len(helpers)], named[len(helpers):])
         if not failed:
             deadline = time.monotonic() + SERVERS_GRACE_S
-            while any(helper.poll() is None for helper in started) and time.monotonic() < deadline:
+            while any(process.poll() is None for process in started) and time.monotonic() < deadline:
                 time.sleep(0.2)
         return failed
     finally:
@@ -77,13 +95,29 @@ def main(argv: list[str]) -> int:
                 process.wait()
 
 
-def first_failure(processes: list[subprocess.Popen]) -> int:
-    """Once all have exited, 0; as soon as one fails, its exit code."""
+def first_failure(helpers: list[tuple[str, subprocess.Popen]], workers: list[tuple[str, subprocess.Popen]]) -> int:
+    """Once every worker has exited well, 0; as soon as one fails, its exit code; where a helper ends first and
+    the workers do not all end well within :data:`WORKERS_GRACE_S`, 1. Either way the reason is the last line on
+    standard error."""
+    ended_helper = None
     while True:
-        codes = [process.poll() for process in processes]
-        failed = [code for code in codes if code]
-        if failed or None not in codes:
-            return failed[0] if failed else 0
+        codes = [process.poll() for _, process in workers]
+        failed = [(name, code) for (name, _), code in zip(workers, codes) if code]
+        if failed:
+            name, code = failed[0]
+            print(f"dlbench.run.ps_lite: MXNet's {name} exited with code {code}", file=sys.stderr, flush=True)
+            return code
+        if None not in codes:
+            return 0
+        gone = [(name, process.returncode) for name, process in helpers if process.poll() is not None]
+        if gone and ended_helper is None:
+            ended_helper = gone[0], time.monotonic()
+        if ended_helper and time.monotonic() - ended_helper[1] > WORKERS_GRACE_S:
+            (name, code), _ = ended_helper
+            print(f"dlbench.run.ps_lite: MXNet's parameter-server {name} exited with code {code} before the "
+                  "workers had finished; they were stopped (the role's own output above says why)",
+                  file=sys.stderr, flush=True)
+            return 1
         time.sleep(0.2)
 
 if __name__ == "__main__":
