@@ -19,8 +19,8 @@ with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
         print(f"the job has {snakemake.threads} threads (--set-threads), the config's {spec.threads}")  # noqa: F821
         spec = replace(spec, threads=snakemake.threads)  # noqa: F821
     cannot_run = None
-    if environment["reason"]:
-        cannot_run = {"status": "unavailable", "reason": environment["reason"]}
+    if why := envs.cannot_run(environment, spec.gpus):
+        cannot_run = {"status": "unavailable", "reason": why}
     elif snakemake.input.get("fetch"):  # noqa: F821 - the run's real dataset could not be had
         fetch = json.loads(Path(snakemake.input.fetch).read_text())  # noqa: F821
         cannot_run = {"status": "failed", "reason": f"dataset {spec.dataset} could not be had: {fetch['reason']}"}

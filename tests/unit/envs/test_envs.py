@@ -35,7 +35,8 @@ def test_a_node_with_gpus_gets_the_cuda_build_of_every_environment_that_has_one(
         chosen, why = envs.choose_requirements(ENVS / f"{environment}.requirements.txt", gpus)
         conda, _ = envs.choose_requirements(ENVS / f"{environment}.yaml", gpus)  # snakemake --use-conda's
         assert chosen == ENVS / f"{environment}.cuda.requirements.txt" and chosen.exists()
-        assert why == "CUDA build: nvidia-smi lists 2 GPU(s)"
+        assert why == f"CUDA {envs.BuildFacts.of(chosen).cuda} build ({envs.BuildFacts.of(chosen).words()}): " \
+                      "nvidia-smi lists 2 GPU(s)"
         if f"{environment}.yaml" in envs.NO_CUDA_VARIANT:
             assert conda.name == f"{environment}.yaml"
         else:
@@ -78,7 +79,7 @@ def test_the_older_gpu_build_pins_the_cuda_files_packages_but_torch_and_onnx_run
     def pins(name):
         lines = (ENVS / name).read_text().splitlines()
         return {line.split("#")[0].strip() for line in lines if line and not line.startswith("#")}
-    for _, _, name in envs.OLDER_GPU_BUILDS["pytorch"]:
+    for name in envs.OLDER_GPU_BUILDS["pytorch"]:
         differ = pins(name) ^ pins("pytorch.cuda.requirements.txt")
         assert {pin.split("==")[0] for pin in differ} == {"torch", "onnxruntime-gpu[cuda,cudnn]"}, name
 
@@ -86,40 +87,90 @@ def test_the_older_gpu_build_pins_the_cuda_files_packages_but_torch_and_onnx_run
 @pytest.fixture
 def node(tmp_path, monkeypatch):
     """An nvidia-smi on PATH for a node with GPUs of the given compute capabilities (``6.0``)."""
-    def install(*capabilities: str) -> None:
+    def install(*capabilities: str, driver: str = "580.65.06") -> None:
         listing = "".join(f"GPU {i}: Tesla P100-PCIE-16GB (UUID: GPU-{i})\n" for i in range(len(capabilities)))
         (tmp_path / "listing").write_text(listing)
         (tmp_path / "capabilities").write_text("".join(f"{c}\n" for c in capabilities))
+        (tmp_path / "driver").write_text("".join(f"{driver}\n" for _ in capabilities))
         script = tmp_path / "nvidia-smi"
         script.write_text(f'#!/bin/sh\ncase "$1" in -L) cat {tmp_path / "listing"};; '
-                          f'--query-gpu=compute_cap) cat {tmp_path / "capabilities"};; *) exit 2;; esac\n')
+                          f'--query-gpu=compute_cap) cat {tmp_path / "capabilities"};; '
+                          f'--query-gpu=driver_version) cat {tmp_path / "driver"};; *) exit 2;; esac\n')
         script.chmod(0o755)
         monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     return install
 
 
-@pytest.mark.parametrize("capabilities,chosen", [
-    (("6.0",), "pytorch.cuda-sm50.requirements.txt"),  # the thesis's P100
-    (("9.0", "7.0"), "pytorch.cuda-sm50.requirements.txt"),  # its oldest GPU decides
-    (("9.0",), "pytorch.cuda.requirements.txt"),
-    (("3.5",), "pytorch.cuda.requirements.txt"),  # no PyPI build has kernels: the run says so before it starts
+@pytest.mark.parametrize("capabilities,driver,chosen", [
+    (("6.0",), "580.65.06", "pytorch.cuda-sm50.requirements.txt"),  # the thesis's P100
+    (("9.0", "7.0"), "580.65.06", "pytorch.cuda-sm50.requirements.txt"),  # its oldest GPU decides
+    (("9.0",), "580.65.06", "pytorch.cuda.requirements.txt"),
+    (("9.0",), "570.133.20", "pytorch.cuda-sm50.requirements.txt"),  # CUDA 13 needs driver 580: CUDA 12.6 runs
 ])
-def test_a_node_whose_oldest_gpu_the_pinned_build_cannot_run_gets_the_newest_build_that_can(node, capabilities,
-                                                                                             chosen):
-    node(*capabilities)
+def test_a_node_gets_the_first_cuda_build_that_serves_its_gpus_and_its_driver_runs(node, capabilities, driver,
+                                                                                    chosen):
+    node(*capabilities, driver=driver)
     assert envs.node_compute_capabilities() == [round(10 * float(c)) for c in capabilities]
+    assert envs.node_driver() == driver
     found, why = envs.choose_requirements(ENVS / "pytorch.requirements.txt", envs.node_gpus(),
-                                          envs.node_compute_capabilities())
+                                          envs.node_compute_capabilities(), envs.node_driver())
     assert found == ENVS / chosen and found.exists()
-    if chosen != "pytorch.cuda.requirements.txt":
-        assert why.startswith(f"CUDA build for its oldest GPU, sm_{min(envs.node_compute_capabilities())}, which the "
-                              "pinned build has no kernels for (it starts at sm_75)")
+    assert why.startswith(f"CUDA {envs.BuildFacts.of(found).cuda} build (") and why.endswith(f", driver {driver}")
     conda, _ = envs.choose_requirements(ENVS / "pytorch.yaml", envs.node_gpus(), envs.node_compute_capabilities())
     assert conda.name == "pytorch.cuda.yaml"  # made before any job: the CUDA file's build
 
 
+@pytest.mark.parametrize("capabilities,driver,why", [
+    (("3.5",), "470.256.02", (
+        "nvidia-smi lists 1 GPU(s) (sm_35), driver 470.256.02; pytorch.cuda.requirements.txt (CUDA 13.0, driver "
+        "580.65.06 or newer, sm_75 to sm_121): the node's driver 470.256.02 is older; "
+        "pytorch.cuda-sm50.requirements.txt (CUDA 12.6, driver 525.60.13 or newer, sm_50 to sm_90): the node's "
+        "driver 470.256.02 is older")),  # a K20m
+    (("10.0",), "570.133.20", (
+        "nvidia-smi lists 1 GPU(s) (sm_100), driver 570.133.20; pytorch.cuda.requirements.txt (CUDA 13.0, driver "
+        "580.65.06 or newer, sm_75 to sm_121): the node's driver 570.133.20 is older; "
+        "pytorch.cuda-sm50.requirements.txt (CUDA 12.6, driver 525.60.13 or newer, sm_50 to sm_90): no kernels "
+        "for sm_100")),  # a B200, driver too old
+])
+def test_a_node_no_cuda_build_serves_gets_the_cpu_build_and_its_gpu_runs_say_why(node, tmp_path, capabilities,
+                                                                                   driver, why):
+    node(*capabilities, driver=driver)
+    found, said = envs.choose_requirements(ENVS / "pytorch.requirements.txt", envs.node_gpus(),
+                                           envs.node_compute_capabilities(), envs.node_driver())
+    assert found == ENVS / "pytorch.requirements.txt" and said == f"CPU build, no CUDA build runs here: {why}"
+    status = {"status": "ok", "reason": "", "python": sys.executable, "requirements": found.name, "choice": said,
+              "no_gpu_build": said}
+    assert envs.cannot_run(status, gpus=1) == f"pytorch's environment is the CPU build, no CUDA build runs here: {why}"
+    assert envs.cannot_run(status, gpus=0) is None  # its CPU runs run
+
+
+def test_every_cuda_requirements_file_says_what_its_build_needs_and_serves():
+    for path in sorted(ENVS.glob("*.requirements.txt")):
+        facts = envs.BuildFacts.of(path)
+        assert (facts is not None) == (".cuda" in path.name), path.name
+        if facts:
+            assert int(facts.driver.split(".")[0]) >= 410 and facts.low >= 30
+            assert facts.high is None or facts.high > facts.low
+    assert [envs.BuildFacts.of(ENVS / name).cuda for name in envs.OLDER_GPU_BUILDS["pytorch"]] == ["12.6"]
+
+
+def test_a_framework_pip_gave_another_build_than_its_file_asks_for_fails_the_environment_naming_both():
+    cuda = ENVS / "pytorch.cuda.requirements.txt"
+    got = {"framework_build": "cpu", "framework_version": "pytorch 2.13.0+cpu"}
+    assert envs.wrong_build(cuda, got) == (
+        "pytorch.cuda.requirements.txt asks for a CUDA 13.0 build; pip installed pytorch 2.13.0+cpu, a cpu build (the "
+        "machine's pip settings, as a local wheel directory, can offer another build than PyPI's)")
+    assert envs.wrong_build(cuda, {**got, "framework_build": "cuda 12.8"}).startswith(
+        "pytorch.cuda.requirements.txt asks for a CUDA 13.0 build; pip installed pytorch 2.13.0+cpu, a cuda 12.8 build")
+    assert envs.wrong_build(cuda, {**got, "framework_build": "cuda 13.0"}) is None
+    assert envs.wrong_build(ENVS / "pytorch.requirements.txt", got) is None  # a CPU file: either build runs CPUs
+
+
 def test_the_framework_says_which_build_it_is():
-    assert envs.framework_build({"python": sys.executable}, "pytorch") == {"framework_build": "cpu"}
+    import torch
+
+    assert envs.framework_build({"python": sys.executable}, "pytorch") == {
+        "framework_build": "cpu", "framework_version": f"pytorch {torch.__version__}"}
     missing = envs.framework_build({"python": sys.executable}, "mxnet")  # not in the tests' environment
     assert missing["status"] == "unavailable"
     assert missing["reason"].startswith("mxnet cannot be imported in mxnet: ") and "No module named 'mxnet'" in \

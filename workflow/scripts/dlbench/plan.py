@@ -15,11 +15,10 @@ from . import datasets, files, formats
 from .config import SLURM_RESOURCES, ConfigError
 from .datasets import FAMILIES, FILE_FAMILIES, fetch_failed, ilsvrc12
 from .envs import (
-    OLDER_GPU_BUILDS,
     SOURCE_BUILDS,
     WORKER_PYTHONS,
     choose_requirements,
-    cuda_variant,
+    cuda_builds,
     current_environment,
 )
 from .formats import FRAMEWORK_FORMATS, WRITER_ENVIRONMENTS, damage_stamp, shard_name
@@ -295,8 +294,7 @@ def requirements(envs_dir: Path, environment: str) -> list[Path]:
     """An environment's requirements files: the CPU build's, and its CUDA variants where it has them (the build job
     picks: :func:`dlbench.envs.choose_requirements`)."""
     cpu = envs_dir / f"{environment}.requirements.txt"
-    older = [cpu.with_name(name) for _, _, name in OLDER_GPU_BUILDS.get(environment, ())]
-    return [cpu, *filter(Path.exists, [cuda_variant(cpu)]), *older]
+    return [cpu, *cuda_builds(cpu)]
 
 
 def conda_file(envs_dir: Path, environment: str, gpus: list[str]) -> str:

@@ -74,7 +74,7 @@ def built_environment(environment: str, checkout: Path) -> dict | None:
     if root is None:
         return None
     requirements, _ = envs.choose_requirements(checkout / "envs" / f"{environment}.requirements.txt",
-                                               envs.node_gpus(), envs.node_compute_capabilities())
+                                               envs.node_gpus(), envs.node_compute_capabilities(), envs.node_driver())
     try:
         shared = root / f"{environment}-{envs.environment_key(environment, requirements)}" / envs.SHARED_STATUS
     except (LookupError, OSError, subprocess.CalledProcessError):

@@ -75,7 +75,8 @@ def cuda_builds(envs_dir: Path = Path("envs")) -> list[CudaBuild]:
     """Every CUDA requirements file: each environment's CUDA variant and its older GPUs' (envs.OLDER_GPU_BUILDS)."""
     return [build for environment in cuda_environments(envs_dir) for build in (
         CudaBuild(environment, f"{environment}.cuda.requirements.txt"),
-        *(CudaBuild(environment, name, (low,)) for low, _, name in envs.OLDER_GPU_BUILDS.get(environment, ())))]
+        *(CudaBuild(environment, name, (envs.BuildFacts.of(envs_dir / name).low,))
+          for name in envs.OLDER_GPU_BUILDS.get(environment, ())))]
 
 
 def site_packages(venv_dir: Path) -> Path:

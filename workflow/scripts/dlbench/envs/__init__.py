@@ -12,12 +12,14 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import venv
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib.metadata import distributions
 from pathlib import Path
 
@@ -121,24 +123,70 @@ def node_compute_capabilities() -> list[int]:
         return []
 
 
-# For a node whose oldest GPU an environment's pinned CUDA build has no kernels for: the file with the newest PyPI
-# build that has, and the compute capabilities (times ten) it serves, from the first up to the second (what each
-# wheel's libraries carry: the README's "What each CUDA environment brings and runs on"). Pip's only: a conda
-# environment is made before any job, from envs/<environment>.cuda.yaml.
-OLDER_GPU_BUILDS = {"pytorch": ((50, 75, "pytorch.cuda-sm50.requirements.txt"),)}
-
-
-def older_gpu_build(requirements: Path, capabilities: list[int]) -> tuple[Path, str] | None:
-    """The file of :data:`OLDER_GPU_BUILDS` for a node whose oldest GPU is of ``capabilities``, and why."""
-    if not capabilities or not requirements.name.endswith(".requirements.txt"):
+def node_driver() -> str | None:
+    """The NVIDIA driver's version (``nvidia-smi --query-gpu=driver_version``: 580.65.06); None where nvidia-smi
+    is missing or fails."""
+    try:
+        listed = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
         return None
-    oldest = min(capabilities)
-    for low, high, name in OLDER_GPU_BUILDS.get(requirements.name.split(".")[0], ()):
-        if low <= oldest < high:
-            why = (f"CUDA build for its oldest GPU, sm_{oldest}, which the pinned build has no kernels for "
-                   f"(it starts at sm_{high})")
-            return requirements.with_name(name), why
-    return None
+    found = listed.stdout.split()
+    if listed.returncode or not found or not re.fullmatch(r"\d+(\.\d+)*", found[0]):
+        return None
+    return found[0]
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+# The first line of every CUDA requirements file says what its build needs and serves (tests/unit/envs/test_envs.py
+# holds every file to it): the CUDA it is built for, the oldest driver that runs it (CUDA 13: 580.65.06; 12.x, by
+# minor-version compatibility: 525.60.13; 11.x: 450.80.02; 10.0: 410.48), and the GPUs its kernels serve (from its
+# main library's fatbinary: README's "What each CUDA environment brings and runs on"; "and later" where PTX or XLA
+# serves newer ones).
+BUILD_LINE = re.compile(r"^# dlbench build: CUDA (?P<cuda>\d+(?:\.\d+)*); driver (?P<driver>[\d.]+) or newer; "
+                        r"sm_(?P<low>\d+) (?:to sm_(?P<high>\d+)|and later)$")
+
+
+@dataclass(frozen=True)
+class BuildFacts:
+    """What a CUDA requirements file's build needs and serves (its first line: :data:`BUILD_LINE`)."""
+
+    file: Path
+    cuda: str
+    driver: str  # the oldest that runs it
+    low: int  # the oldest compute capability (times ten) its kernels serve
+    high: int | None  # the newest; None: every later one (PTX, or kernels compiled at run time)
+
+    @classmethod
+    def of(cls, file: Path) -> BuildFacts | None:
+        """The file's statement; None for a file without one (a CPU build's, a conda environment's)."""
+        lines = Path(file).read_text().splitlines()
+        found = BUILD_LINE.match(lines[0]) if lines else None
+        if not found:
+            return None
+        return cls(Path(file), found["cuda"], found["driver"], int(found["low"]),
+                   int(found["high"]) if found["high"] else None)
+
+    def words(self) -> str:
+        return (f"CUDA {self.cuda}, driver {self.driver} or newer, sm_{self.low} "
+                + (f"to sm_{self.high}" if self.high else "and later"))
+
+    def misfit(self, capabilities: Sequence[int], driver: str | None) -> str | None:
+        """Why it cannot run on a node of ``capabilities`` and ``driver`` (each unknown where empty or None)."""
+        if driver is not None and _version(driver) < _version(self.driver):
+            return f"the node's driver {driver} is older"
+        unserved = sorted({capability for capability in capabilities
+                           if capability < self.low or (self.high is not None and capability > self.high)})
+        return f"no kernels for sm_{', sm_'.join(map(str, unserved))}" if unserved else None
+
+
+# Each environment's CUDA builds for the GPUs and drivers its pinned one cannot serve, tried after it in this order:
+# for pytorch, torch 2.7.1 (CUDA 12.6, sm_50 to sm_90: the thesis's P100, a V100; a driver older than CUDA 13's).
+# Pip's only: a conda environment is made before any job, from envs/<environment>.cuda.yaml.
+OLDER_GPU_BUILDS = {"pytorch": ("pytorch.cuda-sm50.requirements.txt",)}
 
 
 def cuda_variant(requirements: Path) -> Path:
@@ -148,18 +196,41 @@ def cuda_variant(requirements: Path) -> Path:
     return requirements.with_name(f"{requirements.name.removesuffix(suffix)}.cuda{suffix}")
 
 
-def choose_requirements(requirements: Path, gpus: list[str], capabilities: list[int] = ()) -> tuple[Path, str]:
-    """The environment's CUDA variant on a node with GPUs (where it has one; for GPUs older than its pinned
-    build's, :data:`OLDER_GPU_BUILDS`'), else ``requirements`` (pip requirements or a conda env file); and why,
-    in words."""
-    cuda = cuda_variant(requirements)
+def cuda_builds(requirements: Path) -> list[Path]:
+    """An environment's CUDA requirements files, in the order they are tried: its CUDA variant, then its builds for
+    older GPUs and drivers (pip's only)."""
+    pip = requirements.name.endswith(".requirements.txt")
+    older = [requirements.with_name(name) for name in OLDER_GPU_BUILDS.get(requirements.name.split(".")[0], ())]
+    return [path for path in [cuda_variant(requirements), *(older if pip else [])] if path.exists()]
+
+
+NO_CUDA_BUILD = "no CUDA build"  # in the choice of a CPU build on a node with GPUs: its GPU runs are unavailable
+
+
+def choose_requirements(requirements: Path, gpus: list[str], capabilities: Sequence[int] = (),
+                        driver: str | None = None) -> tuple[Path, str]:
+    """The environment's requirements file for a node with ``gpus`` of ``capabilities`` and ``driver`` (each unknown
+    where empty or None): the first of its CUDA builds that serves every GPU and that the driver runs, else
+    ``requirements`` (pip requirements or a conda env file: the CPU build), with why no CUDA build serves the node;
+    and why, in words."""
     if not gpus:
         return requirements, "CPU build: nvidia-smi lists no GPU on this node"
-    if older := older_gpu_build(requirements, capabilities):
-        return older[0], f"{older[1]}: nvidia-smi lists {len(gpus)} GPU(s)"
-    if cuda.exists():
-        return cuda, f"CUDA build: nvidia-smi lists {len(gpus)} GPU(s)"
-    return requirements, f"CPU build: {NO_CUDA_VARIANT[requirements.name]}"
+    builds = cuda_builds(requirements)
+    if not builds:
+        return requirements, f"CPU build: {NO_CUDA_VARIANT[requirements.name]}"
+    node = (f"nvidia-smi lists {len(gpus)} GPU(s)"
+            + (f" ({', '.join(f'sm_{c}' for c in capabilities)})" if capabilities else "")
+            + (f", driver {driver}" if driver else ""))
+    misfits = []
+    for path in builds:
+        build = BuildFacts.of(path)
+        if build is None:  # a conda file: conda's solver matches the build to the driver
+            return path, f"CUDA build: {node}"
+        misfit = build.misfit(capabilities, driver)
+        if misfit is None:
+            return path, f"CUDA {build.cuda} build ({build.words()}): {node}"
+        misfits.append(f"{path.name} ({build.words()}): {misfit}")
+    return requirements, f"CPU build, {NO_CUDA_BUILD} runs here: {node}; " + "; ".join(misfits)
 
 
 def framework_of(environment: str) -> str:
@@ -185,29 +256,35 @@ def framework_build(status: dict, environment: str) -> dict:
     """Asks the environment's framework what it was built for: ``framework_build`` for the status file,
     or why the framework cannot be imported there."""
     try:
-        return {"framework_build": ask_framework(status, environment, PROBE)["framework_build"]}
+        described = ask_framework(status, environment, PROBE)
     except RuntimeError as error:
         return {"status": "unavailable", "reason": f"{framework_of(environment)} cannot be imported in {environment}: "
                                                    f"{error}"}
+    return {"framework_build": described["framework_build"],
+            "framework_version": f"{framework_of(environment)} {described['framework_version']}"}
 
 
 def build_environment(requirements: Path, venv_dir: Path, jobs: int, log, gpus: list[str] | None = None,
                       after_install: Callable[[Path], None] | None = None,
-                      capabilities: list[int] | None = None, shared_root: Path | None = None) -> dict:
-    """The virtualenv from ``requirements`` (its CUDA variant on a node with ``gpus`` of ``capabilities``, by
-    default what nvidia-smi lists), the framework built into it where it has no package, and the build it is;
-    ``after_install(venv_dir)`` called between pip's install and anything that imports the framework. The
-    environment is named by ``venv_dir``; it is built there, or with a ``shared_root``, once for every checkout
-    under that root (:func:`shared_build`)."""
+                      capabilities: list[int] | None = None, shared_root: Path | None = None,
+                      driver: str | None = None) -> dict:
+    """The virtualenv from ``requirements`` (the CUDA build :func:`choose_requirements` picks on a node with ``gpus``
+    of ``capabilities`` and ``driver``, by default what nvidia-smi lists), the framework built into it where it has
+    no package, and the build it is; ``after_install(venv_dir)`` called between pip's install and anything that
+    imports the framework. The environment is named by ``venv_dir``; it is built there, or with a ``shared_root``,
+    once for every checkout under that root (:func:`shared_build`). On a node with GPUs that no CUDA build serves
+    it is the CPU build, whose ``no_gpu_build`` says why (its GPU runs are unavailable, saying so)."""
     environment = venv_dir.name
-    requirements, choice = choose_requirements(requirements, node_gpus() if gpus is None else gpus,
-                                               node_compute_capabilities() if capabilities is None else capabilities)
+    if gpus is None:
+        gpus, capabilities, driver = node_gpus(), node_compute_capabilities(), node_driver()
+    requirements, choice = choose_requirements(requirements, gpus, capabilities or (), driver)
     log.write(f"{choice}: {requirements.name}\n")
     if shared_root is None:
         status = _build(environment, requirements, venv_dir, jobs, log, after_install)
     else:
         status = shared_build(environment, requirements, shared_root, jobs, log)
-    return {**status, "requirements": requirements.name, "choice": choice}
+    refused = {"no_gpu_build": choice} if NO_CUDA_BUILD in choice else {}
+    return {**status, "requirements": requirements.name, "choice": choice, **refused}
 
 
 def _build(environment: str, requirements: Path, venv_dir: Path, jobs: int, log,
@@ -224,8 +301,34 @@ def _build(environment: str, requirements: Path, venv_dir: Path, jobs: int, log,
             status.update(status="unavailable", reason=f"{environment} could not be built ({error}); see its log")
     if status["status"] == "ok":
         status.update(framework_build(status, environment))
+    if status["status"] == "ok" and (wrong := wrong_build(requirements, status)):
+        status.update(status="unavailable", reason=wrong)
     return status
 
+
+def cannot_run(status: dict, gpus: int) -> str | None:
+    """Why a run on ``gpus`` GPUs cannot run in the environment of this ``status``: the environment's own reason,
+    or for a GPU run the CPU build's, where no CUDA build serves the node; None where it can."""
+    if status["reason"]:
+        return status["reason"]
+    if gpus and status.get("no_gpu_build"):
+        return f"{status['requirements'].split('.')[0]}'s environment is the {status['no_gpu_build']}"
+    return None
+
+
+def wrong_build(requirements: Path, status: dict) -> str | None:
+    """Why the framework pip installed is not the build a CUDA requirements file asks for (a CPU build, or another
+    CUDA major version: what the machine's pip settings, a local wheel directory, can give), naming both; None where
+    it is, and for a CPU file (either build runs its CPU runs)."""
+    asked = BuildFacts.of(requirements)
+    if asked is None:
+        return None
+    got = re.match(r"cuda (\d+)", status["framework_build"])
+    if got and got[1] == asked.cuda.split(".")[0]:
+        return None
+    return (f"{requirements.name} asks for a CUDA {asked.cuda} build; pip installed {status['framework_version']}, "
+            f"a {status['framework_build']} build (the machine's pip settings, as a local wheel directory, can offer "
+            "another build than PyPI's)")
 
 def build_worker_venv(environment: str, requirements: Path, venv_dir: Path, log,
                       after_install: Callable[[Path], None] | None = None) -> dict:
