@@ -75,7 +75,7 @@ unpacked_files = plan.unpacked_files
 
 
 def requirements(wildcards):
-    return plan.requirements(ENVS, wildcards.environment)
+    return plan.requirements(ENVS, plan.venv_of(wildcards.venv)[1])
 
 
 # With --use-conda, Snakemake creates the environments before any job, here: their CUDA variants where the
@@ -88,7 +88,16 @@ def conda_file(environment):
 
 
 def env_build_threads(wildcards):
-    return plan.build_threads(wildcards.environment, workflow.cores)
+    return plan.build_threads(plan.venv_of(wildcards.venv)[1], workflow.cores)
+
+
+def venv_target(wildcards):
+    return plan.venv_of(wildcards.venv)[0]
+
+
+def venv_gpus(wildcards):
+    """A GPU target's environment is built holding a GPU: on a Slurm node, nvidia-smi sees only the job's GPUs."""
+    return int(PLAN.uses_gpus(venv_target(wildcards)))
 
 
 @functools.cache
@@ -149,7 +158,7 @@ def train_inputs(wildcards):
     elif plan.data_input(run):
         inputs["data"] = checked_conversion(plan.data_input(run))
     if BUILD_VENVS:
-        inputs["environment"] = plan.venv_status(plan.ENVIRONMENTS[run.framework])
+        inputs["environment"] = plan.venv_status(plan.ENVIRONMENTS[run.framework], run.hardware)
     elif USE_CONDA and plan.worker_status(run.framework):
         inputs["environment"] = plan.worker_status(run.framework)
     # Whether the record is what the config and the code ask now, from the record itself (dlbench.record.currency)
@@ -162,7 +171,7 @@ def train_inputs(wildcards):
 
 def ceiling_inputs(wildcards):
     """The matrix product runs in PyTorch's environment: the venv where the workflow builds them."""
-    return {"environment": plan.venv_status("pytorch")} if BUILD_VENVS else {}
+    return {"environment": plan.venv_status("pytorch", ceiling_target(wildcards))} if BUILD_VENVS else {}
 
 
 def ceiling_threads(wildcards):

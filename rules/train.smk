@@ -2,13 +2,18 @@
 
 
 rule framework_venv:
+    """A framework's environment, for a hardware target where the config names them (p100@pytorch): built on a
+    node of the target, whose driver and GPUs choose the build (dlbench.envs.choose_requirements)."""
     input:
         requirements,
     output:
-        ".venvs/{environment}/environment.json",
+        ".venvs/{venv}/environment.json",
     log:
-        "logs/envs/{environment}.log",
+        "logs/envs/{venv}.log",
     threads: env_build_threads
+    resources:
+        gpu=venv_gpus,
+        **slurm_options(venv_target, venv_gpus),
     conda:
         "../envs/workflow.yaml"
     script:

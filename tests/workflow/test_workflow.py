@@ -1,6 +1,7 @@
 """The workflow end to end, as a user runs it: data -> runs x repetitions -> tables -> figures -> report."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -272,6 +273,20 @@ def test_the_thesis_config_schedules_one_job_per_run_and_every_format(tmp_path):
     assert jobs["convert"] == str(2 * 4)  # MNIST and CIFAR10 into lmdb, tfrecord, recordio and cntk
     assert jobs["index_ilsvrc12"] == "1" and jobs["gather_shards"] == "4"
     assert jobs["convert_shard"] == str(4 * (1024 + 128))  # ILSVRC12: every format in independent shards
+    # Through the Slurm profile: each framework's environment built once per target, on a node of the target (its
+    # partition and constraint; a GPU target's holding a GPU, whose driver and model choose the build), and
+    # MXNet's once more where RecordIO is written
+    planned = snakemake(tmp_path, "-n", "--profile", str(ROOT / "profiles" / "slurm")).stdout
+    builds = {}
+    for job in planned.split("\nrule ")[1:]:
+        if job.startswith("framework_venv:"):
+            venv = re.search(r"output: \.venvs/(\S+)/environment\.json", job)[1]
+            builds[venv] = re.search(r"resources: (.*)", job)[1]
+    assert sorted(builds) == sorted([f"{target}@{environment}" for target in ("cpu-12", "cpu-20", "k20m", "p100")
+                                     for environment in ("caffe", "cntk", "mxnet", "pytorch", "tensorflow")]
+                                    + ["mxnet"])
+    assert "gpu=1, constraint=p100, gpu_model=p100, slurm_partition=gpu" in builds["p100@pytorch"]
+    assert "gpu=0, constraint=e5-2630, slurm_partition=cpu" in builds["cpu-20@caffe"]
 
 
 # Put first on a dry run's PYTHONPATH: NVML and the RAPL counters refuse, and say so in the calls file.

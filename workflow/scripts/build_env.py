@@ -5,9 +5,13 @@ from pathlib import Path
 from dlbench.envs import build_environment, shared_root
 from dlbench.jobs.joblog import logged
 
+# Where builds are kept, once per build whichever hardware targets ask for it: the machine's shared root where set
+# (DLBENCH_VENV_ROOT; make sets it), else the workflow's own
+BUILDS = Path(".venvs") / "builds"
+
 with logged(snakemake.log[0]) as log:  # noqa: F821 - injected by Snakemake
     status_path = Path(snakemake.output[0])  # noqa: F821
     status = build_environment(Path(snakemake.input[0]), status_path.parent, snakemake.threads, log,  # noqa: F821
-                               shared_root=shared_root())
+                               shared_root=shared_root() or BUILDS.absolute())
     print(f"{status['status']}: {status['reason']}" if status["reason"] else f"environment ready: {status['python']}")
     status_path.write_text(json.dumps(status, indent=1))

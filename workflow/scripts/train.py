@@ -7,6 +7,7 @@ from dlbench import envs
 from dlbench.config import config_sha256
 from dlbench.hardware import slots
 from dlbench.jobs.joblog import logged
+from dlbench.record import provenance
 from dlbench.record.io import series_path, write_record
 from dlbench.run import monitor
 from dlbench.spec import RunSpec
@@ -32,6 +33,7 @@ with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
                          lock_dir=slots.lock_dir(config["slots"]["directory"]),
                          slot_wait_s=None if wait is None else wait * 60,
                          ceiling=json.loads(Path(snakemake.input.ceiling).read_text()),  # noqa: F821
-                         series_at=series_path(Path(snakemake.output[0])))  # noqa: F821
+                         series_at=series_path(Path(snakemake.output[0])),  # noqa: F821
+                         environment=provenance.environment(snakemake.input.get("environment"), environment))  # noqa: F821
     write_record(record, Path(snakemake.output[0]))  # noqa: F821
     print(f"{record['status']}: {record['timing']['images_per_second_mean'] or record['reason']}")

@@ -66,10 +66,19 @@ def test_tf32_must_be_off_in_fp32_and_its_switch_must_switch():
     assert acceptance.tf32_verdict({"device": "GPU", "fp32_error": 2e-7, "tf32_error": 2e-7}).verdict == "FAIL"
 
 
-def test_a_check_with_no_run_to_judge_says_so(tmp_path):
+def test_a_check_with_no_run_to_judge_says_so_and_each_run_that_did_not_run_is_named(tmp_path):
+    """A failed run is the run check's FAIL; a framework whose build has no kernels for the GPU (MXNet's on an H100)
+    is its unavailable row with the reason; the checks of numbers have nothing to judge and say so."""
     failed = gpu_record(status="failed", reason="CUDA error")
-    found = acceptance.verdicts(read_back(tmp_path, [failed]), None)
-    assert all(v.verdict.startswith("unavailable: ") for v in found)
+    refused = gpu_record(framework="mxnet", status="unavailable", reason=(
+        "MXNet 1.9.1 (CUDA 11.7) has kernels for sm_50…sm_86; this GPU (NVIDIA H100 80GB HBM3) is sm_90, which it has "
+        "no kernels for\nmore lines"))
+    found = acceptance.verdicts(read_back(tmp_path, [failed, refused]), None)
+    runs = [v for v in found if v.check == acceptance.RUN_CHECK]
+    said = "MXNet 1.9.1 (CUDA 11.7) has kernels for sm_50…sm_86; this GPU (NVIDIA H100 80GB HBM3) is sm_90, which it"
+    assert [v.verdict for v in runs] == ["FAIL", f"unavailable: {said} has no kernels for"]
+    assert runs[1].cell.startswith("mxnet lenet")
+    assert all(v.verdict.startswith("unavailable: ") for v in found if v.check != acceptance.RUN_CHECK)
 
 
 def test_without_a_gpu_every_verdict_is_unavailable(tmp_path):

@@ -293,3 +293,33 @@ def test_a_mig_device_is_measured_through_its_uuid_and_its_power_is_not_measured
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "first-gpu")
     refused = "NVML: CUDA_VISIBLE_DEVICES names 'first-gpu', neither an index nor a GPU- or MIG- UUID"
     assert gpu.inventory(FakeNVML()) == ([], refused)
+
+
+class LostMidRunNVML(FakeNVML):
+    """GPU 1 falls off the bus after the fifth reading of its power: NVML answers every later query about it with
+    an error, while GPU 0 goes on."""
+
+    def __init__(self):
+        super().__init__(energy_counter=False)
+        self.power_reads = 0
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        if handle == 1:
+            self.power_reads += 1
+            if self.power_reads > 5:
+                raise FakeNVMLError("GPU is lost")
+        return super().nvmlDeviceGetPowerUsage(handle)
+
+
+def test_a_gpu_lost_mid_run_keeps_the_samples_before_and_says_why_its_window_power_is_missing():
+    nvml = LostMidRunNVML()
+    probe, ticks = sample_run(nvml, seconds=2)
+    assert [tick[1]["power_w"] for tick in ticks[:5]] == [100.0] * 5 and ticks[5][1]["power_w"] is None
+    assert ticks[-1][0]["power_w"] == 200.0 and probe.failures == {"power_w": "not measured: NVML: GPU is lost",
+                                                                    "energy_j": "not measured: NVML: Not Supported"}
+    memory, power = gpu.memory_and_power(ticks, (1.0, 2.0), 100, probe.error, failures=probe.failures)
+    assert power["gpu_run_mean_w_per_gpu"] == pytest.approx([200.0, 100.0])  # each GPU's samples that it gave
+    assert power["gpu_mean_w"] is None and power["gpu_peak_w"] is None
+    assert power["reasons"]["gpu_mean_w"] == ("not measured: NVML: GPU is lost (and the energy counter: not measured: "
+                                              "NVML: Not Supported)")
+    assert memory["gpu_device_peak_mib"] == pytest.approx(7 * 1024)  # memory still read

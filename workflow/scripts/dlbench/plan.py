@@ -56,8 +56,8 @@ __all__ = [
     "case_key", "ceiling_device", "ceiling_of", "checked_conversion", "conda_file", "current_environment",
     "damage_stamps", "data_input", "datasets", "fetch_failed", "fetch_status", "files", "generated_archives",
     "gpu_count", "ilsvrc12", "launch", "node", "of_config", "parse_dataset_label", "progress", "record_current",
-    "requirements", "scheduler", "stages", "summary", "train_conda_environment", "unpacked_files", "venv_status",
-    "whole_dataset", "worker_status", "writer_environment"
+    "requirements", "scheduler", "stages", "summary", "train_conda_environment", "unpacked_files", "venv_of",
+    "venv_status", "whole_dataset", "worker_status", "writer_environment"
 ]
 
 if TYPE_CHECKING:
@@ -259,7 +259,12 @@ class Plan:
         model only for jobs that use GPUs (the Slurm plugin asks for one GPU of the model otherwise)."""
         if key == "gpu_model" and not uses_gpus:
             return None
-        return self.targets[hardware].get("slurm", {}).get(key)
+        return self.targets.get(hardware, {}).get("slurm", {}).get(key)  # no target (a converter's environment)
+
+    def uses_gpus(self, hardware: str | None) -> bool:
+        """Whether a hardware target runs on GPUs (its environments are then built where a GPU is visible); no
+        target (a converter's environment where the config names targets): no."""
+        return any(gpu_count(device) for device in self.targets.get(hardware, {}).get("devices", ()))
 
     def slurm_keys(self) -> list[str]:
         """The Slurm resources some hardware target sets (none without targets: the profile's apply)."""
@@ -281,6 +286,8 @@ NODE_FACTS = "results/nodes/{node}.json"
 WILDCARDS = {
     "framework": "|".join(FRAMEWORKS),
     "environment": "|".join(sorted(set(ENVIRONMENTS.values()))),
+    # A framework environment, after its hardware target's name where it is built for one (p100@pytorch)
+    "venv": rf"({HARDWARE_NAME.pattern}@)?({'|'.join(sorted(set(ENVIRONMENTS.values())))})",
     "placement": rf"({HARDWARE_NAME.pattern}@)?(\d+x)?(cpu|gpu\d+)",
     "variant": VARIANT,
     "repetition": r"\d+",
@@ -326,8 +333,16 @@ def writer_environment(format_name: str) -> str | None:
     return WRITER_ENVIRONMENTS.get(format_name)
 
 
-def venv_status(environment: str) -> str:
-    return f".venvs/{environment}/environment.json"
+def venv_status(environment: str, hardware: str | None = None) -> str:
+    """A framework environment's status file: one per hardware target, built on a node of it (its Slurm partition,
+    or this node), where the config names targets; the same build for two targets is shared where environments
+    are (DLBENCH_VENV_ROOT: dlbench.envs.shared_build)."""
+    return f".venvs/{placement_label(hardware, environment)}/environment.json"
+
+
+def venv_of(label: str) -> tuple[str | None, str]:
+    """A venv wildcard's hardware target (None: untargeted) and environment."""
+    return parse_placement(label)
 
 
 def worker_status(framework: str) -> str | None:

@@ -108,7 +108,21 @@ def jax_lenet_memory(records: list[dict]) -> list[Verdict]:
             and r["memory"]["gpu_process_peak_mib"] is not None]
 
 
+def each_gpu_run(records: list[dict]) -> list[Verdict]:
+    """Every GPU cell's run: ok, or unavailable with its reason (a framework without a CUDA build here, a GPU its
+    build has no kernels for), or failed."""
+    found = []
+    for record in records:
+        if gpu_count(record["run"]["device"]):
+            said = {"ok": "pass", "failed": "FAIL"}.get(record["status"]) or \
+                f"unavailable: {record['reason'].splitlines()[0]}"
+            found.append(Verdict(RUN_CHECK, _cell(record), None, "ok", said))
+    return found
+
+
+RUN_CHECK = "the run"
 RECORD_CHECKS: dict[str, Callable[[list[dict]], list[Verdict]]] = {
+    RUN_CHECK: each_gpu_run,
     "real ÷ synthetic": real_over_synthetic,
     "MFU ≤ 1": mfu_at_most_one,
     "energy counter ÷ (mean power × time)": energy_counter_agrees,

@@ -271,10 +271,11 @@ def build_environment(requirements: Path, venv_dir: Path, jobs: int, log, gpus: 
     """The virtualenv from ``requirements`` (the CUDA build :func:`choose_requirements` picks on a node with ``gpus``
     of ``capabilities`` and ``driver``, by default what nvidia-smi lists), the framework built into it where it has
     no package, and the build it is; ``after_install(venv_dir)`` called between pip's install and anything that
-    imports the framework. The environment is named by ``venv_dir``; it is built there, or with a ``shared_root``,
-    once for every checkout under that root (:func:`shared_build`). On a node with GPUs that no CUDA build serves
-    it is the CPU build, whose ``no_gpu_build`` says why (its GPU runs are unavailable, saying so)."""
-    environment = venv_dir.name
+    imports the framework. It is built in ``venv_dir`` (a hardware target's: ``p100@pytorch``), or with a
+    ``shared_root`` once for every checkout and target under that root that asks for the same build
+    (:func:`shared_build`). On a node with GPUs that no CUDA build serves it is the CPU build, whose
+    ``no_gpu_build`` says why (its GPU runs are unavailable, saying so)."""
+    environment = requirements.name.split(".")[0]
     if gpus is None:
         gpus, capabilities, driver = node_gpus(), node_compute_capabilities(), node_driver()
     requirements, choice = choose_requirements(requirements, gpus, capabilities or (), driver)

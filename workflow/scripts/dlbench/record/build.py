@@ -40,7 +40,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
                  ceiling: dict | None, wall_seconds: float, held: dict) -> dict:
     """The run's record from the runner's ``result`` and the monitor's samples: ``wall_seconds``, the run's whole time
     (its wait for devices, start, set-up and steps); ``held``, when it started and finished and what it held when
-    (the provenance's started_at, finished_at, cores_held, held_from, held_until)."""
+    (the provenance's started_at, finished_at, cores_held, held_from, held_until), and the environment it ran in."""
     ok = result["status"] == "ok"
     not_ok = None if ok else f"see the run's reason ({result['status']})"  # not repeated in every metric
     times = result.get("iteration_seconds") or []

@@ -26,6 +26,13 @@ def dlbench_version() -> str:
         return tomllib.load(stream)["project"]["version"]
 
 
+def environment(status_path: Path | None, status: dict) -> dict:
+    """The framework environment a run ran in, for its record: its name (a hardware target's: ``p100@pytorch``;
+    none built: the workflow's own Python), the requirements file its build installed and why that one."""
+    return {"name": Path(status_path).parent.name if status_path else "the workflow's own Python",
+            "requirements": status.get("requirements"), "choice": status.get("choice")}
+
+
 def git_commit() -> str | None:
     """The code's commit, with "-dirty" when the working tree has uncommitted changes."""
     try:

@@ -171,10 +171,11 @@ def held_devices(device: str, wanted: int, threads: int, lock_dir: Path, wait_s:
 def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz: float,
         config_sha256: str, cannot_run: dict | None = None, nvml=None, worker_python: str | None = None,
         lock_dir: Path | None = None, slot_wait_s: float | None = None, ceiling: dict | None = None,
-        series_at: Path | None = None) -> dict:
+        series_at: Path | None = None, environment: dict | None = None) -> dict:
     """Run one training job under measurement, on GPUs and cores it holds alone, and return its record.
     ``series_at``: where to write, whatever happens, every sample and profiled step the record reduces
-    (:func:`dlbench.record.build.series`).
+    (:func:`dlbench.record.build.series`); ``environment``: the one it runs in, as its record names it
+    (:func:`dlbench.record.provenance.environment`).
 
     ``cannot_run`` (status and reason) records a run that cannot take place (its environment could not
     be built: unavailable; its dataset could not be had: failed) without starting anything.
@@ -217,7 +218,7 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
         result["reason"] += "\nlast lines of the log:\n" + _log_tail(log_path)
     # The held interval: no other dlbench run held these cores and GPUs from held_from to held_until (a run that
     # waited for its devices started before it: started_at)
-    held.update(started_at=started_at, finished_at=_now(), cores_held=cores)
+    held.update(started_at=started_at, finished_at=_now(), cores_held=cores, environment=environment)
     record = build_record(spec, result, sampler, probe, config_sha256, ceiling, time.monotonic() - started, held)
     if series_at:
         files.write_json(series_at, series(record["run"], spec, result, sampler))
