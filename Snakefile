@@ -23,12 +23,14 @@ include: "rules/aggregate.smk"
 
 # Cheap aggregation runs where Snakemake runs, not as cluster jobs; so do downloads, because a
 # cluster's compute nodes often cannot reach the internet.
-localrules: all, node_facts, fetch, runs_table, timings_table, appendix_table, api_cost_table, accuracy_table, layers_table, thesis_table, figure,
-    accuracy_curve, layers_figure, heatmap, thesis_figure, iteration_times, scaling_figure
+localrules: all, node_facts, fetch, runs_table, timings_table, appendix_table, api_cost_table, accuracy_table,
+    layers_table, thesis_table, figure, accuracy_curve, layers_figure, heatmap, thesis_figure, iteration_times,
+    scaling_figure
 
 
 # Before the first job: how many runs, about how long; then a line per finished run (dlbench.jobs.progress). Local
-# jobs run without Snakemake's job rate limit, whose timers took a core's quarter beside the runs (dlbench.jobs.scheduler).
+# jobs run without Snakemake's job rate limit, whose timers took a core's quarter beside the runs
+# (dlbench.jobs.scheduler).
 onstart:
     plan.scheduler.lift_local_rate_limit(workflow)
     plan.progress.start(planned_runs(), runs_at_once())

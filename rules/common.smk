@@ -35,7 +35,8 @@ def menu_label(wildcards, before=""):
     return {"metric": f"{before}{wildcards.metric.replace('_', ' ')} ({METRICS[wildcards.metric].unit})"}
 
 
-# Which node this is, from files alone (dlbench.hardware.node): a changed node measures its ceilings and its facts again.
+# Which node this is, from files alone (dlbench.hardware.node): a changed node measures its ceilings and facts
+# again.
 NODE = plan.node.identity()
 
 

@@ -47,7 +47,8 @@ checkpoint node_facts:
 
 
 rule ceiling:
-    """Once per node (its identity: dlbench.hardware.node) and precision: the best dense-product rate of one device, which ceiling_fraction divides by."""
+    """Once per node (its identity: dlbench.hardware.node) and precision: the best dense-product rate of one device,
+    which ceiling_fraction divides by."""
     input:
         unpack(ceiling_inputs),
     output:
