@@ -285,7 +285,6 @@ NODE_FACTS = "results/nodes/{node}.json"
 # What a wildcard can be, for every rule
 WILDCARDS = {
     "framework": "|".join(FRAMEWORKS),
-    "environment": "|".join(sorted(set(ENVIRONMENTS.values()))),
     # A framework environment, after its hardware target's name where it is built for one (p100@pytorch)
     "venv": rf"({HARDWARE_NAME.pattern}@)?({'|'.join(sorted(set(ENVIRONMENTS.values())))})",
     "placement": rf"({HARDWARE_NAME.pattern}@)?(\d+x)?(cpu|gpu\d+)",
