@@ -69,10 +69,23 @@ def test_every_environment_has_a_cuda_variant_or_says_why_not():
 def test_pytorchs_cuda_requirements_pin_the_cpu_files_packages_but_onnx_runtimes_cuda_one():
     def pins(name):
         lines = (ENVS / name).read_text().splitlines()
-        return {line.split("#")[0].strip().replace("onnxruntime-gpu[cuda,cudnn]", "onnxruntime")
+        return {line.split("#")[0].strip().replace("onnxruntime-gpu[cuda,cudnn]", "onnxruntime").split(",!=")[0]
                 for line in lines if line and not line.startswith("#")}
     assert pins("pytorch.cuda.requirements.txt") == pins("pytorch.requirements.txt")
     assert "onnxruntime-gpu[cuda,cudnn]==" in (ENVS / "pytorch.cuda.requirements.txt").read_text()
+
+
+def test_a_cuda_file_never_takes_a_local_wheel_directorys_cpu_build_of_torch():
+    """A machine's pip settings may offer torch's +cpu wheel (this one's /opt/wheels does): a CUDA file's pin excludes
+    it, so that the build and the CI check, with or without those settings, get a CUDA build."""
+    from packaging.requirements import Requirement
+
+    for path in [ENVS / "pytorch.cuda.requirements.txt",
+                 *(ENVS / name for name in envs.OLDER_GPU_BUILDS["pytorch"])]:
+        torch = next(Requirement(line.split("#")[0]) for line in path.read_text().splitlines()
+                     if line.startswith("torch=="))
+        pinned = str(torch.specifier).split("==")[1].split(",")[0]
+        assert not torch.specifier.contains(f"{pinned}+cpu") and torch.specifier.contains(pinned), path.name
 
 
 def test_the_older_gpu_build_pins_the_cuda_files_packages_but_torch_and_onnx_runtime():
