@@ -2,9 +2,9 @@
 
 Building never fails the workflow: a framework whose environment cannot be built here gets a
 status file saying why, and its runs are recorded as ``unavailable: <reason>``. On a node where
-``nvidia-smi`` lists GPUs an environment is built from its CUDA requirements
-(``envs/<environment>.cuda.requirements.txt``), and the status file says which build the
-framework turned out to be (``cpu`` or ``cuda <version>``, asked of the framework itself).
+``nvidia-smi`` lists GPUs an environment is built from the first of its CUDA requirements files whose build the
+node's driver and GPUs can run (:func:`choose_requirements`), and the status file says which build the framework
+turned out to be (``cpu`` or ``cuda <version>``, asked of the framework itself).
 """
 from __future__ import annotations
 
@@ -100,25 +100,26 @@ PROBE = ("import json, sys; from dlbench import backends; "
          "print(json.dumps(backends.describe(backends.load(sys.argv[1]))))")
 
 
-def node_gpus() -> list[str]:
-    """The GPUs ``nvidia-smi -L`` lists on this node; none where it is missing or fails."""
+def _nvidia_smi(*arguments: str) -> list[str]:
+    """The lines ``nvidia-smi`` prints for ``arguments``; none where it is missing or fails."""
     try:
-        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60, check=False)
+        listed = subprocess.run(["nvidia-smi", *arguments], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return []
-    return [line for line in listed.stdout.splitlines() if line.startswith("GPU ")] if listed.returncode == 0 else []
+    return listed.stdout.splitlines() if listed.returncode == 0 else []
+
+
+def node_gpus() -> list[str]:
+    """The GPUs ``nvidia-smi -L`` lists on this node; none where it is missing or fails."""
+    return [line for line in _nvidia_smi("-L") if line.startswith("GPU ")]
 
 
 def node_compute_capabilities() -> list[int]:
     """Each GPU's compute capability times ten (``nvidia-smi --query-gpu=compute_cap``; sm_60: 60); none where
     nvidia-smi is missing, fails or is too old to say (before driver 510)."""
     try:
-        listed = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
-                                capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    try:
-        return [round(10 * float(line)) for line in listed.stdout.split()] if listed.returncode == 0 else []
+        return [round(10 * float(line)) for line in _nvidia_smi("--query-gpu=compute_cap", "--format=csv,noheader")
+                if line.strip()]
     except ValueError:
         return []
 
@@ -126,15 +127,8 @@ def node_compute_capabilities() -> list[int]:
 def node_driver() -> str | None:
     """The NVIDIA driver's version (``nvidia-smi --query-gpu=driver_version``: 580.65.06); None where nvidia-smi
     is missing or fails."""
-    try:
-        listed = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    found = listed.stdout.split()
-    if listed.returncode or not found or not re.fullmatch(r"\d+(\.\d+)*", found[0]):
-        return None
-    return found[0]
+    found = _nvidia_smi("--query-gpu=driver_version", "--format=csv,noheader")
+    return found[0].strip() if found and re.fullmatch(r"\d+(\.\d+)*", found[0].strip()) else None
 
 
 def _version(text: str) -> tuple[int, ...]:

@@ -37,10 +37,11 @@ def setup_times(result: dict, times: list[float], warmup: list[float]) -> dict:
 
 
 def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: GpuProbe, config_sha256: str,
-                 ceiling: dict | None, wall_seconds: float, held: dict) -> dict:
+                 ceiling: dict | None, wall_seconds: float, held: dict, environment: dict | None = None) -> dict:
     """The run's record from the runner's ``result`` and the monitor's samples: ``wall_seconds``, the run's whole time
     (its wait for devices, start, set-up and steps); ``held``, when it started and finished and what it held when
-    (the provenance's started_at, finished_at, cores_held, held_from, held_until), and the environment it ran in."""
+    (the provenance's started_at, finished_at, cores_held, held_from, held_until); ``environment``, the one it ran in
+    (:func:`dlbench.record.provenance.environment`)."""
     ok = result["status"] == "ok"
     not_ok = None if ok else f"see the run's reason ({result['status']})"  # not repeated in every metric
     times = result.get("iteration_seconds") or []
@@ -124,6 +125,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),  # where the run was a Slurm job, and on which node
             "slurm_node": os.environ.get("SLURMD_NODENAME"),
             "slurm_partition": os.environ.get("SLURM_JOB_PARTITION"),
+            "environment": environment,
             **held,
         },
     }

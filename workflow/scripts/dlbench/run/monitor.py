@@ -218,8 +218,9 @@ def run(spec: RunSpec, python: str, log_path: Path, timeout_s: float, sample_hz:
         result["reason"] += "\nlast lines of the log:\n" + _log_tail(log_path)
     # The held interval: no other dlbench run held these cores and GPUs from held_from to held_until (a run that
     # waited for its devices started before it: started_at)
-    held.update(started_at=started_at, finished_at=_now(), cores_held=cores, environment=environment)
-    record = build_record(spec, result, sampler, probe, config_sha256, ceiling, time.monotonic() - started, held)
+    held.update(started_at=started_at, finished_at=_now(), cores_held=cores)
+    record = build_record(spec, result, sampler, probe, config_sha256, ceiling, time.monotonic() - started, held,
+                          environment)
     if series_at:
         files.write_json(series_at, series(record["run"], spec, result, sampler))
     probe.close()

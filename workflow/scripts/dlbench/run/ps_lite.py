@@ -77,19 +77,18 @@ def run_group(helpers: list[tuple[str, list[str], dict]], workers: list[tuple[st
     """Start the helpers (scheduler, servers) and the workers, each ``(name, command, variables)``; 0 once every
     worker has ended well, else non-zero as soon as a worker fails or a helper ends before the workers (its
     grace aside), saying which on standard error. Whatever is left is stopped."""
-    started = []
+    started = []  # (name, process)
     try:
-        for _, command, variables in [*helpers, *workers]:
-            started.append(subprocess.Popen(command, env={**os.environ, **variables}))
-        named = list(zip([name for name, _, _ in [*helpers, *workers]], started))
-        failed = first_failure(named[:len(helpers)], named[len(helpers):])
+        for name, command, variables in [*helpers, *workers]:
+            started.append((name, subprocess.Popen(command, env={**os.environ, **variables})))
+        failed = first_failure(started[:len(helpers)], started[len(helpers):])
         if not failed:
             deadline = time.monotonic() + SERVERS_GRACE_S
-            while any(process.poll() is None for process in started) and time.monotonic() < deadline:
+            while any(process.poll() is None for _, process in started) and time.monotonic() < deadline:
                 time.sleep(0.2)
         return failed
     finally:
-        for process in started:
+        for _, process in started:
             if process.poll() is None:
                 process.kill()
                 process.wait()
