@@ -4,7 +4,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from dlbench.figures.thesis import thesis_figure
-from dlbench.tables import thesis
+from dlbench.tables import thesis, thesis_definitions
 from dlbench.tables.appendix import appendix
 from dlbench.tables.runs import runs_table
 
@@ -84,27 +84,65 @@ def test_a_gpu_target_is_set_beside_the_thesis_gpu_it_names():
 
 def test_the_thesis_memory_and_power_stand_beside_ours_of_the_same_definition():
     """Its GPU memory and power are whole-run means of nvidia-smi's readings, its CPU runs' GPU power the idle
-    cards' draw: each is set beside ours of that definition, never beside our peaks or timed-window means."""
+    cards' draw: each is set beside ours of that definition, one card's (as Appendix A's numbers say), never beside
+    our peaks, timed-window means or sums over the GPUs."""
     cpu = record("pytorch")
-    cpu["power"].update(idle_gpu_mean_w=62.0, idle_gpu_mean_w_per_gpu=[31.0, 31.0])
-    on_gpu = record("pytorch", device="gpu1")
-    on_gpu["memory"].update(gpu_process_peak_mib=900.0, gpu_device_mean_mib=680.0, gpu_device_mean_mib_per_gpu=[680.0])
-    on_gpu["power"].update(gpu_mean_w=90.0, gpu_run_mean_w=60.0, gpu_run_mean_w_per_gpu=[60.0])
-    on_gpu["run"]["hardware"] = "p100"
-    runs = runs_table([{**cpu, "path": "c"}, {**on_gpu, "path": "g"}])
+    cpu["power"].update(idle_gpu_mean_w=62.0, idle_gpu_mean_w_per_gpu=[30.0, 32.0])
+    on_gpus = record("pytorch", device="gpu2")
+    on_gpus["memory"].update(gpu_process_peak_mib=900.0, gpu_device_mean_mib=680.0,
+                             gpu_device_mean_mib_per_gpu=[400.0, 280.0])
+    on_gpus["power"].update(gpu_mean_w=90.0, gpu_run_mean_w=60.0, gpu_run_mean_w_per_gpu=[35.0, 25.0])
+    on_gpus["run"]["hardware"] = "p100"
+    runs = runs_table([{**cpu, "path": "c"}, {**on_gpus, "path": "g"}])
     compared = thesis.comparison(appendix(runs), runs, thesis_gpus={"p100": "p100"}).set_index(["metric", "device"])
-    assert sorted(compared.index) == [("gpu_memory_mean", "gpu1"), ("gpu_power_run_mean", "gpu1"),
-                                      ("idle_gpu_power", "cpu"), ("train_speed", "cpu"), ("train_speed", "gpu1")]
-    assert compared.loc[("idle_gpu_power", "cpu"), "thesis"] == 31  # PyTorch's CPU LeNet: its idle cards' draw
-    assert compared.loc[("idle_gpu_power", "cpu"), "ratio"] == pytest.approx(2.0)
-    assert compared.loc[("gpu_memory_mean", "gpu1"), "ratio"] == pytest.approx(680 / 340)
-    assert compared.loc[("gpu_power_run_mean", "gpu1"), "ratio"] == pytest.approx(60 / 30)
+    assert sorted(compared.index) == [("gpu_memory_mean_per_gpu", "gpu2"), ("gpu_power_run_mean_per_gpu", "gpu2"),
+                                      ("idle_gpu_power_per_gpu", "cpu"), ("train_speed", "cpu"),
+                                      ("train_speed", "gpu2")]
+    assert compared.loc[("idle_gpu_power_per_gpu", "cpu"), "thesis"] == 31  # PyTorch's CPU LeNet: an idle card's
+    assert compared.loc[("idle_gpu_power_per_gpu", "cpu"), "ratio"] == pytest.approx(1.0)
+    assert compared.loc[("gpu_memory_mean_per_gpu", "gpu2"), "ours_mean"] == pytest.approx(340)
+    assert compared.loc[("gpu_power_run_mean_per_gpu", "gpu2"), "ours_mean"] == pytest.approx(30)
+    assert compared.loc[("gpu_power_run_mean_per_gpu", "gpu2"), "thesis"] == 32  # 2x P100 LeNet
     assert "NVML read at measurement.sample_hz vs nvidia-smi at 1 Hz, both averaged over the whole run" in \
-        compared.loc[("gpu_memory_mean", "gpu1"), "apples_to_oranges"]
-    assert "NVML read at 1 Hz vs nvidia-smi at 1 Hz" in compared.loc[("idle_gpu_power", "cpu"), "apples_to_oranges"]
+        compared.loc[("gpu_memory_mean_per_gpu", "gpu2"), "apples_to_oranges"]
+    assert "NVML read at 1 Hz vs nvidia-smi at 1 Hz" in \
+        compared.loc[("idle_gpu_power_per_gpu", "cpu"), "apples_to_oranges"]
+    sums = appendix(runs).dropna(subset=["mean"]).set_index("metric")  # the sums stay in the appendix
+    assert sums.loc["gpu_memory_mean", "mean"] == 680 and sums.loc["idle_gpu_power", "mean"] == 62
+    text = thesis.markdown(compared.reset_index(), thesis.rank_agreement(compared.reset_index()))
+    assert "## Our memory and power: which definition" in text and "`gpu_power_run_mean_per_gpu` (gpu_power)" in text
+
+
+def reference_of(pairs: dict) -> pd.DataFrame:
+    """An Appendix A in the thesis's names from {(metric, network): (1x_p100, 2x_p100)} (speed-up 1.5)."""
+    rows = []
+    for (metric, network), values in pairs.items():
+        for hardware, value in zip(("1x_p100", "2x_p100"), values):
+            rows.append({"metric": metric, "dataset": "CIFAR10", "network": network, "framework": "Caffe",
+                         "hardware": hardware, "value": value})
+            rows.append({"metric": "train_speed", "dataset": "CIFAR10", "network": network, "framework": "Caffe",
+                         "hardware": hardware, "value": 100.0 * (1.5 if hardware[0] == "2" else 1)})
+    return pd.DataFrame(rows).drop_duplicates()
+
+
+def test_appendix_a_decides_between_one_card_and_the_sum_by_what_each_cannot_give():
+    summed = reference_of({("gpu_power", "AlexNet"): (100, 180), ("gpu_power", "VGG16"): (100, 190),
+                           ("gpu_memory", "AlexNet"): (500, 900), ("gpu_memory", "VGG16"): (500, 1100)})
+    found = thesis_definitions.evidence(summed)
+    assert thesis_definitions.decide(found) == {"gpu_memory": "sum", "gpu_power": "sum"}
+    assert found.set_index(["metric", "refutes"]).loc[("gpu_memory", "mean"), "examples"] == \
+        "CIFAR10 VGG16 Caffe: 500 → 1100"  # more than twice one card's
+    one_card = reference_of({("gpu_power", "AlexNet"): (100, 90), ("gpu_memory", "AlexNet"): (500, 450)})
+    found = thesis_definitions.evidence(one_card)
+    assert thesis_definitions.decide(found) == {"gpu_memory": "mean", "gpu_power": "mean"}
+    assert set(found[found["contradicting"] > 0]["refutes"]) == {"sum"}
+    published = thesis_definitions.evidence(pd.read_csv(thesis.APPENDIX_A)).set_index(["metric", "refutes"])
+    assert published.loc[("gpu_power", "sum"), "contradicting"].sum() > 0  # 2 GPUs below 1, and faster
+    assert published.loc[("gpu_power", "mean"), "contradicting"].sum() == 0
+    assert thesis_definitions.chosen(thesis.APPENDIX_A)["gpu_power"] == "mean"
 
 
 def test_readme_lists_the_differences_from_the_thesiss_setup_that_thesis_md_lists():
     assert thesis.setup_differences() in (ROOT / "README.md").read_text(), (
-        "README.md's thesis rows differ from tables/thesis.py's SETUP_DIFFERENCES; they should read:\n"
+        "README.md's thesis rows differ from tables/thesis.py's setup_difference_rows(); they should read:\n"
         + thesis.setup_differences())

@@ -29,6 +29,9 @@ class Metric:
     flagged: bool = True  # whether the runs' flags (input-bound, contended) bear on it: not on a peak or an accuracy
     signed: bool = False  # whether a value below 0 can be true (a runs.csv from elsewhere is checked: read_runs)
     thesis: str = ""  # the thesis's metric (Appendix A) measured the same way, which tables.thesis sets it beside
+    # A record field with one value per GPU beside it (``<field>_per_gpu``): "sum" reads the field, the sum over the
+    # run's GPUs; "mean" averages the per-GPU values, the reading of one card (the thesis's definition, maybe)
+    over_gpus: str = "sum"
 
 
 @dataclass(frozen=True)
@@ -89,21 +92,35 @@ METRICS = {
                                "memory stats); the process peak adds the CUDA context, workspaces and caches",
                                needs="gpu", flagged=False),
     "gpu_memory_mean": Metric("memory", "gpu_device_mean_mib", "MiB",
-                              "the thesis's GPU memory: each GPU's used memory (all its processes', as nvidia-smi "
-                              "shows it) averaged over every sample of the whole run, start-up included, summed over "
-                              "the run's GPUs (each GPU's in the record)", needs="gpu", flagged=False,
-                              thesis="gpu_memory"),
+                              "GPU memory as the thesis read it: each GPU's used memory (all its processes', as "
+                              "nvidia-smi shows it) averaged over every sample of the whole run, start-up included, "
+                              "summed over the run's GPUs (hatched beside it: the mean over them, one card's)",
+                              needs="gpu", flagged=False, thesis="gpu_memory", beside="gpu_memory_mean_per_gpu"),
+    "gpu_memory_mean_per_gpu": Metric("memory", "gpu_device_mean_mib", "MiB",
+                                      "gpu_memory_mean averaged over the run's GPUs instead of summed: one card's "
+                                      "used memory over the whole run", needs="gpu", flagged=False,
+                                      thesis="gpu_memory", over_gpus="mean"),
     "gpu_power": Metric("power", "gpu_mean_w", "W",
                         "mean power of the run's GPUs over the timed iterations, from NVML (its energy counter "
                         "where the GPU has one, else integrated power samples)", needs="gpu"),
     "gpu_power_run_mean": Metric("power", "gpu_run_mean_w", "W",
-                                 "the thesis's GPU power: each GPU's power readings averaged over every sample of the "
-                                 "whole run, start-up included, summed over the run's GPUs (each GPU's in the record)",
-                                 needs="gpu", thesis="gpu_power"),
+                                 "GPU power as the thesis read it: each GPU's power readings averaged over every "
+                                 "sample of the whole run, start-up included, summed over the run's GPUs (hatched "
+                                 "beside it: the mean over them, one card's)", needs="gpu", thesis="gpu_power",
+                                 beside="gpu_power_run_mean_per_gpu"),
+    "gpu_power_run_mean_per_gpu": Metric("power", "gpu_run_mean_w", "W",
+                                         "gpu_power_run_mean averaged over the run's GPUs instead of summed: one "
+                                         "card's draw over the whole run", needs="gpu", thesis="gpu_power",
+                                         over_gpus="mean"),
     "idle_gpu_power": Metric("power", "idle_gpu_mean_w", "W",
-                             "the thesis's GPU power of a CPU run: the node's GPUs' draw while the run left them idle "
-                             "(read once a second; none where any process ran on them), summed over the GPUs (each "
-                             "GPU's in the record)", tasks=("train",), needs="idle_gpu", thesis="gpu_power"),
+                             "the GPU power of a CPU run as the thesis read it: the node's GPUs' draw while the run "
+                             "left them idle (read once a second; none where any process ran on them), summed over "
+                             "the GPUs (hatched beside it: the mean over them, one card's)", tasks=("train",),
+                             needs="idle_gpu", thesis="gpu_power", beside="idle_gpu_power_per_gpu"),
+    "idle_gpu_power_per_gpu": Metric("power", "idle_gpu_mean_w", "W",
+                                     "idle_gpu_power averaged over the node's GPUs instead of summed: one idle "
+                                     "card's draw", tasks=("train",), needs="idle_gpu", thesis="gpu_power",
+                                     over_gpus="mean"),
     "gpu_energy_per_image": Metric("power", "energy_per_image_j", "J/image",
                                    "GPU energy over the timed iterations divided by the images trained in them",
                                    needs="gpu", best="min"),

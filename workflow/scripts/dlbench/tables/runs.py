@@ -98,9 +98,12 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
                    started_at=record["provenance"].get("started_at"), record=record["path"])
         for metric, definition in METRICS.items():
             block = (record.get(definition.section) or {}) if run["task"] in definition.tasks else {}
-            row[metric] = block.get(definition.field)
-            unrecorded = block and definition.field not in block
-            reason = block.get("reasons", {}).get(definition.field) or (
+            field = definition.field if definition.over_gpus == "sum" else f"{definition.field}_per_gpu"
+            row[metric] = block.get(field)
+            if definition.over_gpus == "mean" and row[metric] is not None:
+                row[metric] = sum(row[metric]) / len(row[metric])
+            unrecorded = block and field not in block
+            reason = block.get("reasons", {}).get(field) or (
                 "not measured by the older dlbench that wrote this record" if unrecorded else "")
             row[f"{metric}_reason"] = first_line(reason) if row[metric] is None else ""
         row.update(flags(row))

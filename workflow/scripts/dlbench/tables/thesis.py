@@ -12,6 +12,7 @@ from ..hardware.gpu import IDLE_SAMPLE_SECONDS
 from ..metrics import METRICS
 from ..spec import dataset_classes, gpu_count, parse_dataset_label
 from . import CELL_KEYS, markdown_table, ratio_words, read_appendix, read_runs
+from .thesis_definitions import chosen, decide, evidence, summary
 
 APPENDIX_A = Path(__file__).parents[3] / "resources" / "piccione2018_appendix_a.csv"
 # Our names for the thesis's
@@ -24,29 +25,43 @@ HARDWARE = {"cpu": ("cpu_e5-2630_12or20cores",), "gpu1": ("1x_p100", "1x_k20m"),
 HARDWARE_WORDS = {"cpu_e5-2630_12or20cores": "2x Xeon E5-2630 (12 cores, ImageNet 20)",
                   "1x_p100": "1x Tesla P100", "1x_k20m": "1x Tesla K20m",
                   "2x_p100": "2x Tesla P100", "2x_k20m": "2x Tesla K20m"}
-# Our metrics measured as the thesis measured its (metrics.Metric.thesis): its memory and power are whole-run means
-# of nvidia-smi's readings, set beside ours of the same definition, never beside our peaks or timed-window means
-LIKE = {metric: definition.thesis for metric, definition in METRICS.items() if definition.thesis}
-# What still differs from the thesis's setup in every cell, and why: thesis.md ends with it, README's table of what
-# differs from each study has it (tests/unit/tables/test_thesis.py keeps the two the same)
-SETUP_DIFFERENCES = (
-    ("one network description built by every framework, not each framework's official model",
-     "the same math in every cell (parameter counts checked equal)"),
-    (("today's framework versions (README's table), not its Figure 4.3's (Caffe 1.0, TF 1.9, PyTorch 0.4.0, "
-      "MXNet 1.2.0, CNTK 2.5.1: Anaconda's builds with CUDA 9, NCCL 2.1 and cuDNN 7.1.1)"),
-     "those wheels do not run on today's Python and drivers; each record names its versions and CUDA build"),
-    (("its memory and power (`gpu_memory_mean`, `gpu_power_run_mean`; a CPU run's idle GPUs: `idle_gpu_power`) "
-      "are NVML's readings at `sample_hz` (idle GPUs at 1 Hz) averaged over the whole run, not `nvidia-smi`'s at"
-      " 1 Hz; `thesis.md` sets only these beside the thesis's, not our peaks and timed-window means"),
-     "the same definition from the same device counters; every sample is kept beside the record"),
-    ("the iterations are Figure 4.5's, all timed after a warm-up (`warmup_added`)",
-     "the thesis timed them all and says nothing of a warm-up"),
-    ("TensorFlow's GPU memory grows as the model needs (`set_memory_growth`)",
-     "TF 1.9's allocator took most of the card by default, which measures the allocator, not the model"),
-    (("the machines: our CPUs and GPUs (each cell names its machine), not its CentOS 7.3 nodes' Xeon E5-2620 (12"
-      " cores) and E5-2630 (20) and Tesla K20m or P100 GPUs"),
-     "a `hardware` target's `thesis:` names the GPU column its runs stand beside"),
-)
+
+
+def like() -> dict[str, str]:
+    """Our metrics measured as the thesis measured its (metrics.Metric.thesis), each to the thesis's: its memory
+    and power are whole-run means of nvidia-smi's readings, set beside ours of the same definition (never beside
+    our peaks or timed-window means), and of the two GPUs' reading, summed or one card's, the one its appendix
+    supports (:mod:`.thesis_definitions`)."""
+    decided = chosen(APPENDIX_A)
+    return {metric: definition.thesis for metric, definition in METRICS.items()
+            if definition.thesis and definition.over_gpus == decided.get(definition.thesis, "sum")}
+
+
+def setup_difference_rows() -> tuple[tuple[str, str], ...]:
+    """What still differs from the thesis's setup in every cell, and why: thesis.md ends with it, README's table of
+    what differs from each study has it (tests/unit/tables/test_thesis.py keeps the two the same)."""
+    ours = ", ".join(f"`{metric}`" for metric, theirs in like().items() if theirs != "train_speed")
+    return (
+        ("one network description built by every framework, not each framework's official model",
+         "the same math in every cell (parameter counts checked equal)"),
+        (("today's framework versions (README's table), not its Figure 4.3's (Caffe 1.0, TF 1.9, PyTorch 0.4.0, "
+          "MXNet 1.2.0, CNTK 2.5.1: Anaconda's builds with CUDA 9, NCCL 2.1 and cuDNN 7.1.1)"),
+         "those wheels do not run on today's Python and drivers; each record names its versions and CUDA build"),
+        ((f"its memory and power ({ours}) are NVML's readings at `sample_hz` (a CPU run's idle GPUs at 1 Hz) "
+          "averaged over the whole run, not `nvidia-smi`'s at 1 Hz; of two GPUs' readings, the definition Appendix "
+          "A's numbers support (`thesis.md` says which and why; the other is in the appendix); `thesis.md` sets only "
+          "these beside the thesis's, not our peaks and timed-window means"),
+         "the same definition from the same device counters; every sample is kept beside the record"),
+        ("the iterations are Figure 4.5's, all timed after a warm-up (`warmup_added`)",
+         "the thesis timed them all and says nothing of a warm-up"),
+        ("TensorFlow's GPU memory grows as the model needs (`set_memory_growth`)",
+         "TF 1.9's allocator took most of the card by default, which measures the allocator, not the model"),
+        (("the machines: our CPUs and GPUs (each cell names its machine), not its CentOS 7.3 nodes' Xeon E5-2620 "
+          "(12 cores) and E5-2630 (20) and Tesla K20m or P100 GPUs"),
+         "a `hardware` target's `thesis:` names the GPU column its runs stand beside"),
+    )
+
+
 KEYS = ["metric", "dataset", "network", "framework", "hardware", "device", "machine", "thesis_hardware"]
 COLUMNS = [*KEYS, "unit", "ours", "ours_mean", "n", "thesis", "ratio", "apples_to_oranges"]
 RANK_COLUMNS = [*(key for key in KEYS if key != "framework"), "frameworks", "spearman", "same_order", "swapped"]
@@ -85,21 +100,22 @@ def comparison(appendix: pd.DataFrame, runs: pd.DataFrame, thesis: pd.DataFrame 
     ``thesis_gpus``: the thesis GPU each of the config's hardware targets names (config hardware[].thesis)."""
     thesis = reference() if thesis is None else thesis
     thesis_gpus = thesis_gpus or {}
-    cells = comparable(appendix[appendix["metric"].isin(LIKE)])
+    theirs_of = like()
+    cells = comparable(appendix[appendix["metric"].isin(theirs_of)])
     rows = []
     for cell in cells.itertuples():
         needs = METRICS[cell.metric].needs
         if (needs == "gpu" and not gpu_count(cell.device)) or (needs == "idle_gpu" and gpu_count(cell.device)):
-            continue  # the thesis's "GPU power" of a CPU run is its idle cards' draw: idle_gpu_power
+            continue  # the thesis's "GPU power" of a CPU run is its idle cards' draw: idle_gpu_power...
         if needs == "idle_gpu" and pd.isna(cell.mean):
             continue  # a node without GPUs (or whose GPUs were busy) has no idle draw to set beside the thesis's
         thesis_gpu = thesis_gpus.get(cell.hardware)
         for column in thesis_columns(cell.device, thesis_gpu):
-            match = thesis[(thesis["metric"] == LIKE[cell.metric]) & (thesis["family"] == cell.family)
+            match = thesis[(thesis["metric"] == theirs_of[cell.metric]) & (thesis["family"] == cell.family)
                            & (thesis["network"] == cell.network) & (thesis["framework"] == cell.framework)
                            & (thesis["thesis_hardware"] == column)]
             theirs = match["value"].iloc[0] if len(match) else float("nan")
-            words = differences(cell, column, runs, theirs)
+            words = differences(cell, column, runs, theirs, theirs_of[cell.metric])
             if gpu_count(cell.device) and not thesis_gpu:
                 both = " and ".join(HARDWARE_WORDS[c] for c in HARDWARE[cell.device])
                 words.append(f"set beside the thesis's {both}: " + (
@@ -113,8 +129,8 @@ def comparison(appendix: pd.DataFrame, runs: pd.DataFrame, thesis: pd.DataFrame 
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def differences(cell, column: str, runs: pd.DataFrame, theirs: float) -> list[str]:
-    """What makes our cell and the thesis's a different measurement, in a reader's words."""
+def differences(cell, column: str, runs: pd.DataFrame, theirs: float, metric: str) -> list[str]:
+    """What makes our cell and the thesis's (of its ``metric``) a different measurement, in a reader's words."""
     words = []
     if pd.isna(theirs):
         words.append("the thesis has no value here (not available, or not measured on CPUs)")
@@ -129,10 +145,10 @@ def differences(cell, column: str, runs: pd.DataFrame, theirs: float) -> list[st
             words.append({"generated": "generated stand-in files vs the real dataset",
                           "synthetic": "synthetic in-memory batches (no input pipeline) vs the real dataset"}
                          [first["data_mode"]])
-    if LIKE[cell.metric] == "gpu_memory" and cell.framework == "tensorflow":
+    if metric == "gpu_memory" and cell.framework == "tensorflow":
         words.append("the thesis's TensorFlow figure is its allocator taking most of the card (TF 1.9's default); "
                      "ours grows as the model needs (set_memory_growth)")
-    if LIKE[cell.metric] != "train_speed":
+    if metric != "train_speed":
         idle = METRICS[cell.metric].needs == "idle_gpu"  # a CPU run's idle GPUs, sampled at their own rate
         rate = f"{1 / IDLE_SAMPLE_SECONDS:g} Hz" if idle else "measurement.sample_hz"
         words.append(f"NVML read at {rate} vs nvidia-smi at 1 Hz, both averaged over the whole run")
@@ -160,13 +176,29 @@ def rank_agreement(compared: pd.DataFrame) -> pd.DataFrame:
 
 
 def setup_differences() -> str:
-    """:data:`SETUP_DIFFERENCES` as rows of README's table of what differs from each study."""
-    return "\n".join(f"| thesis | {difference} | {why} |" for difference, why in SETUP_DIFFERENCES)
+    """:func:`setup_difference_rows` as rows of README's table of what differs from each study."""
+    return "\n".join(f"| thesis | {difference} | {why} |" for difference, why in setup_difference_rows())
+
+
+def definitions_section() -> str:
+    """Which of two GPUs' readings, summed or one card's, stands beside the thesis's memory and power, with
+    Appendix A's evidence (:mod:`.thesis_definitions`)."""
+    found = evidence(pd.read_csv(APPENDIX_A))
+    decided = decide(found)
+    ours = {theirs: metric for metric, theirs in like().items() if METRICS[metric].needs == "gpu"}
+    idle = next(metric for metric, theirs in like().items() if METRICS[metric].needs == "idle_gpu")
+    return ("\n\n## Our memory and power: which definition of two GPUs' readings\n\n"
+            "The thesis does not say whether a two-GPU run's memory and power are summed over its cards or one "
+            "card's. Its Appendix A decides, by the pairs of one-GPU and two-GPU values each definition cannot give:"
+            "\n\n" + summary(found, decided) + "\n\n"
+            f"Set beside the thesis's here: {', '.join(f'`{ours[m]}` ({m})' for m in sorted(ours))}; a CPU run's "
+            f"idle GPUs as its GPU power: `{idle}`, as the loaded cards. The other definition is in the appendix "
+            "and the records (each GPU's value).\n\n" + markdown_table(found))
 
 
 def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
-    setup = ("\n\n## What still differs from the thesis's setup, in every cell\n\n"
-             + markdown_table(pd.DataFrame(SETUP_DIFFERENCES, columns=["difference", "why"])) + "\n")
+    setup = (definitions_section() + "\n\n## What still differs from the thesis's setup, in every cell\n\n"
+             + markdown_table(pd.DataFrame(setup_difference_rows(), columns=["difference", "why"])) + "\n")
     if not len(compared):
         return ("# Our cells beside the thesis's\n\nNo cell of this config is one the thesis measured (training "
                 "in fp32 on cpu, gpu1 or gpu2; LeNet on MNIST, AlexNet, ResNet50, GoogLeNet or VGG16 on CIFAR10 "
