@@ -25,7 +25,7 @@ include: "rules/aggregate.smk"
 # cluster's compute nodes often cannot reach the internet.
 localrules: all, node_facts, fetch, runs_table, timings_table, appendix_table, api_cost_table, accuracy_table,
     layers_table, thesis_table, figure, accuracy_curve, layers_figure, heatmap, thesis_figure, iteration_times,
-    scaling_figure
+    scaling_figure, targets_table, targets_figure
 
 
 # Before the first job: how many runs, about how long; then a line per finished run (dlbench.jobs.progress). Local
@@ -63,4 +63,5 @@ rule all:
         heatmaps,
         SCALING,
         TASK_TARGETS,
+        TARGETS_OVER_TARGETS,
     default_target: True

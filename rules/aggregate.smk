@@ -138,6 +138,39 @@ rule scaling_figure:
         "../workflow/scripts/scaling_figure.py"
 
 
+rule targets_table:
+    input:
+        "results/tables/appendix.csv",
+    output:
+        csv="results/tables/targets.csv",
+        md=report("results/tables/targets.md", caption="../report/targets.rst", category="Tables",
+                  labels={"table": "one target over another"}),
+    params:
+        pairs=PLAN.target_pairs,
+        hardware=HARDWARE_ORDER,  # the columns' order of targets
+    log:
+        "logs/aggregate/targets_table.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/targets_table.py"
+
+
+rule targets_figure:
+    input:
+        "results/tables/targets.csv",
+    output:
+        png=report("results/figures/targets.png", caption="../report/targets_figure.rst", category="Figures",
+                   subcategory="one target over another", labels={"figure": "speed-up of one target over another"}),
+        svg="results/figures/targets.svg",
+    log:
+        "logs/aggregate/targets_figure.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/targets_figure.py"
+
+
 rule iteration_times:
     input:
         train_records,

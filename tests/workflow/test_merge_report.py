@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from ..conftest import ROOT
 from ..unit.tables.test_merge import on_cpu, results_dir
@@ -49,3 +50,27 @@ def test_one_report_over_two_machines_results(tmp_path):
     assert result.returncode != 0
     assert "hardware target 'p100' is two machines" in result.stderr + result.stdout
     assert not (tmp_path / "refused" / "results").exists()
+
+
+def test_two_gpu_models_results_are_set_one_over_the_other_by_the_figure_rule(tmp_path):
+    """compare_targets over merged records of a P100 node's and a K80 node's runs: the targets table and figure
+    are made by their rules from the records alone."""
+    def on(target: str, model: str, speed: float) -> str:
+        runs = [on_gpus(record(device="gpu1", repetition=r, speed=speed), model) for r in (1, 2)]
+        return results_dir(tmp_path / target, *(on_target(run, target) for run in runs))
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config.update(merge=[on("p100", "Tesla P100-PCIE-16GB", 1800.0), on("k80", "Tesla K80", 1000.0)],
+                  compare_targets=[["p100", "k80"]])
+    workdir = tmp_path / "merged"
+    workdir.mkdir()
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir),
+               "--configfile", str(workdir / "config.yaml"), "--cores", "2", "results/figures/targets.svg",
+               "results/tables/targets.md"]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+    table = pd.read_csv(workdir / "results" / "tables" / "targets.csv")
+    assert list(table["speedup"]) == pytest.approx([1.8])
+    assert list(table[["target_machine", "baseline_machine"]].iloc[0]) == ["Tesla P100-PCIE-16GB", "Tesla K80"]
+    assert 'id="speedup pytorch mnist-generated lenet train_speed p100 k80"' in \
+        (workdir / "results" / "figures" / "targets.svg").read_text()

@@ -345,15 +345,16 @@ def test_the_dag_is_built_without_asking_the_hardware(tmp_path):
     assert not calls.exists(), calls.read_text()
 
 
-def test_the_seed_003_config_schedules_its_accuracy_runs_on_the_real_datasets(tmp_path):
+def test_the_seed_003_config_schedules_its_accuracy_runs_on_the_real_datasets_on_two_gpu_models(tmp_path):
     shutil.copy(ROOT / "config" / "seed003.yaml", tmp_path / "config.yaml")
     for family in ("mnist", "kmnist", "cifar10"):  # as once fetched: the conversions are known before the run
         (tmp_path / "data" / "raw" / family).mkdir(parents=True)
         (tmp_path / "data" / "raw" / family / "fetch.json").write_text(json.dumps({"status": "ok", "reason": ""}))
     result = snakemake(tmp_path, "-n", "--quiet", "rules")
     jobs = dict(line.split() for line in result.stdout.splitlines() if len(line.split()) == 2)
-    assert jobs["train"] == str(8 * 2 * 3 * 3)  # frameworks x networks x datasets x repetitions, on gpu1
+    assert jobs["train"] == str(8 * 2 * 3 * 3 * 2)  # frameworks x networks x datasets x repetitions x GPU targets
     assert jobs["accuracy_curve"] == "6" and jobs["accuracy_table"] == "1"
+    assert jobs["targets_table"] == "1" and jobs["targets_figure"] == "1"  # the P100 over the K80
     assert jobs["unpack_kmnist"] == "1" and jobs["convert"] == str(3 * 4)  # each real dataset in each format
 
 

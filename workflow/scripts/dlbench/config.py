@@ -103,6 +103,29 @@ SLURM_RESOURCES = {"partition": "slurm_partition", "account": "slurm_account", "
 THESIS_GPUS = ("k20m", "p100")
 
 
+def target_pairs(config: dict, names: list[str]) -> list[tuple[str, str]]:
+    """The config's ``compare_targets``, each (target, baseline) checked: two hardware targets of ``names`` that
+    share a device."""
+    found = []
+    for index, pair in enumerate(config.get("compare_targets") or ()):
+        where = f"compare_targets[{index}]"
+        for name in pair:
+            if name not in names:
+                raise ConfigError(f"{where}: {name!r} is not a hardware target of this config; allowed: "
+                                  f"{', '.join(names) or 'none (the config names no hardware targets)'}")
+        target, baseline = pair
+        if target == baseline:
+            raise ConfigError(f"{where}: {target} against itself; name two targets")
+        if config.get("hardware"):
+            devices = {t["name"]: set(t["devices"]) for t in config["hardware"]}
+            if not devices[target] & devices[baseline]:
+                raise ConfigError(f"{where}: {target} ({', '.join(sorted(devices[target]))}) and {baseline} "
+                                  f"({', '.join(sorted(devices[baseline]))}) share no device: no cell to set one "
+                                  "against the other")
+        found.append((target, baseline))
+    return found
+
+
 def targets(config: dict) -> dict[str | None, dict]:
     """The config's hardware targets by name, checked against the devices and each other; without
     ``hardware``, one unnamed target that runs every device on every dataset (the node, or the profile's Slurm

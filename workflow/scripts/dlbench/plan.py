@@ -122,6 +122,7 @@ class Plan:
             dict.fromkeys(r["run"].get("hardware") for r in self.merged.values()) if self.merged else self.targets)
             if name]
         self.trained = [case for case in self.cases.values() if case.task == "train"]
+        self.target_pairs = dlbench_config.target_pairs(config, self.hardware_order)
 
     def _repetitions(self, key: tuple) -> list[str]:
         framework, dataset, network, placement, variant, task = key
@@ -189,6 +190,12 @@ class Plan:
                 found += ([target.format(dataset=d, network=n, ext=ext) for d, n in cells for ext in FIGURE_FORMATS]
                           if "{dataset}" in target else [target])
         return found
+
+    def targets_over_targets(self) -> list[str]:
+        """The table and figure of one hardware target over another, where the config pairs targets
+        (``compare_targets``)."""
+        return ["results/tables/targets.csv", *(f"results/figures/targets.{ext}" for ext in FIGURE_FORMATS)] \
+            if self.target_pairs else []
 
     def file_datasets(self) -> list[tuple[str, str, str]]:
         """Datasets read from files: (label, family, mode) for every non-synthetic case."""

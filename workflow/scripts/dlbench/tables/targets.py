@@ -1,0 +1,90 @@
+"""One hardware target against another (config ``compare_targets``): for every cell both ran on the same device
+(the same dataset, network, framework, variant and task on gpu1, say), how many times faster the first did it,
+by its speed and by its time (seed 003's P100 over K80: its total time and time to accuracy). And the accuracy
+runs in seed 003's own layout: a row per network, a column per target and dataset, Time(s) and Acc."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from . import decimals, markdown_table, read_appendix, target_rank
+
+# The metrics a target is set against another by, and which way is faster: a speed over the baseline's, the
+# baseline's time over the target's
+FASTER_BY = {"train_speed": "higher", "inference_speed": "higher", "time_to_accuracy": "lower", "total_time": "lower"}
+SAME = ["dataset", "network", "framework", "variant", "task", "device"]  # what a pair's two cells share
+COLUMNS = ["target", "baseline", "metric", "unit", *SAME, "target_machine", "baseline_machine", "target_mean",
+           "baseline_mean", "speedup", "target_cell", "baseline_cell"]
+# Seed 003's two tables: its total training time of 10 epochs and its test accuracy after them
+SEED_003_LAYOUT = {"total_time": "Time(s)", "test_accuracy": "Acc"}
+
+
+def against(appendix: pd.DataFrame, pairs: Sequence[Sequence[str]]) -> pd.DataFrame:
+    """For each pair (target, baseline) and each cell both measured (:data:`SAME`), the speed-up of the target:
+    its speed over the baseline's, or the baseline's time over its own (:data:`FASTER_BY`). A target that ran a
+    cell on two machines has a row for each (a cell never averages machines)."""
+    cells = appendix[appendix["metric"].isin(FASTER_BY) & (appendix["n"] > 0)]
+    kept = ["metric", *SAME, "unit", "machine", "mean", "cell"]
+    found = []
+    for target, baseline in pairs:
+        both = cells[cells["hardware"] == target][kept].merge(
+            cells[cells["hardware"] == baseline][kept].drop(columns="unit"), on=["metric", *SAME],
+            suffixes=("_target", "_baseline"))
+        higher = both["metric"].map(FASTER_BY) == "higher"
+        ratio = both["mean_target"] / both["mean_baseline"]
+        speedup = ratio.where(higher, 1 / ratio)
+        found.append(pd.DataFrame({"target": target, "baseline": baseline, **{key: both[key] for key in kept[:-3]},
+                                   **{f"{who}_{what}": both[f"{what}_{who}"] for what in ("machine", "mean")
+                                      for who in ("target", "baseline")},
+                                   "speedup": speedup, "target_cell": both["cell_target"],
+                                   "baseline_cell": both["cell_baseline"]}))
+    return pd.concat(found, ignore_index=True)[COLUMNS] if found else pd.DataFrame(columns=COLUMNS)
+
+
+def seed003_layout(appendix: pd.DataFrame, metric: str, hardware: Sequence[str] = ()) -> pd.DataFrame:
+    """The accuracy runs' ``metric`` as seed 003 laid out its tables: a row per framework and network, a column
+    per target (in the config's order) and dataset, each cell's mean (time in seconds, accuracy in percent)."""
+    cells = appendix[(appendix["metric"] == metric) & (appendix["task"] == "accuracy") & (appendix["n"] > 0)]
+    if not len(cells):
+        return pd.DataFrame()
+    targets = sorted(cells["hardware"].unique(), key=lambda name: target_rank(name, hardware))
+    shown = cells.assign(column=(cells["hardware"] + ": ").where(cells["hardware"] != "", "") + cells["device"]
+                         + " " + cells["dataset"],
+                         value=[f"{mean:.2%}" if metric == "test_accuracy" else f"{mean:,.{decimals(mean)}f}"
+                                for mean in cells["mean"]])
+    order = [column for target in targets for column in
+             shown[shown["hardware"] == target].sort_values(["device", "dataset"])["column"].drop_duplicates()]
+    wide = shown.pivot_table(index=["framework", "network"], columns="column", values="value", aggfunc="first")
+    wide = wide[order].fillna("—")
+    wide.columns.name = None
+    return wide.reset_index()
+
+
+def markdown(speedups: pd.DataFrame, appendix: pd.DataFrame, pairs: Sequence[Sequence[str]],
+             hardware: Sequence[str] = ()) -> str:
+    named = ", ".join(f"{target} over {baseline}" for target, baseline in pairs)
+    if len(speedups):
+        shown = speedups.assign(speedup=[f"×{value:.3g}" for value in speedups["speedup"]]).drop(
+            columns=["target_mean", "baseline_mean"])
+        text = markdown_table(shown)
+    else:
+        text = (f"No cell ran on both targets of any pair ({named}) on the same device: nothing to set against "
+                "each other.")
+    sections = [f"# One hardware target over another ({named})\n\nHow many times faster the first target ran each "
+                "cell both ran on the same device: by speed (its images/s over the baseline's) and by time (the "
+                "baseline's seconds over its own).\n\n" + text]
+    for metric, heading in SEED_003_LAYOUT.items():
+        wide = seed003_layout(appendix, metric, hardware)
+        if len(wide):
+            sections.append(f"## {heading}, in seed 003's layout (mean over repetitions)\n\n" + markdown_table(wide))
+    return "\n\n".join(sections) + "\n"
+
+
+def write(appendix_csv: Path, csv_out: Path, md_out: Path, pairs: Sequence[Sequence[str]],
+          hardware: Sequence[str] = ()) -> None:
+    appendix = read_appendix(appendix_csv)
+    speedups = against(appendix, pairs)
+    speedups.to_csv(csv_out, index=False)
+    md_out.write_text(markdown(speedups, appendix, pairs, hardware))
