@@ -76,6 +76,8 @@ rule thesis_table:
         ranks="results/tables/thesis_ranks.csv",
         md=report("results/tables/thesis.md", caption="../report/thesis.rst", category="Tables",
                   labels={"table": "beside the thesis"}),
+        appendix_a=report("results/tables/appendix_a.md", caption="../report/appendix_a.rst", category="Tables",
+                          labels={"table": "Appendix A, ours beside it"}),
     log:
         "logs/aggregate/thesis_table.log",
     params:

@@ -47,7 +47,17 @@ def test_each_cell_stands_beside_the_thesis_with_what_differs(runs, tmp_path):
     assert ranks.loc["train_speed", "swapped"] == "pytorch < tensorflow" and not ranks.loc["train_speed", "same_order"]
     runs.to_csv(tmp_path / "runs.csv", index=False)
     appendix(runs).to_csv(tmp_path / "appendix.csv", index=False)
-    thesis.write(*(tmp_path / name for name in ("appendix.csv", "runs.csv", "t.csv", "r.csv", "t.md")))
+    thesis.write(*(tmp_path / name for name in ("appendix.csv", "runs.csv", "t.csv", "r.csv", "t.md", "a.md")))
+    laid_out = thesis.appendix_a(compared).set_index(["Metric", "Dataset", "Network", "Framework"])
+    assert len(laid_out) == 3 * 45 and list(laid_out.columns[:2]) == ["E5-2630 (12/20 cores): thesis",
+                                                                      "E5-2630 (12/20 cores): ours"]
+    lenet = laid_out.loc[("Average Training Speed (images per second)", "MNIST", "LeNet", "PyTorch")]
+    assert (lenet["E5-2630 (12/20 cores): thesis"], lenet["E5-2630 (12/20 cores): ours"]) == ("1,448", "2,000")
+    assert (lenet["2 GPU P100: thesis"], lenet["2 GPU P100: ours"]) == ("10,345", "—")
+    assert laid_out.loc[("Average GPU Memory Usage (MiB)", "MNIST", "LeNet", "PyTorch"),
+                        "E5-2630 (12/20 cores): thesis"] == "—"  # its 0: not measured on CPUs
+    first_row = "| Average Training Speed (images per second) | MNIST     | LeNet     | Caffe"
+    assert first_row in (tmp_path / "a.md").read_text()
     text = (tmp_path / "t.md").read_text()
     assert "1x Tesla P100" not in text and "2x Xeon E5-2630" in text and "pytorch < tensorflow" in text
     assert "## What still differs from the thesis's setup" in text and "TF 1.9, PyTorch 0.4" in text

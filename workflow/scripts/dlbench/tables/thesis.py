@@ -11,7 +11,7 @@ from ..config import FIGURE_4_5
 from ..hardware.gpu import IDLE_SAMPLE_SECONDS
 from ..metrics import METRICS
 from ..spec import dataset_classes, gpu_count, parse_dataset_label
-from . import CELL_KEYS, markdown_table, ratio_words, read_appendix, read_runs
+from . import CELL_KEYS, decimals, markdown_table, ratio_words, read_appendix, read_runs
 from .thesis_definitions import chosen, decide, evidence, summary
 
 APPENDIX_A = Path(__file__).parents[3] / "resources" / "piccione2018_appendix_a.csv"
@@ -216,10 +216,51 @@ def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
             + setup)
 
 
-def write(appendix_csv: Path, runs_csv: Path, csv_out: Path, ranks_out: Path, md_out: Path,
+# Appendix A's own words: its metrics with their units, and its hardware columns in its order
+APPENDIX_A_METRICS = {"train_speed": "Average Training Speed (images per second)",
+                      "gpu_memory": "Average GPU Memory Usage (MiB)", "gpu_power": "Average GPU Power Usage (W)"}
+APPENDIX_A_COLUMNS = {"cpu_e5-2630_12or20cores": "E5-2630 (12/20 cores)", "1x_k20m": "1 GPU K20m",
+                      "1x_p100": "1 GPU P100", "2x_k20m": "2 GPU K20m", "2x_p100": "2 GPU P100"}
+
+
+def appendix_a(compared: pd.DataFrame, path: Path = APPENDIX_A) -> pd.DataFrame:
+    """Appendix A as the thesis laid it out (a row per metric, dataset, network and framework in its order, its
+    five hardware columns), each column's value beside ours: the mean of our cell set beside it (:func:`comparison`;
+    several, each after its target or machine, where several are), a dash where one side has none."""
+    published = pd.read_csv(path)
+    ours = compared.dropna(subset=["ours_mean"])
+    ours = ours.assign(theirs=ours["metric"].map(like()),
+                       family=ours["dataset"].map(lambda label: parse_dataset_label(label)[0]))
+    cell = ["theirs", "family", "network", "framework", "thesis_hardware"]
+    several = ours.groupby(cell)["ours_mean"].transform("size") > 1
+    ours = ours.assign(value=[f"{mean:,.{decimals(mean)}f}" for mean in ours["ours_mean"]])
+    ours["value"] = ours["value"].where(~several, ours["value"] + " (" + ours["hardware"].where(
+        ours["hardware"] != "", ours["machine"]) + ")")
+    ours = ours.groupby(cell)["value"].agg("; ".join)
+    rows = []
+    for key, cell in published.groupby(["metric", "dataset", "network", "framework"], sort=False):
+        metric, dataset, network, framework = key
+        row = {"Metric": APPENDIX_A_METRICS[metric], "Dataset": dataset, "Network": network, "Framework": framework}
+        values = cell.set_index("hardware")["value"]
+        for column, words in APPENDIX_A_COLUMNS.items():
+            theirs = values.get(column, 0)
+            row[f"{words}: thesis"] = f"{theirs:,.0f}" if theirs > 0 else "—"
+            row[f"{words}: ours"] = ours.get((metric, FAMILIES[dataset], NETWORKS[network], FRAMEWORKS[framework],
+                                              column), "—")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def write(appendix_csv: Path, runs_csv: Path, csv_out: Path, ranks_out: Path, md_out: Path, appendix_a_out: Path,
           thesis_gpus: dict[str, str] | None = None) -> None:
     compared = comparison(read_appendix(appendix_csv), read_runs(runs_csv), thesis_gpus=thesis_gpus)
     ranks = rank_agreement(compared)
     compared.to_csv(csv_out, index=False)
     ranks.to_csv(ranks_out, index=False)
     md_out.write_text(markdown(compared, ranks))
+    appendix_a_out.write_text(
+        "# Appendix A in its own layout, ours beside the thesis's\n\nThe thesis's rows and columns (CPU, one and two "
+        "K20m and P100), each column the thesis's value and ours set beside it as in `thesis.md` (its definitions of "
+        "memory and power; a GPU cell of a target that names no thesis GPU stands in both GPU models' columns). "
+        "A dash: not measured, or not available in the thesis (its 0s).\n\n"
+        + markdown_table(appendix_a(compared)) + "\n")
