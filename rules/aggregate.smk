@@ -275,6 +275,14 @@ rule layer_steps_figure:
             labels={"metric": "every profiled step"},
         ),
         svg="results/figures/{dataset}/{network}/layer_steps.svg",
+        phases_png=report(
+            "results/figures/{dataset}/{network}/layer_phases.png",
+            caption="../report/layer_phases.rst",
+            category="Figures",
+            subcategory="{dataset} / {network}",
+            labels={"metric": "every profiled step, forward and backward"},
+        ),
+        phases_svg="results/figures/{dataset}/{network}/layer_phases.svg",
     log:
         "logs/aggregate/layer_steps_figure-{dataset}-{network}.log",
     conda:

@@ -50,7 +50,8 @@ def test_each_task_s_tables_and_figures_are_asked_for_where_the_config_has_its_c
     assert {path for path in targets if path.startswith("results/figures/")} == {
         f"results/figures/{cell}/{figure}.{ext}" for cell, figure in [
             ("mnist-synthetic/lenet", "iteration_times"), ("cifar10-synthetic/alexnet", "layers"),
-            ("cifar10-synthetic/alexnet", "layer_steps")] for ext in ("png", "svg")}
+            ("cifar10-synthetic/alexnet", "layer_steps"), ("cifar10-synthetic/alexnet", "layer_phases")]
+        for ext in ("png", "svg")}
 
 
 def test_speed_ups_are_set_against_one_device_of_the_same_framework_and_numerics():

@@ -376,10 +376,11 @@ def test_the_seed_004_config_converts_only_its_ten_classes_and_runs_each_batch_w
 @pytest.mark.slow
 def test_the_seed_004_miniature_profiles_and_draws_every_profiled_step_of_each_block(tmp_path, tensorflow_python):
     """.test/config-seed004's AlexNet-BN profile runs in TensorFlow, the seed's framework (one repetition, both
-    batches) on four classes of a generated ILSVRC12; the per-step figure is drawn from the series the runs
-    kept. (VGG-11's cells are the same path at about three times the cost; CI dry-runs them.)"""
+    batches) on four classes of a generated ILSVRC12; the per-step figures are drawn from the series the runs
+    kept; then PyTorch's on its two processes (2xcpu), a panel per process. (VGG-11's cells are the same path at
+    about three times the cost; CI dry-runs them.)"""
     config = yaml.safe_load((ROOT / ".test" / "config-seed004" / "config.yaml").read_text())
-    config.update(frameworks=["tensorflow"], repetitions=1,
+    config.update(frameworks=["tensorflow"], devices=["cpu"], repetitions=1,
                   benchmarks=[{**case, "tasks": ["profile"]} for case in config["benchmarks"]])
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     for environment, status in (("tensorflow", framework_environment("tensorflow")),  # the tests' own venv
@@ -400,7 +401,19 @@ def test_the_seed_004_miniature_profiles_and_draws_every_profiled_step_of_each_b
     drawn = (tmp_path / figure).read_text()
     for cell in ("tensorflow cpu fp32-b4 profile", "tensorflow cpu fp32-b8 profile"):
         assert all(f'id="block {cell} {block}"' in drawn for block in ("conv1", "conv5", "fc1", "fc2", "output"))
+        assert f'id="total {cell}"' in drawn and f'id="profiled {cell}"' in drawn  # its Figure 4-14
     assert (tmp_path / figure.with_suffix(".png")).exists()
+    phases = (tmp_path / figure.with_name("layer_phases.svg")).read_text()  # its Figures 4-5 to 4-12
+    assert all(f'id="{phase} tensorflow cpu fp32-b8 profile {block}"' in phases
+               for phase in ("forward", "backward") for block in ("conv1", "conv5", "fc1", "fc2", "output"))
+    # the seed's two GPUs as two processes (the miniature's 2xcpu), in PyTorch, whose profiler times each apart
+    config.update(frameworks=["pytorch"], devices=["2xcpu"], benchmarks=[
+        {**config["benchmarks"][0], "batch_size": 4}])
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    snakemake(tmp_path, str(figure))
+    drawn = (tmp_path / figure).read_text()
+    assert all(f'id="block pytorch 2xcpu profile {block}{process}"' in drawn
+               for block in ("conv1", "fc2") for process in ("", " process 1"))
 
 
 @pytest.mark.slow

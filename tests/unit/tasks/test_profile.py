@@ -9,7 +9,7 @@ import pytest
 from dlbench import datasets, files, networks
 from dlbench.backends import updates_found, xspace
 from dlbench.config import cases
-from dlbench.figures.layer_steps import block_seconds, layer_steps, unaccounted
+from dlbench.figures.layer_steps import block_seconds, layer_phases, layer_steps, unaccounted
 from dlbench.figures.layers import layer_times
 from dlbench.record.io import load_records, series_path, write_record
 from dlbench.run import monitor
@@ -87,6 +87,10 @@ def test_a_profile_names_every_layer_of_the_description_and_times_both_passes(pr
     # over as many unprofiled steps' time: its wall time holds at least the kept steps
     whole_ms = profile["whole_overhead"] * (profile["steps"] + 1) * profile["unprofiled_iteration_ms"]
     assert whole_ms > profile["iteration_ms"] * profile["steps"]
+    assert profile["whole_seconds"] == pytest.approx(whole_ms / 1e3)  # and in seconds, as its Figures 4-1 and 4-2
+    unprofiled_seconds = (profile["steps"] + 1) * profile["unprofiled_iteration_ms"] / 1e3
+    assert profile["whole_unprofiled_seconds"] == pytest.approx(unprofiled_seconds)
+    assert profile["whole_overhead_seconds"] == pytest.approx(profile["whole_seconds"] - unprofiled_seconds)
     # the speed is the unprofiled steps', as a training run's
     timed = profiled["timing"]["iteration_seconds"][2:]
     assert profiled["timing"]["images_per_second_mean"] == pytest.approx(8 * len(timed) / sum(timed), rel=1e-3)
@@ -124,7 +128,14 @@ def test_seed_004s_figures_draw_each_block_in_every_profiled_step_and_the_missin
     svg = (tmp_path / "steps.svg").read_text()
     assert all(f'id="block pytorch cpu profile {block}"' in svg for block in blocks)
     assert 'id="unaccounted pytorch cpu profile"' in svg
+    assert 'id="total pytorch cpu profile"' in svg and 'id="profiled pytorch cpu profile"' in svg  # its Figure 4-14
+    assert "process 1" not in svg  # one device
     assert "no series beside rep2.json (made before 0.31.0)" in svg
+    layer_phases([profiled, older], [tmp_path / "phases.svg"])
+    svg = (tmp_path / "phases.svg").read_text()
+    assert all(f'id="{phase} pytorch cpu profile {block}"' in svg for phase in ("forward", "backward")
+               for block in blocks if block != "update")  # its Figures 4-5 to 4-12, every block at once
+    assert 'id="forward pytorch cpu profile update"' not in svg and "no series beside rep2.json" in svg
 
 
 @pytest.mark.slow
@@ -162,7 +173,8 @@ def test_two_processes_profile_each_device_s_layers_and_the_all_reduce(tmp_path,
     """PyTorch over two real processes (torchrun, gloo; seed 004's two-GPU profile on CPUs): each times its own
     layers, the first gathers them, and each step's all-reduces (gloo's own events) are timed apart."""
     path = tmp_path / "rep1.json"
-    record = monitor.run(_spec(device="2xcpu"), sys.executable, tmp_path / "run.log", 300, 20, "sha")
+    record = monitor.run(_spec(device="2xcpu"), sys.executable, tmp_path / "run.log", 300, 20, "sha",
+                         series_at=series_path(path))
     write_record(record, path)
     record = load_records([path])[0]
     jsonschema.validate({key: value for key, value in record.items() if key != "path"}, record_schema)
@@ -175,6 +187,10 @@ def test_two_processes_profile_each_device_s_layers_and_the_all_reduce(tmp_path,
     assert profile["devices"][0]["layers"] == profile["layers"]  # the first process's are the run's
     assert profile["all_reduce_ms"] > 0
     assert profile["all_reduce_share"] == pytest.approx(profile["all_reduce_ms"] / profile["iteration_ms"])
+    layer_steps([record], [tmp_path / "steps.svg"])  # seed 004's Figures 4-3 and 4-4: a panel per device
+    svg = (tmp_path / "steps.svg").read_text()
+    assert 'id="block pytorch 2xcpu profile conv1"' in svg and 'id="block pytorch 2xcpu profile conv1 process 1"' in svg
+    assert "time per block, process 1" in svg
 
 
 def test_a_profile_says_why_it_has_no_device_apart_or_no_layers():
@@ -313,6 +329,7 @@ def test_the_layers_table_and_figure_read_the_same_layer_across_frameworks(profi
     assert table.loc["pytorch", "layer 1"].startswith(f"{top['layer']} ")
     assert "(n=1)" in table.loc["pytorch", "unaccounted_share"]  # (marked contended where CI shares the cores)
     assert "(n=1)" in table.loc["pytorch", "profiling_whole_overhead"]
+    assert "(n=1)" in table.loc["pytorch", "profiling_whole_overhead_seconds"]
     assert table.loc["cntk", "profiling_overhead"] == "unavailable: profile: cntk runs train, inference only"
     assert table.loc["cntk", "layer 1"] == ""
     # PyTorch's update, timed whole: a column of the table, a bar of its own in the figure

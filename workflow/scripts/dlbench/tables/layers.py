@@ -48,7 +48,8 @@ def layers_table(records: list[dict], appendix: pd.DataFrame) -> pd.DataFrame:
     that the same layer can be read across frameworks."""
     keys = PROFILE_CELL
     profiled = appendix[appendix["task"] == "profile"]
-    shares = ("profiling_overhead", "profiling_whole_overhead", "unaccounted_share")
+    shares = ("profiling_overhead", "profiling_whole_overhead", "profiling_whole_overhead_seconds",
+              "unaccounted_share")
     columns = [*keys, *shares, UPDATE_COLUMN, *[f"layer {k}" for k in range(1, TOP_LAYERS + 1)]]
     if not len(profiled):
         return pd.DataFrame(columns=columns)

@@ -47,7 +47,8 @@ TASKS = {
                     "for; over several devices, each device's layers and the all-reduce's share where the "
                     "framework's profiler times them apart", (*TRAINING, "layer_profiler"), record_blocks=("profile",),
                     targets=("results/tables/layers.csv", "results/figures/{dataset}/{network}/layers.{ext}",
-                             "results/figures/{dataset}/{network}/layer_steps.{ext}")),
+                             "results/figures/{dataset}/{network}/layer_steps.{ext}",
+                             "results/figures/{dataset}/{network}/layer_phases.{ext}")),
 }
 # The devices of the tasks that run on one: on any other such a run is recorded unavailable with the reason.
 SINGLE_DEVICES = ("cpu", "gpu1")

@@ -36,8 +36,9 @@ def run(harness, spec: RunSpec, progress=print) -> dict:
                         "whole_steps": len(profiled["iteration_seconds"])}}
 
 
-PROFILE_FIELDS = ("iteration_ms", "unprofiled_iteration_ms", "overhead", "whole_overhead", "accounted_ms",
-                  "unaccounted_share", "update_ms", "update_share")
+PROFILE_FIELDS = ("iteration_ms", "unprofiled_iteration_ms", "overhead", "whole_overhead", "whole_seconds",
+                  "whole_unprofiled_seconds", "whole_overhead_seconds", "accounted_ms", "unaccounted_share",
+                  "update_ms", "update_share")
 SEVERAL_DEVICES_FIELDS = ("all_reduce_ms", "all_reduce_share", "devices")
 
 
@@ -82,9 +83,12 @@ def layer_profile(spec: RunSpec, result: dict, not_ok: str | None) -> dict:
     accounted = _ms([sum(forward + backward for forward, backward in step.values()) for step in steps])[0]
     accounted += update or 0.0
     whole = found.get("whole_seconds")
+    unprofiled_whole = whole and found["whole_steps"] * unprofiled / 1e3  # as many steps without the profiler
     block = {"method": found["method"], "steps": len(steps), "iteration_ms": iteration,
              "unprofiled_iteration_ms": unprofiled, "overhead": iteration / unprofiled,
-             "whole_overhead": whole and whole / (found["whole_steps"] * unprofiled / 1e3), "accounted_ms": accounted,
+             "whole_overhead": whole and whole / unprofiled_whole, "whole_seconds": whole,
+             "whole_unprofiled_seconds": unprofiled_whole, "whole_overhead_seconds": whole and whole - unprofiled_whole,
+             "accounted_ms": accounted,
              "unaccounted_share": 1 - accounted / iteration, "update_ms": update,
              "update_share": update and update / iteration,
              "layers": _layers(steps, found.get("layer_update_seconds")), "reasons": {},
@@ -103,7 +107,9 @@ def layer_profile(spec: RunSpec, result: dict, not_ok: str | None) -> dict:
                                f"{spec.framework}'s profile does not time the all-reduce apart")}
     block["reasons"] = {field: why[field] for field in SEVERAL_DEVICES_FIELDS if block[field] is None}
     if whole is None:
-        block["reasons"]["whole_overhead"] = "the dlbench that ran it did not time the whole profiled training"
+        block["reasons"].update(dict.fromkeys(("whole_overhead", "whole_seconds", "whole_unprofiled_seconds",
+                                               "whole_overhead_seconds"),
+                                              "the dlbench that ran it did not time the whole profiled training"))
     if update is None:
         block["reasons"].update(dict.fromkeys(("update_ms", "update_share"), found.get("update_untimed") or (
             "the dlbench that ran it did not time the optimizer's update")))
