@@ -54,7 +54,8 @@ rule appendix_table:
 
 rule api_cost_table:
     input:
-        "results/tables/appendix.csv",
+        appendix="results/tables/appendix.csv",
+        runs="results/tables/runs.csv",  # each run's batch: milliseconds per step
     output:
         csv="results/tables/api_cost.csv",
         md=report("results/tables/api_cost.md", caption="../report/api_cost.rst", category="Tables",

@@ -297,9 +297,10 @@ def test_the_api_cost_table_sets_each_framework_beside_the_one_it_runs_on(tmp_pa
         fitted = record("keras-torch", repetition=repetition, speed=80.0)  # seed 001's model.fit path
         fitted["run"]["keras_fit"] = True
         records.append({**fitted, "path": f"keras-torch-fit{repetition}"})
-    appendix_csv = tmp_path / "appendix.csv"
+    appendix_csv, runs_csv = tmp_path / "appendix.csv", tmp_path / "runs.csv"
+    runs_table(records).to_csv(runs_csv, index=False)
     appendix(runs_table(records)).to_csv(appendix_csv, index=False)
-    write_api_cost(appendix_csv, tmp_path / "api_cost.csv", tmp_path / "api_cost.md")
+    write_api_cost(appendix_csv, runs_csv, tmp_path / "api_cost.csv", tmp_path / "api_cost.md")
     cost = pd.read_csv(tmp_path / "api_cost.csv").set_index("framework")
     fit = cost[cost["variant"] == "fp32-fit"]  # Keras's fit beside PyTorch's own loop (which has no fit variant)
     assert list(fit.index) == ["keras-torch"] and fit["train_speed train ratio"].iloc[0] == pytest.approx(0.2)
@@ -310,14 +311,21 @@ def test_the_api_cost_table_sets_each_framework_beside_the_one_it_runs_on(tmp_pa
     assert cost.loc["keras-torch", "train_speed train ratio"] == pytest.approx(0.25)
     assert pd.isna(cost.loc["onnxruntime", "train_speed train"]) and pd.isna(cost.loc["keras-jax", "runs_on"])
     assert cost.loc["keras-torch", "setup_time train"] == pytest.approx(1.75)
+    # seed 001's charts: milliseconds per step, the batch (64) over the speed
+    assert cost.loc["keras-torch", "step_ms train"] == pytest.approx(1000 * 64 / 100)
+    assert cost.loc["keras-torch", "step_ms train ratio"] == pytest.approx(4.0)
+    assert cost.loc["pytorch", "step_ms inference"] == pytest.approx(1000 * 64 / 8000)
     markdown = re.sub(" +", " ", (tmp_path / "api_cost.md").read_text())  # to_markdown's padding
-    row = "| mnist-generated | lenet | cpu | a CPU, 2 cores | fp32 | keras-torch | pytorch | 2.00 (×8.00) |"
+    row = ("| mnist-generated | lenet | cpu | a CPU, 2 cores | fp32 | keras-torch | pytorch | 640 (×4.00) "
+           "| 8.00 (×1.00) | 2.00 (×8.00) |")  # ms per training and inference step first, as seed 001's charts
+    assert "ms per train step" in markdown
     assert row in markdown
-    assert "| keras-jax | — | 0.200 |" in markdown
+    assert "| keras-jax | — | 128 | 8.00 | 0.200 |" in markdown
     # frameworks that run on none: their numbers alone, no ratios
-    alone = tmp_path / "alone.csv"
+    alone, alone_runs = tmp_path / "alone.csv", tmp_path / "alone_runs.csv"
+    runs_table([record(repetition=1) | {"path": "p"}]).to_csv(alone_runs, index=False)
     appendix(runs_table([record(repetition=1) | {"path": "p"}])).to_csv(alone, index=False)
-    write_api_cost(alone, tmp_path / "alone_cost.csv", tmp_path / "alone_cost.md")
+    write_api_cost(alone, alone_runs, tmp_path / "alone_cost.csv", tmp_path / "alone_cost.md")
     cost = pd.read_csv(tmp_path / "alone_cost.csv")
     assert list(cost["framework"]) == ["pytorch"] and cost["runs_on"].isna().all()
     assert cost.loc[0, "train_speed train"] == 100 and "train_speed train ratio" not in cost

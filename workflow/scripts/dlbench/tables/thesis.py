@@ -37,27 +37,42 @@ def like() -> dict[str, str]:
             if definition.thesis and definition.over_gpus == decided.get(definition.thesis, "sum")}
 
 
-def setup_difference_rows() -> tuple[tuple[str, str], ...]:
-    """What still differs from the thesis's setup in every cell, and why: thesis.md ends with it, README's table of
-    what differs from each study has it (tests/unit/tables/test_thesis.py keeps the two the same)."""
+def setup_difference_rows() -> tuple[tuple[str, str, str], ...]:
+    """What still differs from the thesis's setup in every cell, and why, each under a key: thesis.md ends with it,
+    README's table of what differs from each study has it (tests/unit/tables/test_thesis.py keeps the two the same;
+    config/thesis.yaml's comment names the keys)."""
     ours = ", ".join(f"`{metric}`" for metric, theirs in like().items() if theirs != "train_speed")
     return (
-        ("one network description built by every framework, not each framework's official model",
-         "the same math in every cell (parameter counts checked equal)"),
-        (("today's framework versions (README's table), not its Figure 4.3's (Caffe 1.0, TF 1.9, PyTorch 0.4.0, "
-          "MXNet 1.2.0, CNTK 2.5.1: Anaconda's builds with CUDA 9, NCCL 2.1 and cuDNN 7.1.1)"),
+        ("networks",
+         ("one network description built by every framework, not each framework's official model: GoogLeNet with "
+          "batch norm and without its auxiliary heads, AlexNet without LRN and without its two groups"),
+         ("the same math in every cell (parameter counts checked equal); the official models differed from "
+          "framework to framework")),
+        ("versions",
+         ("today's framework versions (README's table: Caffe 1.0 built from source, TensorFlow 2.21, PyTorch 2.13, "
+          "MXNet 1.9.1, CNTK 2.7), not its Figure 4.3's (Caffe 1.0, TF 1.9, PyTorch 0.4.0, MXNet 1.2.0, CNTK 2.5.1: "
+          "Anaconda's builds with CUDA 9, NCCL 2.1 and cuDNN 7.1.1)"),
          "those wheels do not run on today's Python and drivers; each record names its versions and CUDA build"),
-        ((f"its memory and power ({ours}) are NVML's readings at `sample_hz` (a CPU run's idle GPUs at 1 Hz) "
+        ("Caffe without cuDNN", "Caffe's GPU convolutions are its own kernels (im2col and cuBLAS), not cuDNN's",
+         "BVLC Caffe 1.0's cuDNN layers call functions cuDNN 8 removed, and cuDNN 7 has no build for today's CUDA"),
+        ("K20m and P100",
+         ("of today's builds only CNTK's (CUDA 10) has code for the K20m (sm_35); PyTorch's CUDA 12.6 build, "
+          "TensorFlow's, MXNet's and JAX's have it for the P100 (sm_60), Caffe's CUDA 13 build for neither: the "
+          "thesis's GPU columns cannot all be filled on its own GPUs"),
+         "CUDA 12 dropped Kepler; a run on a GPU its build has no code for is recorded unavailable, saying so"),
+        ("memory and power",
+         (f"its memory and power ({ours}) are NVML's readings at `sample_hz` (a CPU run's idle GPUs at 1 Hz) "
           "averaged over the whole run, not `nvidia-smi`'s at 1 Hz; of two GPUs' readings, the definition Appendix "
           "A's numbers support (`thesis.md` says which and why; the other is in the appendix); `thesis.md` sets only "
           "these beside the thesis's, not our peaks and timed-window means"),
          "the same definition from the same device counters; every sample is kept beside the record"),
-        ("the iterations are Figure 4.5's, all timed after a warm-up (`warmup_added`)",
+        ("warm-up", "the iterations are Figure 4.5's, all timed after a warm-up (`warmup_added`)",
          "the thesis timed them all and says nothing of a warm-up"),
-        ("TensorFlow's GPU memory grows as the model needs (`set_memory_growth`)",
+        ("TensorFlow's memory", "TensorFlow's GPU memory grows as the model needs (`set_memory_growth`)",
          "TF 1.9's allocator took most of the card by default, which measures the allocator, not the model"),
-        (("the machines: our CPUs and GPUs (each cell names its machine), not its CentOS 7.3 nodes' Xeon E5-2620 "
-          "(12 cores) and E5-2630 (20) and Tesla K20m or P100 GPUs"),
+        ("machines",
+         ("our CPUs and GPUs (each cell names its machine), not its CentOS 7.3 nodes' Xeon E5-2620 (12 cores) and "
+          "E5-2630 (20) and Tesla K20m or P100 GPUs"),
          "a `hardware` target's `thesis:` names the GPU column its runs stand beside"),
     )
 
@@ -177,7 +192,8 @@ def rank_agreement(compared: pd.DataFrame) -> pd.DataFrame:
 
 def setup_differences() -> str:
     """:func:`setup_difference_rows` as rows of README's table of what differs from each study."""
-    return "\n".join(f"| thesis | {difference} | {why} |" for difference, why in setup_difference_rows())
+    return "\n".join(f"| thesis | **{key}**: {difference} | {why} |"
+                     for key, difference, why in setup_difference_rows())
 
 
 def definitions_section() -> str:
@@ -198,7 +214,7 @@ def definitions_section() -> str:
 
 def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
     setup = (definitions_section() + "\n\n## What still differs from the thesis's setup, in every cell\n\n"
-             + markdown_table(pd.DataFrame(setup_difference_rows(), columns=["difference", "why"])) + "\n")
+             + markdown_table(pd.DataFrame(setup_difference_rows(), columns=["what", "difference", "why"])) + "\n")
     if not len(compared):
         return ("# Our cells beside the thesis's\n\nNo cell of this config is one the thesis measured (training "
                 "in fp32 on cpu, gpu1 or gpu2; LeNet on MNIST, AlexNet, ResNet50, GoogLeNet or VGG16 on CIFAR10 "
