@@ -199,7 +199,8 @@ def test_tables_figures_and_report(finished):
     assert len(heatmaps) == len({dataset for dataset, _ in trained}) * sum(
         metrics.drawn(metric, ["train"], ["cpu"], **facts) for metric, definition in metrics.METRICS.items()
         if definition.best)
-    assert len(figures) == bars + len(trained) + 3 + len(heatmaps) + 1
+    # + the accuracy curve, the layers, every profiled step and each block's passes; + the thesis figure
+    assert len(figures) == bars + len(trained) + 4 + len(heatmaps) + 1
     assert not list((finished / "results" / "figures").rglob("gpu_*"))  # a CPU-only config: no GPU figures
     steps = (finished / "results" / "figures" / "mnist-generated" / "lenet" / "iteration_times.svg").read_text()
     assert all(f'id="steps {framework} cpu rep 1"' in steps for framework in ("pytorch", "tensorflow"))
@@ -207,6 +208,11 @@ def test_tables_figures_and_report(finished):
     assert (beside.set_index("framework").loc["pytorch", ["thesis", "ratio"]] > 0).all()
     assert beside["apples_to_oranges"].str.contains("generated stand-in files vs the real dataset").all()
     assert len(pd.read_csv(tables / "thesis_ranks.csv")) >= 1
+    laid_out = (tables / "appendix_a.md").read_text()  # Appendix A's own layout, ours beside the thesis's
+    lenet = next(line for line in laid_out.splitlines() if line.startswith(
+        "| Average Training Speed (images per second) | MNIST     | LeNet     | PyTorch"))
+    theirs, ours = (cell.strip() for cell in lenet.split("|")[5:7])  # the CPU column
+    assert theirs == "1,448" and float(ours.replace(",", "")) > 0
     layers = pd.read_csv(tables / "layers.csv").set_index("framework")
     assert layers.loc["pytorch", "layer 1"].split()[0] in ("conv2", "conv3", "conv4", "conv5", "dense1", "dense2")
     assert all(layers.loc[framework, "layer 1"] for framework in ("tensorflow", "mxnet", "caffe", "cntk",

@@ -204,6 +204,9 @@ def test_a_profile_says_why_it_has_no_device_apart_or_no_layers():
         "the dlbench that ran it did not time the optimizer's update")
     untimed = {**one, "profile": {**one["profile"], "update_seconds": None, "update_untimed": "no update event"}}
     assert layer_profile(_spec(), untimed, None)["reasons"]["update_ms"] == "no update event"
+    quick = {**one, "profile": {**one["profile"], "whole_seconds": 0.3, "whole_steps": 4}}
+    noise = layer_profile(_spec(), quick, None)  # the profiled training faster than as many unprofiled steps
+    assert noise["whole_overhead_seconds"] == pytest.approx(0.3 - 4 * 0.1) and noise["whole_overhead"] < 1
     several = layer_profile(_spec(framework="mxnet", device="gpu2"), one, None)
     assert several["reasons"]["devices"] == "mxnet's profile does not time a step's devices apart"
 

@@ -168,7 +168,8 @@ METRICS = {
     "profiling_whole_overhead_seconds": Metric("profile", "whole_overhead_seconds", "s",
                                                "seed 004's profiling overhead in seconds (its Figures 4-1 and 4-2): "
                                                "the whole profiled training's wall time less as many unprofiled "
-                                               "steps'", tasks=("profile",)),
+                                               "steps' (below 0 where the profiler's cost is within the run's noise)",
+                                               tasks=("profile",), signed=True),
     "unaccounted_share": Metric("profile", "unaccounted_share", "share of a profiled step",
                                 "the share of a profiled step's wall time that neither the layers' forward and "
                                 "backward times nor the optimizer's update account for (seed 004 found 38-54 %; "
