@@ -1,4 +1,4 @@
-"""Snakemake entry point: one hardware target over another, cell by cell, and seed 003's layout."""
+"""Snakemake entry point: one hardware target over another, cell by cell."""
 from pathlib import Path
 
 from dlbench.jobs.joblog import logged
@@ -6,5 +6,4 @@ from dlbench.tables.targets import write
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     out = snakemake.output  # noqa: F821
-    write(Path(snakemake.input[0]), Path(out.csv), Path(out.md), snakemake.params.pairs,  # noqa: F821
-          snakemake.params.hardware)  # noqa: F821
+    write(Path(snakemake.input[0]), Path(out.csv), Path(out.md), snakemake.params.pairs)  # noqa: F821

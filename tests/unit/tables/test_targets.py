@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 from dlbench.config import ConfigError, target_pairs
 from dlbench.figures.targets import targets_figure
-from dlbench.tables import targets
+from dlbench.tables import accuracy, targets
 from dlbench.tables.appendix import appendix
 from dlbench.tables.runs import runs_table
 
@@ -26,10 +26,15 @@ def accuracy_on(target: str, repetition: int, dataset: str) -> dict:
 
 
 @pytest.fixture
-def table():
+def runs() -> pd.DataFrame:
     items = [accuracy_on(target, r, dataset) for target in GPUS for r in (1, 2) for dataset in ("mnist", "cifar10")]
     only_p100 = on_target(on_gpus(record(device="gpu1", speed=900.0), "Tesla P100-PCIE-16GB"), "p100")
-    return appendix(runs_table([*items, {**only_p100, "path": "train"}]))
+    return runs_table([*items, {**only_p100, "path": "train"}])
+
+
+@pytest.fixture
+def table(runs):
+    return appendix(runs)
 
 
 def test_each_cell_both_targets_ran_is_set_against_the_other_by_speed_and_by_time(table):
@@ -44,18 +49,21 @@ def test_each_cell_both_targets_ran_is_set_against_the_other_by_speed_and_by_tim
     assert reverse["speedup"].to_numpy() == pytest.approx(1 / 1.8)
 
 
-def test_the_accuracy_runs_stand_in_seed_003_s_layout(table, tmp_path):
-    wide = targets.seed003_layout(table, "total_time", ["p100", "k80"])
+def test_the_accuracy_runs_stand_in_seed_003_s_layout_and_the_figure_draws_each_speed_up(runs, table, tmp_path):
+    wide = accuracy.seed003_layout(table, "total_time", ["p100", "k80"])
     assert list(wide.columns) == ["framework", "network", "p100: gpu1 cifar10", "p100: gpu1 mnist",
                                   "k80: gpu1 cifar10", "k80: gpu1 mnist"]
     assert wide.iloc[0]["p100: gpu1 mnist"] == "3.30" and wide.iloc[0]["k80: gpu1 mnist"] == "5.94"
-    accuracy = targets.seed003_layout(table, "test_accuracy", ["p100", "k80"])
-    assert accuracy.iloc[0]["k80: gpu1 cifar10"] == "95.00%"
+    assert accuracy.seed003_layout(table, "test_accuracy", ["p100", "k80"]).iloc[0]["k80: gpu1 cifar10"] == "95.00%"
     table.to_csv(tmp_path / "appendix.csv", index=False)
-    targets.write(tmp_path / "appendix.csv", tmp_path / "t.csv", tmp_path / "t.md", [("p100", "k80")], ["p100", "k80"])
-    text = (tmp_path / "t.md").read_text()
-    assert "# One hardware target over another (p100 over k80)" in text and "×1.8" in text
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    accuracy.write_accuracy(tmp_path / "runs.csv", tmp_path / "appendix.csv", tmp_path / "a.csv", tmp_path / "a.md",
+                            ["p100", "k80"])
+    text = (tmp_path / "a.md").read_text()
     assert "## Time(s), in seed 003's layout" in text and "## Acc, in seed 003's layout" in text
+    targets.write(tmp_path / "appendix.csv", tmp_path / "t.csv", tmp_path / "t.md", [("p100", "k80")])
+    assert "# One hardware target over another (p100 over k80)" in (tmp_path / "t.md").read_text()
+    assert "×1.8" in (tmp_path / "t.md").read_text()
     targets_figure(pd.read_csv(tmp_path / "t.csv"), [tmp_path / "t.svg", tmp_path / "t.png"])
     svg = (tmp_path / "t.svg").read_text()
     assert 'id="speedup pytorch mnist resnet18 total_time p100 k80"' in svg

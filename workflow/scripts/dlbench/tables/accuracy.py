@@ -1,11 +1,12 @@
 """The accuracy table: the appendix's accuracy cells beside what the runs were and seed 003's published figures."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from . import CELL_KEYS, markdown_table, read_appendix, read_runs
+from . import CELL_KEYS, decimals, markdown_table, read_appendix, read_runs, target_rank
 
 # Seed 003's published P100 and K80 results, set beside the accuracy runs of its cases
 SEED_003 = Path(__file__).parents[3] / "resources" / "seed003_published.csv"
@@ -15,6 +16,8 @@ SEED_003_CASE = {"epochs": 10, "batch_size_global": 10, "input_size": 224}
 
 
 ACCURACY_COLUMNS = ("test_accuracy", "time_to_accuracy", "total_time", "train_speed")
+# Seed 003's two tables: its total training time of 10 epochs and its test accuracy after them
+SEED_003_LAYOUT = {"total_time": "Time(s)", "test_accuracy": "Acc"}
 
 
 def accuracy_table(runs: pd.DataFrame, appendix: pd.DataFrame) -> pd.DataFrame:
@@ -54,8 +57,33 @@ def accuracy_table(runs: pd.DataFrame, appendix: pd.DataFrame) -> pd.DataFrame:
                                                        "differs from seed 003": ""})
 
 
-def write_accuracy(runs_csv: Path, appendix_csv: Path, csv_out: Path, md_out: Path) -> None:
-    table = accuracy_table(read_runs(runs_csv), read_appendix(appendix_csv))
+def seed003_layout(appendix: pd.DataFrame, metric: str, hardware: Sequence[str] = ()) -> pd.DataFrame:
+    """The accuracy runs' ``metric`` as seed 003 laid out its tables: a row per framework and network, a column
+    per target (in the config's order) and dataset, each cell's mean (time in seconds, accuracy in percent)."""
+    cells = appendix[(appendix["metric"] == metric) & (appendix["task"] == "accuracy") & (appendix["n"] > 0)]
+    if not len(cells):
+        return pd.DataFrame()
+    targets = sorted(cells["hardware"].unique(), key=lambda name: target_rank(name, hardware))
+    shown = cells.assign(column=(cells["hardware"] + ": ").where(cells["hardware"] != "", "") + cells["device"]
+                         + " " + cells["dataset"],
+                         value=[f"{mean:.2%}" if metric == "test_accuracy" else f"{mean:,.{decimals(mean)}f}"
+                                for mean in cells["mean"]])
+    order = [column for target in targets for column in
+             shown[shown["hardware"] == target].sort_values(["device", "dataset"])["column"].drop_duplicates()]
+    wide = shown.pivot_table(index=["framework", "network"], columns="column", values="value", aggfunc="first")
+    wide = wide[order].fillna("—")
+    wide.columns.name = None
+    return wide.reset_index()
+
+
+def write_accuracy(runs_csv: Path, appendix_csv: Path, csv_out: Path, md_out: Path,
+                   hardware: Sequence[str] = ()) -> None:
+    appendix = read_appendix(appendix_csv)
+    table = accuracy_table(read_runs(runs_csv), appendix)
     table.to_csv(csv_out, index=False)
     text = markdown_table(table) if len(table) else "No accuracy runs in this config (tasks: [accuracy])."
+    for metric, heading in SEED_003_LAYOUT.items():
+        wide = seed003_layout(appendix, metric, hardware)
+        if len(wide):
+            text += f"\n\n## {heading}, in seed 003's layout (mean over repetitions)\n\n" + markdown_table(wide)
     md_out.write_text("# Accuracy and time to accuracy (mean ± sd over repetitions)\n\n" + text + "\n")

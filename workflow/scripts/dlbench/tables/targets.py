@@ -1,7 +1,6 @@
 """One hardware target against another (config ``compare_targets``): for every cell both ran on the same device
 (the same dataset, network, framework, variant and task on gpu1, say), how many times faster the first did it,
-by its speed and by its time (seed 003's P100 over K80: its total time and time to accuracy). And the accuracy
-runs in seed 003's own layout: a row per network, a column per target and dataset, Time(s) and Acc."""
+by its speed and by its time (seed 003's P100 over K80: its total time and time to accuracy)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -9,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import decimals, markdown_table, read_appendix, target_rank
+from . import markdown_table, read_appendix
 
 # The metrics a target is set against another by, and which way is faster: a speed over the baseline's, the
 # baseline's time over the target's
@@ -17,8 +16,6 @@ FASTER_BY = {"train_speed": "higher", "inference_speed": "higher", "time_to_accu
 SAME = ["dataset", "network", "framework", "variant", "task", "device"]  # what a pair's two cells share
 COLUMNS = ["target", "baseline", "metric", "unit", *SAME, "target_machine", "baseline_machine", "target_mean",
            "baseline_mean", "speedup", "target_cell", "baseline_cell"]
-# Seed 003's two tables: its total training time of 10 epochs and its test accuracy after them
-SEED_003_LAYOUT = {"total_time": "Time(s)", "test_accuracy": "Acc"}
 
 
 def against(appendix: pd.DataFrame, pairs: Sequence[Sequence[str]]) -> pd.DataFrame:
@@ -43,27 +40,7 @@ def against(appendix: pd.DataFrame, pairs: Sequence[Sequence[str]]) -> pd.DataFr
     return pd.concat(found, ignore_index=True)[COLUMNS] if found else pd.DataFrame(columns=COLUMNS)
 
 
-def seed003_layout(appendix: pd.DataFrame, metric: str, hardware: Sequence[str] = ()) -> pd.DataFrame:
-    """The accuracy runs' ``metric`` as seed 003 laid out its tables: a row per framework and network, a column
-    per target (in the config's order) and dataset, each cell's mean (time in seconds, accuracy in percent)."""
-    cells = appendix[(appendix["metric"] == metric) & (appendix["task"] == "accuracy") & (appendix["n"] > 0)]
-    if not len(cells):
-        return pd.DataFrame()
-    targets = sorted(cells["hardware"].unique(), key=lambda name: target_rank(name, hardware))
-    shown = cells.assign(column=(cells["hardware"] + ": ").where(cells["hardware"] != "", "") + cells["device"]
-                         + " " + cells["dataset"],
-                         value=[f"{mean:.2%}" if metric == "test_accuracy" else f"{mean:,.{decimals(mean)}f}"
-                                for mean in cells["mean"]])
-    order = [column for target in targets for column in
-             shown[shown["hardware"] == target].sort_values(["device", "dataset"])["column"].drop_duplicates()]
-    wide = shown.pivot_table(index=["framework", "network"], columns="column", values="value", aggfunc="first")
-    wide = wide[order].fillna("—")
-    wide.columns.name = None
-    return wide.reset_index()
-
-
-def markdown(speedups: pd.DataFrame, appendix: pd.DataFrame, pairs: Sequence[Sequence[str]],
-             hardware: Sequence[str] = ()) -> str:
+def markdown(speedups: pd.DataFrame, pairs: Sequence[Sequence[str]]) -> str:
     named = ", ".join(f"{target} over {baseline}" for target, baseline in pairs)
     if len(speedups):
         shown = speedups.assign(speedup=[f"×{value:.3g}" for value in speedups["speedup"]]).drop(
@@ -72,19 +49,13 @@ def markdown(speedups: pd.DataFrame, appendix: pd.DataFrame, pairs: Sequence[Seq
     else:
         text = (f"No cell ran on both targets of any pair ({named}) on the same device: nothing to set against "
                 "each other.")
-    sections = [f"# One hardware target over another ({named})\n\nHow many times faster the first target ran each "
-                "cell both ran on the same device: by speed (its images/s over the baseline's) and by time (the "
-                "baseline's seconds over its own).\n\n" + text]
-    for metric, heading in SEED_003_LAYOUT.items():
-        wide = seed003_layout(appendix, metric, hardware)
-        if len(wide):
-            sections.append(f"## {heading}, in seed 003's layout (mean over repetitions)\n\n" + markdown_table(wide))
-    return "\n\n".join(sections) + "\n"
+    return (f"# One hardware target over another ({named})\n\nHow many times faster the first target ran each cell "
+            "both ran on the same device: by speed (its images/s over the baseline's) and by time (the baseline's "
+            "seconds over its own). Seed 003's Time(s) and Acc tables in its layout are in accuracy.md.\n\n"
+            + text + "\n")
 
 
-def write(appendix_csv: Path, csv_out: Path, md_out: Path, pairs: Sequence[Sequence[str]],
-          hardware: Sequence[str] = ()) -> None:
-    appendix = read_appendix(appendix_csv)
-    speedups = against(appendix, pairs)
+def write(appendix_csv: Path, csv_out: Path, md_out: Path, pairs: Sequence[Sequence[str]]) -> None:
+    speedups = against(read_appendix(appendix_csv), pairs)
     speedups.to_csv(csv_out, index=False)
-    md_out.write_text(markdown(speedups, appendix, pairs, hardware))
+    md_out.write_text(markdown(speedups, pairs))
