@@ -20,16 +20,19 @@ rule framework_venv:
         "../workflow/scripts/build_env.py"
 
 
-rule cntk_conda_environment:
-    """With --use-conda: CNTK's CPython 3.6 environment, whose interpreter runs the CNTK worker."""
+rule worker_conda_environment:
+    """With --use-conda: the CPython 3.6 environment of a framework that runs in a worker (CNTK 2.7, the thesis's
+    2.5.1), whose interpreter runs the worker."""
     output:
-        ".conda-workers/cntk/environment.json",
+        ".conda-workers/{worker}/environment.json",
     log:
-        "logs/envs/cntk-conda.log",
+        "logs/envs/{worker}-conda.log",
     params:
         worker=Path(workflow.basedir) / "workflow" / "scripts" / "workers" / "cntk_worker.py",
+    wildcard_constraints:
+        worker="|".join(WORKER_ENVIRONMENTS),
     conda:
-        conda_file("cntk")
+        lambda wildcards: conda_file(wildcards.worker)
     shell:
         "python {params.worker:q} --environment {output:q} > {log:q} 2>&1"
 

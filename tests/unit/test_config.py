@@ -106,7 +106,7 @@ def test_a_runs_spec_is_its_cases_and_what_the_run_adds():
 @pytest.mark.parametrize("change,message", [
     ({"frameworks": ["tensorflw"]}, (r"'tensorflw' is not one of \['caffe', 'tensorflow', 'pytorch', 'mxnet', 'cntk', "
                                      r"'keras-tensorflow', 'keras-jax', 'keras-torch', 'onnxruntime', "
-                                     r"'tensorflow-nn', 'cudnn'\]")),
+                                     r"'tensorflow-nn', 'cudnn', 'cntk-2.5'\]")),
     ({"repetitons": 3}, r"'repetitons' was unexpected"),
 ])
 def test_schema_names_the_key_and_the_allowed_values(change, message):
@@ -330,3 +330,17 @@ def test_each_study_s_config_names_the_rows_of_readme_s_table_of_what_still_diff
     rows = re.findall(rf"^\| {study} \| \*\*(.+?)\*\*: .+ \|.*\|$", (ROOT / "README.md").read_text(), re.MULTILINE)
     assert rows and named == rows, f"config/{config} names {named}; README's rows for {study}: {rows}"
     assert len(set(rows)) == len(rows)
+
+
+def test_releases_add_each_framework_s_registered_older_release_as_a_framework_of_its_own():
+    """config releases: the thesis's CNTK 2.5.1 beside 2.7; a framework without one keeps today's alone, and a case
+    whose frameworks have none of the releases asked for is refused, naming those that have."""
+    config = {"frameworks": ["cntk", "pytorch"], "benchmarks": [
+        {"dataset": "mnist", "data": "synthetic", "networks": ["lenet"]}]}
+    frameworks = sorted({case.framework for case in cases(validated({**config, "releases": ["current", "thesis"]}))})
+    assert frameworks == ["cntk", "cntk-2.5", "pytorch"]
+    assert {case.framework for case in cases(validated(config))} == {"cntk", "pytorch"}  # today's by default
+    assert {case.framework for case in cases(validated({**config, "releases": ["thesis"]}))} == {"cntk-2.5"}
+    with pytest.raises(ConfigError, match=r"benchmarks\[0\]: none of its frameworks has a release of thesis "
+                                          r"\(releases\); those that have: cntk"):
+        cases(validated({**config, "frameworks": ["pytorch"], "releases": ["thesis"]}))

@@ -16,7 +16,7 @@ from dlbench.backends import cntk as cntk_backend
 from dlbench.run import runner
 from dlbench.spec import RunSpec
 
-from ...conftest import IN_FRAMEWORK, ROOT
+from ...conftest import IN_FRAMEWORK, ROOT, framework_environment
 
 STANDIN = IN_FRAMEWORK / "cntk_standin"
 CASES = [(name, sized_for) for name, sizings in networks.SIZINGS.items() for sized_for in sizings]
@@ -210,7 +210,9 @@ def test_without_python_3_6_the_cntk_environment_is_unavailable(tmp_path, monkey
 
 
 @pytest.mark.slow
-def test_real_cntk_builds_every_network_with_its_parameter_count(cntk_worker_python, tmp_path):
+@pytest.mark.parametrize("environment", ["cntk", "cntk-2.5"])  # today's CNTK 2.7 and the thesis's 2.5.1
+def test_real_cntk_builds_every_network_with_its_parameter_count(environment, tmp_path):
+    cntk_worker_python = framework_environment(environment)["worker_python"]
     plans, expected = {}, {}
     for name, sized_for in CASES:
         description = networks.network(name, sized_for)

@@ -156,3 +156,22 @@ def test_readme_lists_the_differences_from_the_thesiss_setup_that_thesis_md_list
     assert thesis.setup_differences() in (ROOT / "README.md").read_text(), (
         "README.md's thesis rows differ from tables/thesis.py's setup_difference_rows(); they should read:\n"
         + thesis.setup_differences())
+
+
+def test_a_framework_s_thesis_release_stands_beside_the_thesis_apart_from_today_s():
+    """CNTK 2.5.1 (config releases) beside the thesis's CNTK as today's 2.7 is, each its own row and release, ranked
+    with the frameworks of its own release only; in Appendix A's layout both stand in CNTK's row, named."""
+    items = [record(framework, repetition=1, speed=speed) for framework, speed in
+             (("cntk", 1600.0), ("cntk-2.5", 1200.0), ("pytorch", 2000.0))]
+    runs = runs_table([{**item, "path": item["run"]["framework"]} for item in items])
+    assert dict(zip(runs["framework"], runs["release"])) == {"cntk": "current", "cntk-2.5": "thesis",
+                                                             "pytorch": "current"}
+    compared = thesis.comparison(appendix(runs), runs).query("metric == 'train_speed'").set_index("framework")
+    assert compared.loc["cntk-2.5", "thesis"] == compared.loc["cntk", "thesis"] == 1573  # CNTK's CPU LeNet
+    assert compared.loc["cntk-2.5", "release"] == "thesis"
+    ranks = thesis.rank_agreement(compared.reset_index()).set_index("release")
+    assert list(ranks.index) == ["current"] and ranks.loc["current", "frameworks"] == 2  # 2.5.1 ranked with none
+    laid_out = thesis.appendix_a(compared.reset_index()).set_index(["Metric", "Dataset", "Network", "Framework"])
+    cntk = laid_out.loc[("Average Training Speed (images per second)", "MNIST", "LeNet", "CNTK"),
+                        "E5-2630 (12/20 cores): ours"]
+    assert "1,200 (cntk-2.5)" in cntk and "1,600 (" in cntk

@@ -14,6 +14,7 @@ from dataclasses import MISSING, asdict, field, fields, make_dataclass
 from .datasets import FAMILIES, RESIZED_SIZING
 from .networks import REGISTRY, SIZINGS
 from .registry import REGISTRY as FRAMEWORKS
+from .registry import with_releases
 from .spec import (
     EPOCHS,
     LATENCY_CALLS,
@@ -206,7 +207,11 @@ def cases(config: dict) -> list[Case]:
         classes = entry.get("classes")
         if classes is not None:
             check_classes(config, where, family, mode, classes)
-        frameworks = entry.get("frameworks", config["frameworks"])
+        frameworks = with_releases(entry.get("frameworks", config["frameworks"]), config["releases"])
+        if not frameworks:
+            released = sorted({entry.base for entry in FRAMEWORKS.values() if entry.release in config["releases"]})
+            raise ConfigError(f"{where}: none of its frameworks has a release of {', '.join(config['releases'])} "
+                              f"(releases); those that have: {', '.join(released)}")
         tasks = entry.get("tasks", ["train"])
         if entry.get("keras_fit"):
             check_keras_fit(where, frameworks, tasks)

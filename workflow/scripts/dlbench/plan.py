@@ -52,7 +52,8 @@ from .tasks import TASKS
 # this module alone (tests/unit/test_plan.py holds them to it)
 __all__ = [
     "CEILING", "ENVIRONMENTS", "FAMILIES", "FILE_FAMILIES", "FORMATS", "IMAGENET_LABEL", "INVALID", "METRICS",
-    "NODE_FACTS", "RUN_RECORD", "SLURM_RESOURCES", "WILDCARDS", "Plan", "build_threads", "caption_thresholds",
+    "NODE_FACTS", "RUN_RECORD", "SLURM_RESOURCES", "WILDCARDS", "WORKER_ENVIRONMENTS", "Plan", "build_threads",
+    "caption_thresholds",
     "case_key", "ceiling_device", "ceiling_of", "checked_conversion", "conda_file", "current_environment",
     "damage_stamps", "data_input", "datasets", "fetch_failed", "fetch_status", "files", "generated_archives",
     "gpu_count", "ilsvrc12", "launch", "node", "of_config", "parse_dataset_label", "progress", "record_current",
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
 RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{placement}/{variant}/{task}/rep{repetition}.json"
 CEILING = "results/ceilings/{processor}-{precision}.json"  # processor: cpu or gpu, after the target's name
 FIGURE_FORMATS = ("png", "svg")
+WORKER_ENVIRONMENTS = tuple(WORKER_PYTHONS)  # the environments whose framework runs in a worker of its own Python
 
 
 def case_key(case: Case) -> tuple:
@@ -319,7 +321,7 @@ def conda_file(envs_dir: Path, environment: str, gpus: list[str]) -> str:
 def train_conda_environment(framework: str) -> str | None:
     """The framework environment a run's job runs in with conda; None (the workflow's) where the framework runs in a
     worker of its own (CNTK)."""
-    return None if framework in WORKER_PYTHONS else ENVIRONMENTS[framework]
+    return None if ENVIRONMENTS[framework] in WORKER_PYTHONS else ENVIRONMENTS[framework]
 
 
 def build_threads(environment: str, cores: int) -> int:
@@ -353,7 +355,8 @@ def venv_of(label: str) -> tuple[str | None, str]:
 
 def worker_status(framework: str) -> str | None:
     """With conda, the status file of the worker environment a framework runs in (CNTK's), or None."""
-    return f".conda-workers/{framework}/environment.json" if framework in WORKER_PYTHONS else None
+    environment = ENVIRONMENTS[framework]
+    return f".conda-workers/{environment}/environment.json" if environment in WORKER_PYTHONS else None
 
 
 def fetch_status(family: str) -> str:

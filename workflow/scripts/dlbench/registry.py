@@ -35,6 +35,15 @@ class Framework:
     # The native framework it runs on (Keras's backend; the exporter ONNX Runtime runs the network of):
     # the API-cost table gives its numbers relative to that one's (seed 002's question).
     runs_on: str | None = None
+    # Which release of the framework it is: today's ("current"), or the one the seeds measured ("thesis": the
+    # thesis's Figure 4.3 versions), with the name of today's whose release it is (config releases)
+    release: str = "current"
+    release_of: str | None = None
+
+    @property
+    def base(self) -> str:
+        """The framework this is a release of: itself for today's."""
+        return self.release_of or self.name
 
     @property
     def runs(self) -> tuple[str, ...]:
@@ -43,6 +52,9 @@ class Framework:
 
 
 MIXED = ("bf16", "fp16")
+RELEASES = ("current", "thesis")  # Framework.release: today's, the thesis's (config releases)
+CNTK_RMSPROP = {"rmsprop": "the mean square starts at the first squared gradient, not at 0, and has no epsilon: the "
+                           "first steps are rate x sign(g), about a third of the others' (with rho 0.9)"}
 # The one place a framework is added: the thesis's five, then Keras 3's high-level API on three
 # backends (seed 001's keras-mxnet comparison in its modern form), then ONNX Runtime on the network
 # PyTorch exports, the network in TensorFlow's raw tf.nn ops and in cuDNN calls (seed 002's low-level
@@ -61,9 +73,7 @@ REGISTRY = {framework.name: framework for framework in (
               gpu_precisions=("fp32", "fp16"),
               always_compiled="Gluon hybridize (static graph)"),
     Framework("cntk", "cntk", "cntk", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
-              optimizer_differences={"rmsprop": "the mean square starts at the first squared gradient, not at 0, "
-                                                "and has no epsilon: the first steps are rate x sign(g), "
-                                                "about a third of the others' (with rho 0.9)"}),
+              optimizer_differences=CNTK_RMSPROP),
     Framework("keras-tensorflow", "keras_api", "tensorflow", "lmdb", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (Keras jit_compile)",
               always_compiled="tf.function graph", runs_on="tensorflow"),
@@ -78,17 +88,33 @@ REGISTRY = {framework.name: framework for framework in (
               tasks=("inference",), runs_on="tensorflow"),
     Framework("cudnn", "cudnn_calls", "pytorch", "lmdb", gpu_precisions=("fp32", "tf32"), tasks=("inference",),
               runs_on="pytorch"),
+    # The thesis's releases (its Figure 4.3), where a backend speaks their API: CNTK 2.5.1 through the same worker
+    Framework("cntk-2.5", "cntk", "cntk-2.5", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
+              optimizer_differences=CNTK_RMSPROP, release="thesis", release_of="cntk"),
 )}
 FRAMEWORKS = tuple(REGISTRY)
 ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}
 
 
+def with_releases(frameworks, releases) -> list[str]:
+    """The frameworks a config's ``frameworks`` and ``releases`` name: each framework's registered releases of those
+    asked for, in the order named (a release named itself, ``cntk-2.5``, stays)."""
+    found = []
+    for name in frameworks:
+        if REGISTRY[name].release_of:
+            found.append(name)
+            continue
+        found += [other for other, entry in REGISTRY.items() if entry.base == name and entry.release in releases]
+    return list(dict.fromkeys(found))
+
+
 def registry_table() -> str:
     """The registry as README's Markdown table."""
-    header = ("framework", "backend module", "environment", "data format", "tasks", "over processes",
+    header = ("framework", "release", "backend module", "environment", "data format", "tasks", "over processes",
               "precisions on CPUs", "on GPUs", "compile: true", "compiled always")
     rows = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
-    rows += [f"| `{f.name}` | `backends/{f.module}.py` | `{f.environment}` | `{f.data_format}` | {', '.join(f.runs)} | "
+    rows += [f"| `{f.name}` | {f.release}{f' (of `{f.release_of}`)' if f.release_of else ''} | "
+             f"`backends/{f.module}.py` | `{f.environment}` | `{f.data_format}` | {', '.join(f.runs)} | "
              f"{f.launcher or 'no'} | {', '.join(f.cpu_precisions)} | {', '.join(f.gpu_precisions)} | "
              f"{f.compiler or '—'} | {f.always_compiled or '—'} |" for f in REGISTRY.values()]
     return "\n".join(rows)

@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-CNTK_GPU_CUDA = "10.0"  # what CNTK 2.7's cntk-gpu wheels were built with
+CNTK_GPU_CUDA = {"2.7": "10.0", "2.5": "9.0"}  # what each release's cntk-gpu wheels were built with
 DLBENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dlbench")
 
 
@@ -54,7 +54,7 @@ def describe():
     gpu = glob.glob(os.path.join(os.path.dirname(os.path.dirname(cntk.__file__)), "cntk_gpu-*.dist-info"))
     return {"python": platform.python_version(), "framework_version": cntk.__version__,
             "packages": {"cntk": cntk.__version__, "numpy": np.__version__},
-            "cuda_build": CNTK_GPU_CUDA if gpu else None}
+            "cuda_build": CNTK_GPU_CUDA[".".join(cntk.__version__.split(".")[:2])] if gpu else None}
 
 
 def primitives(x):

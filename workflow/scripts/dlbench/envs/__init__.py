@@ -29,12 +29,13 @@ from . import caffe_build, cntk_setup
 
 # Frameworks whose last release needs an older CPython than the workflow's: the runner stays on the
 # workflow's Python and drives the framework in a worker process under that interpreter.
-WORKER_PYTHONS = {"cntk": ("3.6", "CNTK 2.7 requires CPython 3.6 (its last wheels are cp36 only)")}
+WORKER_PYTHONS = {"cntk": ("3.6", "CNTK 2.7 requires CPython 3.6 (its last wheels are cp36 only)"),
+                  "cntk-2.5": ("3.6", "CNTK 2.5.1 requires CPython 3.6 (its Linux wheels are cp27, cp35 and cp36)")}
 WORKER_PYTHON_VARIABLE = "DLBENCH_WORKER_PYTHON"  # how the monitor tells the runner that interpreter
 
 
 # What makes a worker environment's framework importable after its pip install.
-WORKER_SETUP = {"cntk": cntk_setup.setup}
+WORKER_SETUP = {"cntk": cntk_setup.setup, "cntk-2.5": cntk_setup.setup}
 
 
 def _runs_as(python: str, version: str) -> bool:

@@ -21,6 +21,7 @@ from pathlib import Path
 from ..files import Unreadable
 from ..record.compute import flops_per_image
 from ..record.io import read_record
+from ..registry import REGISTRY
 from ..spec import RunSpec
 
 # A run's time on a 2-core CPU besides its steps, in seconds: the median of its records' wall time less warm-up and
@@ -58,7 +59,8 @@ def _steps(spec: RunSpec) -> float:
 
 def first_guess(spec: RunSpec) -> float:
     rate = FIRST_GUESS_TFLOPS["gpu" if spec.gpus else "cpu"] * 1e12
-    return START_SECONDS.get(spec.framework, max(START_SECONDS.values())) + _steps(spec) * flops_per_image(spec) / rate
+    start = START_SECONDS.get(REGISTRY[spec.framework].base, max(START_SECONDS.values()))  # an old release: today's
+    return start + _steps(spec) * flops_per_image(spec) / rate
 
 
 def previous_seconds(record: Path) -> float | None:

@@ -21,7 +21,7 @@ JOBID = re.compile(r"^\s+jobid: (\d+)$")
 FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)$")
 
 # A stage is named by the rules file a rule is in, or for train.smk's rules by the rule
-STAGE_OF_RULE = {"framework_venv": "environments", "cntk_conda_environment": "environments", "ceiling": "ceiling",
+STAGE_OF_RULE = {"framework_venv": "environments", "worker_conda_environment": "environments", "ceiling": "ceiling",
                  "train": "runs"}
 STAGE_OF_FILE = {"datasets.smk": "data", "aggregate.smk": "tables and figures"}
 STAGES = ["environments", "data", "ceiling", "runs", "tables and figures"]

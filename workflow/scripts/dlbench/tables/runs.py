@@ -7,8 +7,15 @@ from collections import Counter
 import pandas as pd
 
 from ..metrics import FLAGS, METRICS
+from ..registry import REGISTRY
 from ..spec import gpu_count, run_variant
 from . import CELL_KEYS, RUN_KEYS, first_line
+
+
+def release(framework: str) -> str:
+    """Which release of its framework a run's framework is (registry.Framework.release); today's for a name the
+    registry no longer has (a merged record's)."""
+    return REGISTRY[framework].release if framework in REGISTRY else "current"
 
 
 def hardware(run: dict) -> str:
@@ -85,7 +92,8 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
         row.update(hardware=hardware(run), variant=run_variant(run),
                    machine=machine(record))
         row.update(status=record["status"], reason=first_line(record["reason"]),
-                   framework_version=run.get("framework_version"), batch_size_global=run["batch_size_global"],
+                   framework_version=run.get("framework_version"), release=release(run["framework"]),
+                   batch_size_global=run["batch_size_global"],
                    iterations=run["iterations"], warmup_iterations=run["warmup_iterations"],
                    threads=run["threads"], final_loss=record["quality"]["final_loss"],
                    epochs=run.get("epochs"), target_accuracy=run.get("target_accuracy"),

@@ -10,8 +10,10 @@ import pandas as pd
 from ..config import FIGURE_4_5
 from ..hardware.gpu import IDLE_SAMPLE_SECONDS
 from ..metrics import METRICS
+from ..registry import REGISTRY
 from ..spec import dataset_classes, gpu_count, parse_dataset_label
 from . import CELL_KEYS, decimals, markdown_table, ratio_words, read_appendix, read_runs
+from .runs import release
 from .thesis_definitions import chosen, decide, evidence, summary
 
 APPENDIX_A = Path(__file__).parents[3] / "resources" / "piccione2018_appendix_a.csv"
@@ -51,8 +53,10 @@ def setup_difference_rows() -> tuple[tuple[str, str, str], ...]:
         ("versions",
          ("today's framework versions (README's table: Caffe 1.0 built from source, TensorFlow 2.21, PyTorch 2.13, "
           "MXNet 1.9.1, CNTK 2.7), not its Figure 4.3's (Caffe 1.0, TF 1.9, PyTorch 0.4.0, MXNet 1.2.0, CNTK 2.5.1: "
-          "Anaconda's builds with CUDA 9, NCCL 2.1 and cuDNN 7.1.1)"),
-         "those wheels do not run on today's Python and drivers; each record names its versions and CUDA build"),
+          "Anaconda's builds with CUDA 9, NCCL 2.1 and cuDNN 7.1.1); `releases: [current, thesis]` runs the thesis's "
+          "too where a backend speaks its API (CNTK 2.5.1 so far), each in cells of its own"),
+         ("most of those releases need CPython 3.6 and backends of their own APIs (TensorFlow 1 sessions, Gluon of "
+          "MXNet 1.2, PyTorch 1.0); each record names its versions and CUDA build")),
         ("Caffe without cuDNN", "Caffe's GPU convolutions are its own kernels (im2col and cuBLAS), not cuDNN's",
          "BVLC Caffe 1.0's cuDNN layers call functions cuDNN 8 removed, and cuDNN 7 has no build for today's CUDA"),
         ("K20m and P100",
@@ -77,7 +81,8 @@ def setup_difference_rows() -> tuple[tuple[str, str, str], ...]:
     )
 
 
-KEYS = ["metric", "dataset", "network", "framework", "hardware", "device", "machine", "thesis_hardware"]
+# A framework's releases stand apart (registry.Framework.release): each set beside the thesis's, never ranked together
+KEYS = ["metric", "dataset", "network", "framework", "release", "hardware", "device", "machine", "thesis_hardware"]
 COLUMNS = [*KEYS, "unit", "ours", "ours_mean", "n", "thesis", "ratio", "apples_to_oranges"]
 RANK_COLUMNS = [*(key for key in KEYS if key != "framework"), "frameworks", "spearman", "same_order", "swapped"]
 
@@ -93,11 +98,13 @@ def reference(path: Path = APPENDIX_A) -> pd.DataFrame:
 def comparable(appendix: pd.DataFrame) -> pd.DataFrame:
     """The appendix cells the thesis measured too: training at the thesis's precision, one device or two
     GPUs, on its datasets (all their classes) and networks, in its frameworks."""
+    base = appendix["framework"].map(lambda name: REGISTRY[name].base if name in REGISTRY else name)
     cells = appendix[(appendix["task"] == "train") & (appendix["variant"] == "fp32")
-                     & appendix["device"].isin(list(HARDWARE)) & appendix["framework"].isin(FRAMEWORKS.values())
+                     & appendix["device"].isin(list(HARDWARE)) & base.isin(FRAMEWORKS.values())
                      & appendix["network"].isin(NETWORKS.values())
                      & appendix["dataset"].map(lambda label: dataset_classes(label) is None)]
-    return cells.assign(family=cells["dataset"].map(lambda label: parse_dataset_label(label)[0]))
+    return cells.assign(family=cells["dataset"].map(lambda label: parse_dataset_label(label)[0]),
+                        base=base[cells.index], release=cells["framework"].map(release))
 
 
 def thesis_columns(device: str, thesis_gpu: str | None) -> tuple[str, ...]:
@@ -127,7 +134,7 @@ def comparison(appendix: pd.DataFrame, runs: pd.DataFrame, thesis: pd.DataFrame 
         thesis_gpu = thesis_gpus.get(cell.hardware)
         for column in thesis_columns(cell.device, thesis_gpu):
             match = thesis[(thesis["metric"] == theirs_of[cell.metric]) & (thesis["family"] == cell.family)
-                           & (thesis["network"] == cell.network) & (thesis["framework"] == cell.framework)
+                           & (thesis["network"] == cell.network) & (thesis["framework"] == cell.base)
                            & (thesis["thesis_hardware"] == column)]
             theirs = match["value"].iloc[0] if len(match) else float("nan")
             words = differences(cell, column, runs, theirs, theirs_of[cell.metric])
@@ -137,7 +144,8 @@ def comparison(appendix: pd.DataFrame, runs: pd.DataFrame, thesis: pd.DataFrame 
                     f"target {cell.hardware} names no thesis GPU (hardware[].thesis)" if cell.hardware
                     else "the config names no hardware target whose thesis GPU this is"))
             rows.append({"metric": cell.metric, "dataset": cell.dataset, "network": cell.network,
-                         "framework": cell.framework, "hardware": cell.hardware, "device": cell.device,
+                         "framework": cell.framework, "release": cell.release, "hardware": cell.hardware,
+                         "device": cell.device,
                          "machine": cell.machine, "thesis_hardware": column,
                          "unit": cell.unit, "ours": cell.cell, "ours_mean": cell.mean, "n": cell.n, "thesis": theirs,
                          "ratio": cell.mean / theirs, "apples_to_oranges": "; ".join(words)})
@@ -225,6 +233,8 @@ def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
         ratio=ratio_words(compared["ratio"]))
     ranked = ranks.assign(thesis_hardware=ranks["thesis_hardware"].map(HARDWARE_WORDS),
                           spearman=ranks["spearman"].round(2))
+    if (compared["release"] == "current").all():  # today's releases alone: no column to tell them apart
+        shown, ranked = shown.drop(columns="release"), ranked.drop(columns="release")
     return ("# Our cells beside the thesis's (Appendix A)\n\n"
             + markdown_table(shown.drop(columns=["ours_mean"]))
             + "\n\n## Do the frameworks come out in the same order?\n\n"
@@ -246,12 +256,14 @@ def appendix_a(compared: pd.DataFrame, path: Path = APPENDIX_A) -> pd.DataFrame:
     published = pd.read_csv(path)
     ours = compared.dropna(subset=["ours_mean"])
     ours = ours.assign(theirs=ours["metric"].map(like()),
-                       family=ours["dataset"].map(lambda label: parse_dataset_label(label)[0]))
-    cell = ["theirs", "family", "network", "framework", "thesis_hardware"]
+                       family=ours["dataset"].map(lambda label: parse_dataset_label(label)[0]),
+                       base=ours["framework"].map(lambda name: REGISTRY[name].base if name in REGISTRY else name))
+    cell = ["theirs", "family", "network", "base", "thesis_hardware"]
     several = ours.groupby(cell)["ours_mean"].transform("size") > 1
     ours = ours.assign(value=[f"{mean:,.{decimals(mean)}f}" for mean in ours["ours_mean"]])
-    ours["value"] = ours["value"].where(~several, ours["value"] + " (" + ours["hardware"].where(
-        ours["hardware"] != "", ours["machine"]) + ")")
+    where = ours["hardware"].where(ours["hardware"] != "", ours["machine"])  # a release, else a target or machine
+    where = ours["framework"].where(ours["release"] != "current", where)
+    ours["value"] = ours["value"].where(~several, ours["value"] + " (" + where + ")")
     ours = ours.groupby(cell)["value"].agg("; ".join)
     rows = []
     for key, cell in published.groupby(["metric", "dataset", "network", "framework"], sort=False):
