@@ -19,6 +19,7 @@ from dlbench.config import (
     check_size,
     class_subsets,
     targets,
+    without_releases,
 )
 from dlbench.datasets import description
 from dlbench.spec import IMAGENET_LABEL, RUN_FIELDS, RunSpec, dataset_classes, whole_dataset
@@ -341,6 +342,9 @@ def test_releases_add_each_framework_s_registered_older_release_as_a_framework_o
     assert frameworks == ["cntk", "cntk-2.5", "pytorch"]
     assert {case.framework for case in cases(validated(config))} == {"cntk", "pytorch"}  # today's by default
     assert {case.framework for case in cases(validated({**config, "releases": ["thesis"]}))} == {"cntk-2.5"}
+    assert without_releases(validated({**config, "releases": ["current", "thesis"]})) == (
+        "no thesis release of pytorch yet (no backend speaks it): today's alone runs")  # said before the first job
+    assert without_releases(validated(config)) == ""
     with pytest.raises(ConfigError, match=r"benchmarks\[0\]: none of its frameworks has a release of thesis "
                                           r"\(releases\); those that have: cntk"):
         cases(validated({**config, "frameworks": ["pytorch"], "releases": ["thesis"]}))

@@ -186,6 +186,17 @@ def accuracy_iterations(config: dict, entry: dict, where: str, batch: int) -> in
     return entry.get("epochs", EPOCHS) * (images // batch)
 
 
+def without_releases(config: dict) -> str:
+    """Which of the config's frameworks lack a release its ``releases`` asks for (none registered yet), in words;
+    empty where none do."""
+    named = {name for entry in config["benchmarks"] for name in entry.get("frameworks", config["frameworks"])}
+    lacking = {release: sorted(name for name in named if not FRAMEWORKS[name].release_of and not any(
+        entry.base == name and entry.release == release for entry in FRAMEWORKS.values()))
+        for release in config["releases"]}
+    return "; ".join(f"no {release} release of {', '.join(names)} yet (no backend speaks it): today's alone runs"
+                     for release, names in lacking.items() if names)
+
+
 def cases(config: dict) -> list[Case]:
     found: dict[tuple, Case] = {}
     for index, entry in enumerate(config["benchmarks"]):

@@ -286,6 +286,8 @@ def of_config(config: dict, validate, log) -> Plan:
     dlbench_config.check_size(config)
     dlbench_config.check_devices(config)
     validate(config)
+    if unreleased := dlbench_config.without_releases(config):
+        log(f"releases: {unreleased}")
     return Plan(config, merge.merged_records(config["merge"], log=log) if config.get("merge") else None)
 
 
