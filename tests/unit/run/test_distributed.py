@@ -112,7 +112,7 @@ def test_other_frameworks_over_processes_are_unavailable(tmp_path):
     record = run(tmp_path, spec(framework="caffe", device="2xcpu"), python=sys.executable)
     assert record["status"] == "unavailable"
     assert record["reason"] == ("2xcpu: 2 processes: data parallelism over processes is wired for "
-                                "tensorflow, pytorch, mxnet, cntk only")
+                                "tensorflow, pytorch, mxnet, cntk, cntk-2.5 only")
     one_machine = run(tmp_path, spec(framework="tensorflow", device="2xcpu"), python=sys.executable)
     assert one_machine["reason"] == ("2xcpu: 2 processes: tensorflow's are srun's tasks on the 2 nodes of a Slurm "
                                      "allocation; here they would share one machine")

@@ -24,6 +24,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import socket
 import sys
 import time
@@ -54,7 +55,7 @@ def describe():
     gpu = glob.glob(os.path.join(os.path.dirname(os.path.dirname(cntk.__file__)), "cntk_gpu-*.dist-info"))
     return {"python": platform.python_version(), "framework_version": cntk.__version__,
             "packages": {"cntk": cntk.__version__, "numpy": np.__version__},
-            "cuda_build": CNTK_GPU_CUDA[".".join(cntk.__version__.split(".")[:2])] if gpu else None}
+            "cuda_build": CNTK_GPU_CUDA[re.match(r"\d+\.\d+", cntk.__version__).group()] if gpu else None}
 
 
 def primitives(x):

@@ -172,7 +172,9 @@ def gpu_code() -> GpuCode | str:
         return f"no CNTK math library (libCntk.Math-*.so) in {environment}"
     runtime = next(libraries.glob("libcudart.so.*"), None)  # the CUDA it bundles, by its name: libcudart.so.10.0
     cuda = runtime.name.removeprefix("libcudart.so.") if runtime else None
-    return GpuCode.from_arch_names("CNTK", cuda, elf.fatbin_architectures(math_library), gpu.visible_gpus())
+    release = math_library.name.removeprefix("libCntk.Math-").removesuffix(".so")  # libCntk.Math-2.7.so: 2.7
+    return GpuCode.from_arch_names(f"CNTK {release}", cuda, elf.fatbin_architectures(math_library),
+                                   gpu.visible_gpus())
 
 
 def describe() -> dict:

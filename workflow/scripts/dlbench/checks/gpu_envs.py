@@ -54,7 +54,7 @@ REFERENCE_GPUS = (("Tesla K20m", 35), ("Tesla K80", 37), ("Tesla P100", 60), ("T
 
 def cuda_environments(envs_dir: Path = Path("envs")) -> list[str]:
     """Every environment with a CUDA variant of its pip requirements."""
-    return sorted(path.name.split(".")[0] for path in envs_dir.glob("*.cuda.requirements.txt"))
+    return sorted(path.name.removesuffix(".cuda.requirements.txt") for path in envs_dir.glob("*.cuda.requirements.txt"))
 
 
 @dataclass(frozen=True)
