@@ -258,3 +258,10 @@ def test_a_shared_environment_is_built_once_for_what_it_is_built_from_and_a_stop
     changed, _ = build("four")
     assert changed["python"] != first["python"] and Path(changed["python"]).exists() and Path(first["python"]).exists()
     assert len(built) == 3  # the first, the stopped one again, the changed one
+
+
+def test_an_environment_is_named_by_its_files_with_the_dots_of_a_release():
+    assert envs.environment_of(ENVS / "cntk-2.5.cuda.requirements.txt") == "cntk-2.5"
+    assert envs.environment_of(ENVS / "cntk-2.5.yaml") == "cntk-2.5"
+    assert envs.environment_of(ENVS / "pytorch.cuda-sm50.requirements.txt") == "pytorch"
+    assert envs.environment_of(ENVS / "mxnet.requirements.txt") == "mxnet"

@@ -184,6 +184,12 @@ class BuildFacts:
 OLDER_GPU_BUILDS = {"pytorch": ("pytorch.cuda-sm50.requirements.txt",)}
 
 
+def environment_of(requirements: Path) -> str:
+    """The environment a requirements or conda file is of: ``cntk-2.5`` of ``cntk-2.5.cuda.requirements.txt``, of
+    ``pytorch.cuda-sm50.requirements.txt`` ``pytorch`` (names may hold dots; the suffixes are known)."""
+    return re.sub(r"(\.cuda[^.]*)?\.(requirements\.txt|yaml)$", "", Path(requirements).name)
+
+
 def cuda_variant(requirements: Path) -> Path:
     """Where an environment's CUDA variant is: ``<env>.cuda.requirements.txt`` beside pip's
     ``<env>.requirements.txt``, ``<env>.cuda.yaml`` beside conda's ``<env>.yaml``."""
@@ -195,7 +201,7 @@ def cuda_builds(requirements: Path) -> list[Path]:
     """An environment's CUDA requirements files, in the order they are tried: its CUDA variant, then its builds for
     older GPUs and drivers (pip's only)."""
     pip = requirements.name.endswith(".requirements.txt")
-    older = [requirements.with_name(name) for name in OLDER_GPU_BUILDS.get(requirements.name.split(".")[0], ())]
+    older = [requirements.with_name(name) for name in OLDER_GPU_BUILDS.get(environment_of(requirements), ())]
     return [path for path in [cuda_variant(requirements), *(older if pip else [])] if path.exists()]
 
 
@@ -270,7 +276,7 @@ def build_environment(requirements: Path, venv_dir: Path, jobs: int, log, gpus: 
     ``shared_root`` once for every checkout and target under that root that asks for the same build
     (:func:`shared_build`). On a node with GPUs that no CUDA build serves it is the CPU build, whose
     ``no_gpu_build`` says why (its GPU runs are unavailable, saying so)."""
-    environment = requirements.name.split(".")[0]
+    environment = environment_of(requirements)
     if gpus is None:
         gpus, capabilities, driver = node_gpus(), node_compute_capabilities(), node_driver()
     requirements, choice = choose_requirements(requirements, gpus, capabilities or (), driver)
@@ -424,7 +430,7 @@ def resolve(requirements: Path, pip_args: Sequence[str] = ()) -> dict:
     the wheels): ``ok`` with each package it would install and its version, or ``failed`` with pip's error.
     Isolated from this machine's pip settings (a local wheel directory, constraints), so that it sees what a
     fresh node sees; a worker environment's file (CNTK's) is resolved for that interpreter, wheels only."""
-    environment = Path(requirements).name.split(".")[0]
+    environment = environment_of(requirements)
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.json"
         # pip takes another interpreter's version only for a --target install (nothing is installed: a dry run)
