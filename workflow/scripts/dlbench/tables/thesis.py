@@ -128,7 +128,7 @@ def comparison(appendix: pd.DataFrame, runs: pd.DataFrame, thesis: pd.DataFrame 
     for cell in cells.itertuples():
         needs = METRICS[cell.metric].needs
         if (needs == "gpu" and not gpu_count(cell.device)) or (needs == "idle_gpu" and gpu_count(cell.device)):
-            continue  # the thesis's "GPU power" of a CPU run is its idle cards' draw: idle_gpu_power...
+            continue  # the thesis's "GPU power" of a CPU run is its idle cards' draw: idle_gpu_power(_per_gpu)
         if needs == "idle_gpu" and pd.isna(cell.mean):
             continue  # a node without GPUs (or whose GPUs were busy) has no idle draw to set beside the thesis's
         thesis_gpu = thesis_gpus.get(cell.hardware)
