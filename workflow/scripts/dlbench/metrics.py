@@ -25,6 +25,7 @@ class Metric:
     needs: str = ""
     beside: str = ""  # a metric whose bars its figure draws beside its own (and that gets no figure of its own)
     # "max" or "min": the better end, for a heatmap per dataset of each framework against the best one per network
+    # (of the training metrics) and for one hardware target over another (tables.targets)
     best: str = ""
     flagged: bool = True  # whether the runs' flags (input-bound, contended) bear on it: not on a peak or an accuracy
     signed: bool = False  # whether a value below 0 can be true (a runs.csv from elsewhere is checked: read_runs)
@@ -76,7 +77,7 @@ METRICS = {
     "inference_speed": Metric("timing", "images_per_second_mean", "images/s",
                               "images per second of forward passes without gradients at the case's batch size, "
                               "timed as training steps are (one batch in flight, warm-up excluded)",
-                              tasks=("inference",)),
+                              tasks=("inference",), best="max"),
     **{f"latency_{percentile}": Metric(
         "latency", f"{percentile}_ms", "ms",
         f"{words} latency of a single image's forward pass over the timed calls (warm-up excluded), each call "
@@ -154,10 +155,11 @@ METRICS = {
     "time_to_accuracy": Metric("quality", "time_to_accuracy_seconds", "s",
                                "seconds from the first training step to the end of the evaluation of the first epoch "
                                "whose test accuracy reached the case's target (training and evaluations)",
-                               tasks=("accuracy",)),
+                               tasks=("accuracy",), best="min"),
     "total_time": Metric("quality", "total_seconds", "s",
                          "seconds from the first training step to the end of the last epoch's evaluation: all the "
-                         "run's epochs, training and evaluations (seed 003's Time column)", tasks=("accuracy",)),
+                         "run's epochs, training and evaluations (seed 003's Time column)", tasks=("accuracy",),
+                         best="min"),
     "profiling_overhead": Metric("profile", "overhead", "× unprofiled step",
                                  "a step's mean wall time under the framework's profiler over a step's without it "
                                  "(seed 004 reports +235 to +245 %: 3.35-3.45x read literally)", tasks=("profile",)),

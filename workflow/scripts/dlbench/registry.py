@@ -96,6 +96,12 @@ FRAMEWORKS = tuple(REGISTRY)
 ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}
 
 
+def base_of(name: str) -> str:
+    """The framework ``name`` is a release of (itself for today's, and for a name the registry no longer has: a
+    merged record's)."""
+    return REGISTRY[name].base if name in REGISTRY else name
+
+
 def with_releases(frameworks, releases) -> list[str]:
     """The frameworks a config's ``frameworks`` and ``releases`` name: each framework's registered releases of those
     asked for, in the order named (a release named itself, ``cntk-2.5``, stays)."""

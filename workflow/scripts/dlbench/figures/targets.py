@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..metrics import METRICS
 from ..tables.targets import FASTER_BY
 from . import FRAMEWORK_COLOURS, framework_order, save, with_notes
 
@@ -15,12 +16,12 @@ def targets_figure(speedups: pd.DataFrame, outputs: list[Path]) -> None:
     machine of several in a target is named on its panel."""
     shown = speedups.assign(panel=speedups["target"] + " over " + speedups["baseline"] + ", " + speedups["device"]
                             + ": " + speedups["metric"].str.replace("_", " ") + " (by " + speedups["metric"].map(
-                                lambda metric: "speed" if FASTER_BY[metric] == "higher" else "time") + ")")
+                                lambda metric: "speed" if METRICS[metric].best == "max" else "time") + ")")
     machines = ["target_machine", "baseline_machine"]
     several = shown.groupby(["target", "baseline", "metric", "device"])[machines].nunique()
     if len(several) and several.to_numpy().max() > 1:
         shown["panel"] += "\n" + shown["target_machine"] + " over " + shown["baseline_machine"]
-    shown = shown.assign(rank=shown["metric"].map(list(FASTER_BY).index))
+    shown = shown.assign(rank=shown["metric"].map(FASTER_BY.index))
     panels = list(shown.sort_values(["target", "baseline", "rank", "device"], kind="stable")["panel"].drop_duplicates())
     fig, axes = with_notes(max(5.5, 4.5 * min(len(panels), 3)), 4 * -(-max(len(panels), 1) // 3), [] if panels else [
         "No cell ran on both targets of a pair on the same device (compare_targets)."],

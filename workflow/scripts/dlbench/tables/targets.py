@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..metrics import METRICS
 from . import markdown_table, read_appendix
 
-# The metrics a target is set against another by, and which way is faster: a speed over the baseline's, the
-# baseline's time over the target's
-FASTER_BY = {"train_speed": "higher", "inference_speed": "higher", "time_to_accuracy": "lower", "total_time": "lower"}
+# The metrics a target is set against another by; which way is faster is each one's better end (Metric.best): a
+# speed over the baseline's, the baseline's time over the target's
+FASTER_BY = ("train_speed", "inference_speed", "time_to_accuracy", "total_time")
 SAME = ["dataset", "network", "framework", "variant", "task", "device"]  # what a pair's two cells share
 COLUMNS = ["target", "baseline", "metric", "unit", *SAME, "target_machine", "baseline_machine", "target_mean",
            "baseline_mean", "speedup", "target_cell", "baseline_cell"]
@@ -29,7 +30,7 @@ def against(appendix: pd.DataFrame, pairs: Sequence[Sequence[str]]) -> pd.DataFr
         both = cells[cells["hardware"] == target][kept].merge(
             cells[cells["hardware"] == baseline][kept].drop(columns="unit"), on=["metric", *SAME],
             suffixes=("_target", "_baseline"))
-        higher = both["metric"].map(FASTER_BY) == "higher"
+        higher = both["metric"].map(lambda metric: METRICS[metric].best) == "max"
         ratio = both["mean_target"] / both["mean_baseline"]
         speedup = ratio.where(higher, 1 / ratio)
         found.append(pd.DataFrame({"target": target, "baseline": baseline, **{key: both[key] for key in kept[:-3]},

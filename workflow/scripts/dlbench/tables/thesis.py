@@ -10,7 +10,7 @@ import pandas as pd
 from ..config import FIGURE_4_5
 from ..hardware.gpu import IDLE_SAMPLE_SECONDS
 from ..metrics import METRICS
-from ..registry import REGISTRY
+from ..registry import base_of
 from ..spec import dataset_classes, gpu_count, parse_dataset_label
 from . import CELL_KEYS, decimals, markdown_table, ratio_words, read_appendix, read_runs
 from .runs import release
@@ -98,7 +98,7 @@ def reference(path: Path = APPENDIX_A) -> pd.DataFrame:
 def comparable(appendix: pd.DataFrame) -> pd.DataFrame:
     """The appendix cells the thesis measured too: training at the thesis's precision, one device or two
     GPUs, on its datasets (all their classes) and networks, in its frameworks."""
-    base = appendix["framework"].map(lambda name: REGISTRY[name].base if name in REGISTRY else name)
+    base = appendix["framework"].map(base_of)
     cells = appendix[(appendix["task"] == "train") & (appendix["variant"] == "fp32")
                      & appendix["device"].isin(list(HARDWARE)) & base.isin(FRAMEWORKS.values())
                      & appendix["network"].isin(NETWORKS.values())
@@ -257,7 +257,7 @@ def appendix_a(compared: pd.DataFrame, path: Path = APPENDIX_A) -> pd.DataFrame:
     ours = compared.dropna(subset=["ours_mean"])
     ours = ours.assign(theirs=ours["metric"].map(like()),
                        family=ours["dataset"].map(lambda label: parse_dataset_label(label)[0]),
-                       base=ours["framework"].map(lambda name: REGISTRY[name].base if name in REGISTRY else name))
+                       base=ours["framework"].map(base_of))
     cell = ["theirs", "family", "network", "base", "thesis_hardware"]
     several = ours.groupby(cell)["ours_mean"].transform("size") > 1
     ours = ours.assign(value=[f"{mean:,.{decimals(mean)}f}" for mean in ours["ours_mean"]])
