@@ -137,23 +137,32 @@ def test_after_synchronize_no_step_is_waited_for_again():
 class SynchronousDevice:
     """Steps that have finished when step() returns, as on a CPU; step 7 takes four times as long.
 
-    Each step's real duration is recorded: a loaded machine oversleeps, and the clock under test
-    must match what happened, not what was asked for."""
+    Each step's real start and end are recorded: a loaded machine oversleeps and preempts, and the
+    clock under test must match what happened, not what was asked for."""
 
     def __init__(self):
         self.durations = [0.04 if index == 7 else 0.01 for index in range(20)]
-        self.started_at, self.finished_at, self.slept = [], [], []
-        self.next_batch = InputClock(lambda: time.sleep(0.005 if len(self.finished_at) >= 10 else 0.001))
+        self.started_at, self.finished_at = [], []  # time.time(), as the timed window's epochs
+        self.began, self.ended = [], []  # time.perf_counter(), as the loop's clock
+        self.fetched, self.computed = [], []  # each step's seconds on its batch and on its sleep
+        self.next_batch = InputClock(self.fetch)
+
+    def fetch(self):
+        began = time.perf_counter()
+        time.sleep(0.005 if len(self.finished_at) >= 10 else 0.001)
+        self.fetched.append(time.perf_counter() - began)
 
     def input_wait_seconds(self):
         return self.next_batch.seconds
 
     def step(self):
         self.started_at.append(time.time())
-        began = time.perf_counter()
+        self.began.append(time.perf_counter())
         self.next_batch()
+        computing = time.perf_counter()
         time.sleep(self.durations[len(self.finished_at)])
-        self.slept.append(time.perf_counter() - began)
+        self.ended.append(time.perf_counter())
+        self.computed.append(self.ended[-1] - computing)
         self.finished_at.append(time.time())
         return already_finished
 
@@ -162,21 +171,30 @@ class SynchronousDevice:
 
 
 def test_a_step_that_finished_when_it_returned_is_clocked_at_once():
+    """Step i's interval holds all of step i and none of step i + 1: the loop reads its clock after
+    step i returned and before step i + 1 began. Clocked one step late, step 7's long sleep would
+    fall in step 8's interval and step 7's would be too short."""
     device = SynchronousDevice()
     timing = timed_loop(device, iterations=20, warmup=5, progress=lambda *a, **k: None)
+    returned = time.perf_counter()
     times = timing["iteration_seconds"]
-    assert max(range(20), key=times.__getitem__) == 7
-    assert device.slept[7] <= times[7] < device.slept[7] + 0.005
+    device.began.append(returned)  # no step 20: the loop's last reading comes before it returned
+    for index in range(1, 20):
+        assert device.ended[index] - device.began[index] <= times[index], index
+        assert times[index] <= device.began[index + 1] - device.ended[index - 1], index
+    assert times[7] >= 0.04
     window = timing["timed_window"]
     assert device.finished_at[4] <= window["start_epoch"] <= device.started_at[5]  # before step 5 ran
-    assert sum(device.slept[5:]) <= window["seconds"] < sum(device.slept[5:]) + 0.005
+    assert device.ended[19] - device.began[5] <= window["seconds"] <= returned - device.ended[4]
 
 
 def test_the_input_wait_of_the_timed_steps_is_what_their_batches_took():
     device = SynchronousDevice()
     timing = timed_loop(device, iterations=20, warmup=5, progress=lambda *a, **k: None)
     waited = timing["timed_window"]["input_wait_seconds"]
-    assert 5 * 0.001 + 10 * 0.005 <= waited < 5 * 0.001 + 10 * 0.005 + 0.02  # steps 5-19, not the warm-up
+    outside_the_sleeps = [end - start - computed for start, end, computed in
+                          zip(device.began, device.ended, device.computed)]
+    assert sum(device.fetched[5:]) <= waited <= sum(outside_the_sleeps[5:])  # steps 5-19, not the warm-up
     assert waited < timing["timed_window"]["seconds"]
     assert timed_loop(AsynchronousDevice(), 3, 1, progress=lambda *a, **k: None)["timed_window"][
         "input_wait_seconds"] is None
