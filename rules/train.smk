@@ -22,13 +22,14 @@ rule framework_venv:
 
 rule worker_conda_environment:
     """With --use-conda: the CPython 3.6 environment of a framework that runs in a worker (CNTK 2.7, the thesis's
-    2.5.1), whose interpreter runs the worker."""
+    CNTK 2.5.1 and MXNet 1.2.0), whose interpreter runs the worker."""
     output:
         ".conda-workers/{worker}/environment.json",
     log:
         "logs/envs/{worker}-conda.log",
     params:
-        worker=Path(workflow.basedir) / "workflow" / "scripts" / "workers" / "cntk_worker.py",
+        worker=lambda wildcards: Path(workflow.basedir) / "workflow" / "scripts" / "workers" / WORKER_ENVIRONMENTS[
+            wildcards.worker],
     wildcard_constraints:
         worker="|".join(WORKER_ENVIRONMENTS),
     conda:

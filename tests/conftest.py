@@ -187,6 +187,12 @@ def cntk_worker_python():
 
 
 @pytest.fixture(scope="session")
+def mxnet_1_2_worker_python():
+    """The thesis's MXNet 1.2.0 in a venv on CPython 3.6 (pyenv's on this project's machines)."""
+    return framework_environment("mxnet-1.2")["worker_python"]
+
+
+@pytest.fixture(scope="session")
 def jax_python():
     return _framework_python("jax")
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 import yaml
-from dlbench import networks, registry
+from dlbench import envs, networks, registry
 from dlbench.config import FIGURE_4_5
 from dlbench.datasets import FAMILIES
 from dlbench.metrics import METRICS
@@ -72,6 +72,9 @@ def test_every_registered_framework_has_its_backend_and_environments():
         assert importlib.util.find_spec(f"dlbench.backends.{framework.module}"), framework
         for suffix in (".requirements.txt", ".yaml"):
             assert (ROOT / "envs" / f"{framework.environment}{suffix}").exists(), (framework, suffix)
+        # a framework on an older CPython has its worker script, and only such a one
+        assert bool(framework.worker) == (framework.environment in envs.WORKER_PYTHONS), framework
+        assert not framework.worker or (ROOT / "workflow" / "scripts" / "workers" / framework.worker).exists()
 
 
 def test_the_readme_table_is_the_framework_registry():

@@ -34,7 +34,8 @@ BUILDER_PYTHONS = {"pytorch": None, "keras-torch": None, "onnxruntime": None, "c
                    "tensorflow": "tensorflow_python", "keras-tensorflow": "tensorflow_python",
                    "tensorflow-nn": "tensorflow_python", "mxnet": "mxnet_python", "keras-jax": "jax_python",
                    "caffe": "caffe_python"}
-COUNTED_ELSEWHERE = {"cntk": "test_cntk.py, in its worker's Python 3.6", "cntk-2.5": "test_cntk.py, the same"}
+COUNTED_ELSEWHERE = {"cntk": "test_cntk.py, in its worker's Python 3.6", "cntk-2.5": "test_cntk.py, the same",
+                     "mxnet-1.2": "test_mxnet_worker.py, in its worker's Python 3.6"}
 UNBUILT = {("tensorflow-nn", "lstm/text")}  # raw tf.nn has no LSTM op (an inference-only builder of convolutions)
 
 

@@ -68,19 +68,6 @@ def test_a_window_cntk_cannot_express_is_refused():
         cntk_backend._check_size(networks.Conv(64, 11, 4, 2), (3, 224, 224), autopad=True)  # 56, not 55
 
 
-def test_the_worker_is_python_3_6_code(tmp_path):
-    vermin = [str(Path(sys.executable).with_name("vermin")), "--no-tips", "--violations", "-t=3.6-",
-              "--eval-annotations"]
-    loaded = [cntk_backend.WORKER.parent.parent / "dlbench" / f"{name}.py"
-              for name in ("lifeline", "envs/image_reader_libraries")]
-    for path in (cntk_backend.WORKER, *loaded):  # the worker and the dlbench modules it loads
-        checked = subprocess.run([*vermin, str(path)], check=False, capture_output=True, text=True)
-        assert checked.returncode == 0, checked.stdout
-    newer = tmp_path / "newer.py"
-    newer.write_text("from dataclasses import dataclass\n")  # Python 3.7: the check can fail
-    assert subprocess.run([*vermin, str(newer)], check=False, capture_output=True).returncode != 0
-
-
 def _spec(**changes):
     fields = {"framework": "cntk", "dataset": "mnist-synthetic", "network": "lenet", "device": "cpu",
               "repetition": 1, "batch_size_global": 16, "iterations": 12, "warmup_iterations": 2,

@@ -28,7 +28,7 @@ from .jobs import progress, scheduler, stages, summary
 from .metrics import METRICS, caption_thresholds, drawn
 from .record import currency
 from .record.compute import processor
-from .registry import ENVIRONMENTS, FRAMEWORKS
+from .registry import ENVIRONMENTS, FRAMEWORKS, REGISTRY
 from .run import launch
 from .spec import (
     HARDWARE_NAME,
@@ -68,7 +68,8 @@ if TYPE_CHECKING:
 RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{placement}/{variant}/{task}/rep{repetition}.json"
 CEILING = "results/ceilings/{processor}-{precision}.json"  # processor: cpu or gpu, after the target's name
 FIGURE_FORMATS = ("png", "svg")
-WORKER_ENVIRONMENTS = tuple(WORKER_PYTHONS)  # the environments whose framework runs in a worker of its own Python
+# The environments whose framework runs in a worker of its own Python, and the worker's script (workers/)
+WORKER_ENVIRONMENTS = {framework.environment: framework.worker for framework in REGISTRY.values() if framework.worker}
 
 
 def case_key(case: Case) -> tuple:

@@ -39,6 +39,9 @@ class Framework:
     # thesis's Figure 4.3 versions), with the name of today's whose release it is (config releases)
     release: str = "current"
     release_of: str | None = None
+    # Its worker's script in workflow/scripts/workers/, where its wheels need an older CPython than the workflow's
+    # (envs.WORKER_PYTHONS): the runner drives the framework there (dlbench.backends.worker)
+    worker: str | None = None
 
     @property
     def base(self) -> str:
@@ -73,7 +76,7 @@ REGISTRY = {framework.name: framework for framework in (
               gpu_precisions=("fp32", "fp16"),
               always_compiled="Gluon hybridize (static graph)"),
     Framework("cntk", "cntk", "cntk", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
-              optimizer_differences=CNTK_RMSPROP),
+              optimizer_differences=CNTK_RMSPROP, worker="cntk_worker.py"),
     Framework("keras-tensorflow", "keras_api", "tensorflow", "lmdb", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (Keras jit_compile)",
               always_compiled="tf.function graph", runs_on="tensorflow"),
@@ -88,9 +91,13 @@ REGISTRY = {framework.name: framework for framework in (
               tasks=("inference",), runs_on="tensorflow"),
     Framework("cudnn", "cudnn_calls", "pytorch", "lmdb", gpu_precisions=("fp32", "tf32"), tasks=("inference",),
               runs_on="pytorch"),
-    # The thesis's releases (its Figure 4.3), where a backend speaks their API: CNTK 2.5.1 through the same worker
+    # The thesis's releases (its Figure 4.3), where a backend speaks their API: CNTK 2.5.1 through the same worker,
+    # MXNet 1.2.0's Gluon in a worker under its CPython 3.6
     Framework("cntk-2.5", "cntk", "cntk-2.5", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
-              optimizer_differences=CNTK_RMSPROP, release="thesis", release_of="cntk"),
+              optimizer_differences=CNTK_RMSPROP, release="thesis", release_of="cntk", worker="cntk_worker.py"),
+    Framework("mxnet-1.2", "mxnet_worker", "mxnet-1.2", "recordio", always_compiled="Gluon hybridize (static graph)",
+              not_yet={"profile": "MXNet 1.2's profiler output is not read yet"}, release="thesis",
+              release_of="mxnet", worker="mxnet_worker.py"),
 )}
 FRAMEWORKS = tuple(REGISTRY)
 ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}

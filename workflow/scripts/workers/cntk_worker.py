@@ -1,52 +1,32 @@
 """The CNTK side of a CNTK run, under the CPython 3.6 that CNTK 2.7's wheels need.
 
-It imports nothing of dlbench (whose modules need a newer Python), only the standard library,
-numpy and cntk, and is written for Python 3.6 (tests check that with vermin). The runner, on the
+It imports nothing of dlbench (whose modules need a newer Python) but its Python 3.6 modules, only the standard
+library, numpy and cntk, and is written for Python 3.6 (tests check that with vermin). The runner, on the
 workflow's Python, translates the network description into a plan of CNTK layer calls
-(:mod:`dlbench.backends.cntk`) and drives this worker over a socket that it listens on::
+(:mod:`dlbench.backends.cntk`) and drives this worker over a socket that it listens on, with the commands of
+worker_protocol.py::
 
-    python3.6 cntk_worker.py CONFIG.json SOCKET       train: one "step" line, one reply each (SOCKET:
-                                                      a path, @NAME in the abstract namespace,
-                                                      or tcp:HOST:PORT from other nodes);
-                                                      inference: "inference N", then one "forward" each;
-                                                      accuracy: "test" evaluates the test map file;
-                                                      profile: "profile start", steps, "profile stop"
+    python3.6 cntk_worker.py CONFIG.json SOCKET       SOCKET: a path, @NAME in the abstract namespace,
+                                                      or tcp:HOST:PORT from other nodes
     python3.6 cntk_worker.py --describe               the Python and package versions
     python3.6 cntk_worker.py --environment OUTPUT.json  a conda environment's status file
 
 A run on several devices starts one worker per device under ``mpiexec`` (CNTK's data-parallel
 learner is MPI's): each is a rank, trains on its share of the global batch, and connects to the
 runner on its own, which sends each rank the same commands.
-Replies are JSON lines: the first says ready (with the parameter count) or unavailable.
 """
 import glob
-import importlib.util
-import json
 import os
 import platform
 import re
-import socket
 import sys
-import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # beside it, also where it is loaded by its path
+from worker_protocol import InputClock, Unavailable, dlbench_module, main, store_evaluation
+
 CNTK_GPU_CUDA = {"2.7": "10.0", "2.5": "9.0"}  # what each release's cntk-gpu wheels were built with
-DLBENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dlbench")
-
-
-def dlbench_module(path):
-    """One of dlbench's Python 3.6 modules, by its path in the package: the rest of dlbench needs a newer Python."""
-    spec = importlib.util.spec_from_file_location(os.path.basename(path), os.path.join(DLBENCH, path + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def watch_the_monitor():
-    """End with the run's monitor (dlbench.lifeline): mpiexec starts each rank in a process group of
-    its own, out of the runner's reach."""
-    dlbench_module("lifeline").watch()
 
 
 def describe():
@@ -130,15 +110,6 @@ def input_of(shape):
 
 def trainable_parameters(model):
     return int(sum(np.prod(parameter.shape) for parameter in model.parameters))
-
-
-class Unavailable(Exception):
-    pass
-
-
-def launched_rank():
-    """This worker's rank, as OpenMPI's (or another MPI's) launcher told it; 0 when started alone."""
-    return int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
 
 
 def select_device(gpus, rank):
@@ -242,17 +213,16 @@ class Worker:
         if self.distributed:  # gradients summed over the ranks (MPI all-reduce) before each update
             learner = C.train.distributed.data_parallel_distributed_learner(learner)
         self.trainer = C.Trainer(self.model, loss, [learner])
-        if config["synthetic_images"]:
-            self.next_batch = resident_batch(config, features, labels, device, rank)
-        else:
-            self.next_batch = minibatch_source(config, features, labels, rank)
-        self.loss, self.input_wait = None, 0.0
+        self.next_batch = InputClock(resident_batch(config, features, labels, device, rank) if config[
+            "synthetic_images"] else minibatch_source(config, features, labels, rank))
+        self.parameters, self.loss = trainable_parameters(self.model), None
+
+    @property
+    def input_wait(self):
+        return self.next_batch.seconds
 
     def step(self):
-        started = time.perf_counter()
-        batch = self.next_batch()
-        self.input_wait += time.perf_counter() - started
-        self.trainer.train_minibatch(batch)
+        self.trainer.train_minibatch(self.next_batch())
         # Reading the loss back waits for the step's device work, as Caffe's solver does.
         self.loss = float(self.trainer.previous_minibatch_loss_average)
 
@@ -280,10 +250,7 @@ class Worker:
             output = np.asarray(self.model.eval({self.features: batch[self.features]}), np.float32)
             logits.append(output.reshape(len(output), -1))
             labels.append(np.asarray(batch[self.labels].asarray()).reshape(len(output), -1).argmax(axis=1))
-        paths = {name: os.path.join(directory, f"test_{name}.npy") for name in ("logits", "labels")}
-        np.save(paths["logits"], np.concatenate(logits) if logits else np.zeros((0, self.config["num_classes"])))
-        np.save(paths["labels"], np.concatenate(labels) if labels else np.zeros(0, np.int64))
-        return paths
+        return store_evaluation(directory, logits, labels, self.config["num_classes"])
 
     def start_profiler(self, directory):
         """CNTK's profiler, with its per-node timing: each primitive node's forward and backward a pair of events
@@ -315,78 +282,13 @@ class Worker:
             C.train.distributed.Communicator.finalize()
 
 
-def connect(address):
-    """The runner's socket: ``tcp:HOST:PORT`` (ranks on other nodes), ``@NAME`` (Linux's abstract namespace)
-    or a path."""
-    if address.startswith("tcp:"):
-        host, port = address[len("tcp:"):].rsplit(":", 1)
-        return socket.create_connection((host, int(port)))
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    connection.connect("\0" + address[1:] if address.startswith("@") else address)
-    return connection
-
-
-def serve(config_path, socket_path):
-    rank = launched_rank()
-    connection = connect(socket_path)
-    commands, replies = connection.makefile("r"), connection.makefile("w")
-
-    def reply(**message):
-        replies.write(json.dumps(dict(message, rank=rank)) + "\n")
-        replies.flush()
-
-    with open(config_path) as stream:
-        config = json.load(stream)
+def install():
+    """The image reader's libraries; synthetic data needs no reader, and its runs say why they cannot read."""
     try:
-        worker = Worker(config, rank)
-    except Unavailable as error:
-        reply(unavailable=str(error))
-        return 0
-    reply(ready=True, parameters=trainable_parameters(worker.model), pid=os.getpid(), host=socket.gethostname(),
-          batch=config["batch_size"] // config["ranks"])
-    for command in commands:  # until the runner closes the connection
-        command = command.strip()
-        if command == "step":
-            worker.step()
-            reply(done=True, input_wait=worker.input_wait)
-        elif command == "forward":
-            worker.forward()
-            reply(done=True, input_wait=worker.input_wait)
-        elif command.startswith("inference "):
-            worker.prepare_inference(int(command.split()[1]))
-            reply(ready=True)
-        elif command == "test":  # rank 0 evaluates: the ranks hold the same weights
-            reply(**(worker.evaluate(os.path.dirname(os.path.abspath(config_path))) if rank == 0 else {}))
-        elif command == "profile start":
-            worker.start_profiler(os.path.dirname(os.path.abspath(config_path)))
-            reply(ready=True)
-        elif command == "profile stop":
-            reply(**worker.stop_profiler())
-        elif command == "loss":
-            reply(loss=worker.loss, weights_sum=worker.weights_sum())
-        else:
-            raise ValueError(f"unknown command {command!r}")
-    worker.finish()
-    return 0
-
-
-def main(argv):
-    if argv == ["--describe"]:
-        print(json.dumps(describe()))
-        return 0
-    if argv[:1] == ["--environment"]:  # the runner uses the workflow's Python, this one the worker
-        describe()
-        try:
-            dlbench_module("envs/image_reader_libraries").install(sys.prefix, sys.stdout)
-        except RuntimeError as error:  # synthetic data needs no reader; its runs say why they cannot read
-            print(error)
-        with open(argv[1], "w") as stream:
-            json.dump({"status": "ok", "python": None, "worker_python": sys.executable, "reason": ""}, stream)
-        return 0
-    config_path, socket_path = argv
-    watch_the_monitor()
-    return serve(config_path, socket_path)
+        dlbench_module("envs/image_reader_libraries").install(sys.prefix, sys.stdout)
+    except RuntimeError as error:
+        print(error)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:], describe, Worker, install))

@@ -1,11 +1,10 @@
 """Framework backends behind one contract.
 
-A backend module implements :class:`Backend` (or, for a framework that trains in a worker process
-under another interpreter, CNTK, :class:`WorkerBackend`), and its ``Harness`` class implements
-:class:`Harness`; :func:`load` checks the module against its contract. The checks every backend
-makes are written once here (:func:`require_gpus`, :func:`require_one_batch`). Modules are imported
-lazily, inside the framework's own environment, so the package itself imports with no framework
-installed (standard library only).
+A backend module implements :class:`Backend` (or, for a framework that trains in a worker process under another
+interpreter, CNTK and the thesis's MXNet, :class:`WorkerBackend`: :mod:`.worker`), and its ``Harness`` class
+implements :class:`Harness`; :func:`load` checks the module against its contract. The checks every backend makes are
+written once here (:func:`require_gpus`, :func:`require_one_batch`). Modules are imported lazily, inside the
+framework's own environment, so the package itself imports with no framework installed (standard library only).
 """
 from __future__ import annotations
 
@@ -19,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, distributions, version
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
@@ -380,10 +380,23 @@ def check_gpu_code(code: GpuCode | str) -> str:
     return "; ".join(dict.fromkeys(said))
 
 
+def environment_prefix(spec: RunSpec) -> str:
+    """Where the run's framework is installed: its worker's environment, or the runner's own."""
+    from ..envs import WORKER_PYTHONS
+
+    environment = REGISTRY[spec.framework].environment
+    if environment not in WORKER_PYTHONS:
+        return sys.prefix
+    from .worker import worker_python
+
+    return str(Path(worker_python(environment)).parent.parent)
+
+
 def require_cuda_build(spec: RunSpec, described: dict) -> None:
     """A GPU run on a CPU build of its framework would train on the CPU: it cannot take place."""
     if spec.gpus and described["framework_build"] == "cpu":
-        raise Unavailable(f"{spec.framework} {described['framework_version']} in {sys.prefix} is a CPU build; "
+        raise Unavailable(f"{spec.framework} {described['framework_version']} in {environment_prefix(spec)} is a CPU "
+                          "build; "
                           "on a node where nvidia-smi lists GPUs the workflow builds the CUDA one (rebuild: "
                           "snakemake --forcerun framework_venv)")
 

@@ -1,11 +1,7 @@
 """CNTK backend: the network description translated into a plan of CNTK layer calls, trained by a
-worker process under the CPython 3.6 that CNTK 2.7's wheels need (workflow/scripts/workers/cntk_worker.py).
-
-The runner stays on the workflow's Python and drives the worker over a Unix socket: ``step()``
-sends one command and returns a callable that reads the step's reply, so the next command is
-queued while a step runs (one step in flight, as the other backends). The worker replies when its
-step has finished (it reads the loss back). Its interpreter is the cntk environment's, passed in
-``DLBENCH_WORKER_PYTHON`` by the monitor, else ``python3.6`` on PATH.
+worker process under the CPython 3.6 that CNTK 2.7's wheels need (workflow/scripts/workers/cntk_worker.py,
+driven as :mod:`dlbench.backends.worker` drives every worker). The worker replies when its step has finished
+(it reads the loss back).
 
 On several devices (``gpu2``, ``2xcpu``, ``2xgpu1``) CNTK trains as its examples do: one worker per
 device, started by ``mpiexec``, each an MPI rank with a ``data_parallel_distributed_learner`` and its
@@ -13,30 +9,25 @@ share of the global batch. Every rank connects to the runner, which sends each t
 """
 from __future__ import annotations
 
-import atexit
-import contextlib
 import json
 import math
 import os
 import shutil
 import socket
-import subprocess
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-
-from .. import envs, lifeline, networks
+from .. import networks
 from ..envs import elf
 from ..formats import cntk_map
 from ..hardware import cluster, gpu
+from ..registry import REGISTRY
 from ..spec import RunSpec
-from . import GpuCode, Unavailable, inputs
+from . import GpuCode, Unavailable, inputs, worker
 
 # Outside the package: a script's directory comes first on sys.path, where backends/cntk.py would
 # shadow the cntk package.
-WORKER = Path(__file__).resolve().parents[2] / "workers" / "cntk_worker.py"
+WORKER = worker.WORKERS / REGISTRY["cntk"].worker
 MAP_FILE, TEST_MAP_FILE = "train_map.txt", "test_map.txt"
 STEP_EVENT = "_Minibatch Iteration"  # a training step's event in CNTK's profiler detail log
 
@@ -67,7 +58,7 @@ def _check_size(layer, shape, autopad: bool, explicit_pad: int = 0, ceil_out_dim
         raise ValueError(f"{layer} on {shape}: CNTK gives {translated}, the description {described}")
 
 
-class CntkPlanner:
+class CntkPlanner(worker.DescriptionPlanner):
     """Turns a :mod:`dlbench.networks` description into a plan: nested JSON nodes, each one CNTK
     call in the worker (Convolution2D, pooling, BatchNormalization, Dense, splice, plus, ...)."""
 
@@ -108,19 +99,6 @@ class CntkPlanner:
     def lstm(self, layer, shape):
         return {"op": "lstm", "units": layer.units}
 
-    def name_leaf(self, node, name):
-        """A leaf's name in the description (networks.Named): the worker finds its profiler nodes by it."""
-        return {**node, "name": name}
-
-    def sequential(self, children):
-        return {"op": "sequential", "children": children}
-
-    def concat(self, branches):
-        return {"op": "concat", "branches": branches}
-
-    def residual(self, body, shortcut):
-        return {"op": "residual", "body": body, "shortcut": shortcut}
-
 
 def plan(description: networks.Network) -> dict:
     return networks.build(description, networks.Named(CntkPlanner()))
@@ -152,20 +130,10 @@ def layer_steps(events: list[dict], layers: dict[str, list[str]]) -> list[dict[s
     return [{layer: tuple(seconds) for layer, seconds in step.items()} for step in times]
 
 
-def worker_python() -> str:
-    python = os.environ.get(envs.WORKER_PYTHON_VARIABLE)
-    if python:
-        return python
-    try:
-        return envs.find_worker_python("cntk")
-    except LookupError as error:
-        raise Unavailable(str(error)) from error
-
-
 def gpu_code() -> GpuCode | str:
     """The GPU code in the fatbinary of CNTK's math library, in the worker's environment (CNTK does not report
     what it was compiled for; its core library carries the same), and the run's GPUs as NVML lists them."""
-    environment = Path(worker_python()).parent.parent
+    environment = Path(worker.worker_python("cntk")).parent.parent
     libraries = next(environment.glob("lib/python3*/site-packages/cntk/libs"), environment)
     math_library = next(libraries.glob("libCntk.Math-*.so"), None)
     if math_library is None:
@@ -179,11 +147,7 @@ def gpu_code() -> GpuCode | str:
 
 def describe() -> dict:
     """The worker interpreter's Python, CNTK and numpy versions, for the run's record."""
-    found = subprocess.run([worker_python(), str(WORKER), "--describe"], check=False, capture_output=True,
-                           text=True)
-    if found.returncode != 0:
-        raise Unavailable(f"cntk cannot be imported: {(found.stderr.strip().splitlines() or ['?'])[-1]}")
-    return json.loads(found.stdout.splitlines()[-1])
+    return worker.describe(worker.worker_python("cntk"), WORKER, "cntk")
 
 
 def ranks(spec: RunSpec) -> int:
@@ -191,40 +155,8 @@ def ranks(spec: RunSpec) -> int:
     return spec.processes * max(spec.gpus, 1)
 
 
-def worker_command(python: str, spec: RunSpec, config_path: Path, socket_name: str) -> list[str]:
-    command = [python, str(WORKER), str(config_path), socket_name]
-    count = ranks(spec)
-    if count == 1:
-        return command
-    # conda's cntk environment brings its own OpenMPI; a pip one links the system's (dlbench.envs.cntk_setup)
-    beside = Path(python).parent / "mpiexec"
-    mpiexec = str(beside) if beside.exists() else shutil.which("mpiexec")
-    if mpiexec is None:
-        raise Unavailable(f"{spec.device}: CNTK's data-parallel learner runs under MPI, and there is no mpiexec "
-                          f"beside {python} or on PATH (Debian: openmpi-bin)")
-    # The ranks keep the cores the run holds (inherited affinity) rather than OpenMPI's binding; OpenMPI
-    # counts the machine's cores, not those held, when it refuses more ranks than cores.
-    # Over the nodes of a Slurm allocation, OpenMPI starts its daemons there with srun; each node its share of ranks.
-    across = ["--map-by", f"ppr:{count // spec.nodes}:node"] if _across_nodes(spec) else []
-    return [mpiexec, "-n", str(count), *across, "--bind-to", "none", "--oversubscribe", *command]
-
-
 def _across_nodes(spec: RunSpec) -> bool:
     return cluster.local_processes(spec.device) < spec.processes
-
-
-def _listener(spec: RunSpec, name: str) -> tuple[socket.socket, str]:
-    """The socket the ranks connect to, and its address for them: on one machine in Linux's abstract namespace
-    (no file to leave behind, no limit of 108 bytes on the scratch's path); for ranks on other nodes, TCP on the
-    address this machine has towards the allocation's first node."""
-    if not _across_nodes(spec):
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(f"\0{name}")
-        return listener, f"@{name}"
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind((cluster.address_towards(cluster.first_node(os.environ["SLURM_JOB_NODELIST"])), 0))
-    host, port = listener.getsockname()
-    return listener, f"tcp:{host}:{port}"
 
 
 def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
@@ -237,11 +169,7 @@ def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -
               "synthetic_images": None, "synthetic_labels": None, "input_scale": None,
               "map_file": None, "test_map_file": None, "mean_file": None}
     if spec.data_mode == "synthetic":
-        images, labels = inputs.normalised_synthetic_batch(spec, description)
-        config.update(synthetic_images=str(scratch / "images.npy"), synthetic_labels=str(scratch / "labels.npy"))
-        np.save(config["synthetic_images"], images)
-        np.save(config["synthetic_labels"], labels)
-        return config
+        return {**config, **worker.synthetic_batch_files(spec, description, scratch)}
     data = Path(spec.data_dir).absolute()
     if not (data / MAP_FILE).exists():
         raise FileNotFoundError(f"{data / MAP_FILE} is missing (is the dataset converted to the cntk format?)")
@@ -251,11 +179,6 @@ def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -
                   mean_file=str(data / cntk_map.MEAN_FILE),
                   input_scale=[float(1 / value) for value in std[::-1]])
     return config
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class LayerProfiler:
@@ -291,173 +214,50 @@ class LayerProfiler:
                            {name: stopped["layers"][name] for name in self.names})
 
 
-class Harness:
+class Harness(worker.WorkerHarness):
     INFERENCE_IDIOM = "model.eval(batch) in the CNTK worker (each call includes the runner's socket round trip)"
+    FRAMEWORK, SCRIPT = "CNTK", WORKER
 
     def __init__(self, spec: RunSpec, description: networks.Network):
-        python = worker_python()
-        # In the monitor's scratch directory where there is one: its lifeline removes it with the run even
-        # when the run is killed, which closes nothing.
-        lifeline_file = os.environ.get(lifeline.VARIABLE)
-        self.scratch = tempfile.TemporaryDirectory(prefix="dlbench-cntk-",
-                                                   dir=Path(lifeline_file).parent if lifeline_file else None)
-        self.process, self.connections, self.ranks = None, [], []
-        self.batch_size, self.layer_names = spec.batch_size_global, networks.layer_names(description)
-        try:
-            self._start(spec, description, python, Path(self.scratch.name))
-        except BaseException:
-            self.close()  # the worker and its directory go with the run that failed to start
-            raise
+        self.layer_names = networks.layer_names(description)
+        super().__init__(spec, description)
+
+    worker_config = staticmethod(worker_config)
+
+    def command_line(self, python: str, spec: RunSpec, config_path: Path, address: str) -> tuple[list[str], int]:
+        """On several devices, one rank per device under ``mpiexec``."""
+        command, count = super().command_line(python, spec, config_path, address)
+        count = ranks(spec)
+        if count == 1:
+            return command, count
+        # conda's cntk environment brings its own OpenMPI; a pip one links the system's (dlbench.envs.cntk_setup)
+        beside = Path(python).parent / "mpiexec"
+        mpiexec = str(beside) if beside.exists() else shutil.which("mpiexec")
+        if mpiexec is None:
+            raise Unavailable(f"{spec.device}: CNTK's data-parallel learner runs under MPI, and there is no mpiexec "
+                              f"beside {python} or on PATH (Debian: openmpi-bin)")
+        # The ranks keep the cores the run holds (inherited affinity) rather than OpenMPI's binding; OpenMPI
+        # counts the machine's cores, not those held, when it refuses more ranks than cores.
+        # Over the nodes of a Slurm allocation, OpenMPI starts its daemons there with srun; each node its share.
+        across = ["--map-by", f"ppr:{count // spec.nodes}:node"] if _across_nodes(spec) else []
+        return [mpiexec, "-n", str(count), *across, "--bind-to", "none", "--oversubscribe", *command], count
+
+    def listener(self, spec: RunSpec, name: str) -> tuple[socket.socket, str]:
+        """For ranks on other nodes, TCP on the address this machine has towards the allocation's first node."""
+        if not _across_nodes(spec):
+            return super().listener(spec, name)
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind((cluster.address_towards(cluster.first_node(os.environ["SLURM_JOB_NODELIST"])), 0))
+        host, port = listener.getsockname()
+        return listener, f"tcp:{host}:{port}"
 
     def _start(self, spec: RunSpec, description: networks.Network, python: str, scratch: Path) -> None:
-        (scratch / "worker.json").write_text(json.dumps(worker_config(spec, description, scratch)))
-        listener, address = _listener(spec, f"{scratch.name}-{os.getpid()}")
-        command = worker_command(python, spec, scratch / "worker.json", address)
-        print(f"CNTK worker: {' '.join(command)}", flush=True)
-        listener.listen()
-        environment = dict(os.environ)
-        if os.geteuid() == 0:  # OpenMPI refuses root unless told; containers and CI often are root
-            environment.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        # The map file's image paths are relative to the format directory: CNTK opens them from there.
-        self.process = subprocess.Popen(command, cwd=spec.data_dir or scratch, env=environment)
-        atexit.register(self.close)  # a runner that ends without closing (an error outside the run's block)
-        self.ranks = self._connect(listener, ranks(spec))
-        self.pending, self.input_wait = 0, 0.0
-        hellos = self._replies()
-        for hello in hellos:
-            if "unavailable" in hello:
-                raise Unavailable(hello["unavailable"])
-        self.pids = {self.process.pid, *(hello["pid"] for hello in hellos)}
-        if len(hellos) > 1:
-            print(f"CNTK: {len(hellos)} ranks, batch {hellos[0]['batch']} each", flush=True)
-            hosts = ", ".join(hello["host"] for hello in sorted(hellos, key=lambda hello: hello["rank"]))
-            self.data_parallel = (f"data_parallel_distributed_learner over {len(hellos)} MPI ranks on {hosts}: "
+        super()._start(spec, description, python, scratch)
+        if len(self.hellos) > 1:
+            print(f"CNTK: {len(self.hellos)} ranks, batch {self.hellos[0]['batch']} each", flush=True)
+            hosts = ", ".join(hello["host"] for hello in sorted(self.hellos, key=lambda hello: hello["rank"]))
+            self.data_parallel = (f"data_parallel_distributed_learner over {len(self.hellos)} MPI ranks on {hosts}: "
                                   "gradients all-reduced by CNTK's MPI communicator")
-        expected = networks.trainable_parameters(description)
-        if hellos[0]["parameters"] != expected:
-            raise RuntimeError(f"the CNTK {description.name} has {hellos[0]['parameters']:,} trainable parameters, "
-                               f"the description {expected:,}")
-
-    def _connect(self, listener: socket.socket, count: int) -> list:
-        """Each rank's connection (reader, writer), as they connect (their replies name their rank); a
-        worker that exits first fails the run."""
-        listener.settimeout(1)
-        ranks = []
-        with listener:
-            while len(ranks) < count:
-                try:
-                    connection, _ = listener.accept()
-                except TimeoutError:
-                    if self.process.poll() is not None:
-                        raise self._worker_exited() from None
-                    continue
-                connection.settimeout(None)
-                self.connections.append(connection)
-                ranks.append((connection.makefile("r"), connection.makefile("w")))
-        return ranks
-
-    def close(self, timeout_s: float = 30) -> None:
-        """Let the workers end (the end of their commands; MPI's finalize) before the runner does, so
-        that none outlives the run's hold on its devices; then remove the worker's directory."""
-        for connection in self.connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_WR)
-        for stream in (*self.connections, *(stream for rank in self.ranks for stream in rank)):
-            with contextlib.suppress(OSError):  # a writer's unsent line to a worker that has died
-                stream.close()
-        self.connections, self.ranks = [], []
-        if self.process is not None:
-            atexit.unregister(self.close)
-            try:
-                self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.process.terminate()  # mpiexec passes it on to its ranks; SIGKILL would orphan them
-                try:
-                    self.process.wait(timeout_s)
-                except subprocess.TimeoutExpired:
-                    self.process.kill()
-                    self.process.wait()
-        self.scratch.cleanup()
-
-    def _worker_exited(self) -> RuntimeError:
-        return RuntimeError(f"the CNTK worker exited with code {self.process.wait()} (its error is in the log)")
-
-    def _send(self, command: str) -> None:
-        try:
-            for _, writer in self.ranks:
-                writer.write(command + "\n")
-                writer.flush()
-        except (BrokenPipeError, ConnectionResetError):  # a worker died: as a reply that never comes
-            raise self._worker_exited() from None
-
-    def _replies(self) -> list[dict]:
-        """One reply from every rank, in rank order."""
-        try:
-            lines = [reader.readline() for reader, _ in self.ranks]
-        except ConnectionResetError:
-            lines = [""]
-        if not all(lines):
-            raise self._worker_exited()
-        return sorted(map(json.loads, lines), key=lambda reply: reply["rank"])
-
-    def _wait_for_oldest_step(self) -> None:
-        self.input_wait = self._replies()[0]["input_wait"]  # rank 0's, as the other frameworks'
-        self.pending -= 1
-
-    def step(self, command: str = "step"):
-        self._send(command)
-        self.pending += 1
-        return self._wait_for_oldest_step
-
-    def inference(self, batch_size: int):
-        self.synchronize()
-        self._send(f"inference {batch_size}")
-        self._replies()
-        return lambda: self.step("forward")
-
-    def synchronize(self) -> None:
-        while self.pending:
-            self._wait_for_oldest_step()
-
-    def command(self, command: str) -> dict:
-        """Rank 0's reply to a command that no step is in flight behind."""
-        return self.command_all(command)[0]
-
-    def command_all(self, command: str) -> list[dict]:
-        """Every rank's reply to a command that no step is in flight behind, in rank order."""
-        self._send(command)
-        return self._replies()
 
     def layer_profiler(self) -> LayerProfiler:
         return LayerProfiler(self, self.layer_names)
-
-    def test_logits(self):
-        """Rank 0's evaluation of the test map file (its reader's centre crop, in the file's order), which the
-        worker stores beside its config."""
-        self.synchronize()
-        stored = self.command("test")
-        logits, labels = np.load(stored["logits"]), np.load(stored["labels"])
-        for start in range(0, len(labels), self.batch_size):
-            yield logits[start:start + self.batch_size], labels[start:start + self.batch_size]
-
-    def final_loss(self) -> float | None:
-        """Rank 0's loss, once every rank is seen to hold the same weights (the group trained as one)."""
-        self.synchronize()
-        self._send("loss")
-        replies = self._replies()
-        sums = [reply["weights_sum"] for reply in replies]
-        if not np.allclose(sums, sums[0], rtol=1e-6, atol=0):
-            raise RuntimeError(f"CNTK's ranks ended with different weights (sums {sums}): they did not train as one")
-        return replies[0]["loss"]
-
-    def worker_cpu_seconds(self) -> float:
-        """The workers' CPU time (user + system, from /proc; with mpiexec's), which the runner's own does
-        not include."""
-        return sum(_cpu_seconds(pid) for pid in self.pids)
-
-    def allocator_peak_mib(self) -> None:
-        return None  # CNTK keeps no allocator statistics that its Python API exposes
-
-    def input_wait_seconds(self) -> float:
-        """The worker's wait for its minibatches, as its replies report it."""
-        return self.input_wait

@@ -65,3 +65,25 @@ def train_shards(spec: RunSpec) -> list[Path]:
 def test_shards(spec: RunSpec) -> list[Path]:
     """The test split's shards, which an accuracy run evaluates on."""
     return _shards(spec, "test")
+
+
+def image_record_options(spec: RunSpec, description: networks.Network, workers: int = 1) -> dict:
+    """``mx.io.ImageRecordIter``'s settings for a run's training shards (MXNet today's and the thesis's): random
+    crops, colour images mirrored, normalised per channel, in ``preprocess_threads`` threads; with a case's
+    ``input_size``, the shorter side resized (bilinear) to it, grey images decoded as colour ones. A shard's last
+    batch is completed from its start (``round_batch``; without it MXNet 1.9 fills the rest with zero images
+    labelled 0 and reports no padding). Of ``workers`` processes, each reads its share of the batch."""
+    channels = description.input_shape[0]
+    # a grey image decoded as RGB for a case's input_size: its statistics for every channel
+    mean, std = (np.resize(values, channels) for values in pixel_statistics(spec))
+    normalise = {f"{kind}_{colour}": float(value) for kind, values in (("mean", mean), ("std", std))
+                 for colour, value in zip("rgb", values)}
+    resize = {"resize": spec.input_size} if spec.input_size else {}
+    return dict(data_shape=description.input_shape, batch_size=spec.batch_size_global // workers, shuffle=True,
+                rand_crop=True, rand_mirror=stored_shape(spec, description)[0] == 3,
+                preprocess_threads=spec.threads, seed=spec.seed, round_batch=True, **normalise, **resize)
+
+
+def evaluation_options(training: dict) -> dict:
+    """The test split's: stored order, the centre crop, no mirror."""
+    return {**training, "shuffle": False, "rand_crop": False, "rand_mirror": False}

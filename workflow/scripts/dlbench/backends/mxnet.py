@@ -53,6 +53,7 @@ from . import (
     require_one_batch,
     whole_update,
 )
+from .record_shards import ShardBatches, test_batches
 
 
 def framework_version() -> str:
@@ -175,65 +176,30 @@ def forward_shape(block: nn.HybridBlock, images: np.ndarray) -> tuple:
     return tuple(block(mx.nd.array(images)).shape)
 
 
-class RecordBatches:
+class RecordBatches(ShardBatches):
     """Endless global batches from the RecordIO shards: ``ImageRecordIter`` decodes, crops (ILSVRC12:
-    256 -> 224), mirrors colour images and normalises in ``preprocess_threads`` threads. Shards are
-    read one after another in a new random order every epoch. A shard's last batch is completed
-    from its start (``round_batch``; without it MXNet 1.9 fills the rest with zero images labelled
-    0 and reports no padding)."""
+    256 -> 224), mirrors colour images and normalises in ``preprocess_threads`` threads
+    (:func:`inputs.image_record_options`)."""
 
     def __init__(self, spec: RunSpec, description: networks.Network, rank: int = 0, workers: int = 1):
         """Of ``workers`` processes, each reads its part of every shard (``part_index``), its share of the batch."""
-        self.shards = inputs.train_shards(spec)
-        images = sum(len((shard / recordio_im2rec.IDX).read_text().splitlines()) for shard in self.shards)
+        shards = inputs.train_shards(spec)
+        images = sum(len((shard / recordio_im2rec.IDX).read_text().splitlines()) for shard in shards)
         require_one_batch(spec, images, spec.batch_size_global)
-        channels = description.input_shape[0]
-        # a grey image decoded as RGB for a case's input_size: its statistics for every channel
-        mean, std = (np.resize(values, channels) for values in inputs.pixel_statistics(spec))
-        normalise = {f"{kind}_{colour}": float(value) for kind, values in (("mean", mean), ("std", std))
-                     for colour, value in zip("rgb", values)}
-        # input_size: the shorter side resized (bilinear) to it, grey images decoded as colour ones
-        resize = {"resize": spec.input_size} if spec.input_size else {}
-        self.options = dict(data_shape=description.input_shape, batch_size=spec.batch_size_global // workers,
-                            shuffle=True,
-                            rand_crop=True, rand_mirror=inputs.stored_shape(spec, description)[0] == 3,
-                            preprocess_threads=spec.threads, seed=spec.seed, round_batch=True, **normalise, **resize)
-        self.part = {"num_parts": workers, "part_index": rank} if workers > 1 else {}
+        self.options = inputs.image_record_options(spec, description, workers)
+        part = {"num_parts": workers, "part_index": rank} if workers > 1 else {}
+        super().__init__(shards, lambda shard: self._iterator(shard, **self.options, **part), spec.seed)
         self.test_shards = inputs.test_shards(spec) if spec.task == "accuracy" else []
-        self.rng = np.random.default_rng(spec.seed)
-        self.order: list[int] = []
-        self.iterator = None
+
+    @staticmethod
+    def _iterator(shard: Path, **options) -> mx.io.ImageRecordIter:
+        return mx.io.ImageRecordIter(path_imgrec=str(shard / recordio_im2rec.REC),
+                                     path_imgidx=str(shard / recordio_im2rec.IDX), **options)
 
     def test(self) -> Iterator[tuple[mx.nd.NDArray, mx.nd.NDArray]]:
-        """The test split once, shard after shard in stored order, centre-cropped and not mirrored; a shard's
-        last batch without the images ``round_batch`` took again from its start."""
-        options = {**self.options, "shuffle": False, "rand_crop": False, "rand_mirror": False}
-        for shard in self.test_shards:
-            for batch in mx.io.ImageRecordIter(path_imgrec=str(shard / recordio_im2rec.REC),
-                                               path_imgidx=str(shard / recordio_im2rec.IDX), **options):
-                kept = batch.data[0].shape[0] - batch.pad
-                yield batch.data[0][:kept], batch.label[0][:kept]
-
-    def _open_next_shard(self) -> None:
-        if not self.order:
-            self.order = self.rng.permutation(len(self.shards)).tolist()
-        shard = self.shards[self.order.pop()]
-        self.iterator = mx.io.ImageRecordIter(path_imgrec=str(shard / recordio_im2rec.REC),
-                                              path_imgidx=str(shard / recordio_im2rec.IDX), **self.options,
-                                              **self.part)
-
-    def next(self) -> tuple[mx.nd.NDArray, mx.nd.NDArray]:
-        while True:
-            if self.iterator is None:
-                self._open_next_shard()
-            try:
-                batch = self.iterator.next()  # batch.pad counts the images taken again from the start
-                return batch.data[0], batch.label[0]
-            except StopIteration:
-                if len(self.shards) == 1:
-                    self.iterator.reset()  # a new shuffled epoch of the only shard
-                else:
-                    self.iterator = None
+        """The test split once, shard after shard in stored order, centre-cropped and not mirrored."""
+        options = inputs.evaluation_options(self.options)
+        return test_batches(self._iterator(shard, **options) for shard in self.test_shards)
 
 
 AMP_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}

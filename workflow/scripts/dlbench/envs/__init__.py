@@ -30,11 +30,12 @@ from . import caffe_build, cntk_setup
 # Frameworks whose last release needs an older CPython than the workflow's: the runner stays on the
 # workflow's Python and drives the framework in a worker process under that interpreter.
 WORKER_PYTHONS = {"cntk": ("3.6", "CNTK 2.7 requires CPython 3.6 (its last wheels are cp36 only)"),
-                  "cntk-2.5": ("3.6", "CNTK 2.5.1 requires CPython 3.6 (its Linux wheels are cp27, cp35 and cp36)")}
+                  "cntk-2.5": ("3.6", "CNTK 2.5.1 requires CPython 3.6 (its Linux wheels are cp27, cp35 and cp36)"),
+                  "mxnet-1.2": ("3.6", "MXNet 1.2.0 pins numpy below 1.15 (2018): it runs on that day's CPython")}
 WORKER_PYTHON_VARIABLE = "DLBENCH_WORKER_PYTHON"  # how the monitor tells the runner that interpreter
 
 
-# What makes a worker environment's framework importable after its pip install.
+# What makes a worker environment's framework importable after its pip install, where pip's install does not.
 WORKER_SETUP = {"cntk": cntk_setup.setup, "cntk-2.5": cntk_setup.setup}
 
 
@@ -344,7 +345,8 @@ def build_worker_venv(environment: str, requirements: Path, venv_dir: Path, log,
     if status["status"] != "ok":
         return status
     try:
-        WORKER_SETUP[environment](venv_dir, log)
+        if environment in WORKER_SETUP:
+            WORKER_SETUP[environment](venv_dir, log)
     except (OSError, RuntimeError) as error:
         return {"status": "unavailable", "python": None, "reason": str(error)}
     return {**status, "python": sys.executable, "worker_python": status["python"]}

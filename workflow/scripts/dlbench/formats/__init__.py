@@ -46,6 +46,8 @@ JOINED = {"cntk"}
 SPLITS = ("train", "test")
 # A TFRecord shard's one file; named here for TensorFlow's reader, whose environment lacks the writer's packages.
 TFRECORD_FILE = "data.tfrecord"
+# A RecordIO shard's files, as im2rec names them; named here for the thesis's MXNet, read in its worker.
+RECORDIO_REC, RECORDIO_IDX, RECORDIO_LST = "data.rec", "data.idx", "data.lst"
 SHARD_RECORD, CONVERTED_RECORD = "SHARD.json", "CONVERTED.json"
 # Files a reader rewrites, left out of what a conversion records: LMDB's reader lock table.
 UNRECORDED = frozenset({"lock.mdb", ".snakemake_timestamp"})

@@ -13,14 +13,14 @@ import cv2
 import numpy as np
 
 from ..envs import cuda_wheels
-from . import codec
+from . import RECORDIO_IDX, RECORDIO_LST, RECORDIO_REC, codec
 
 # before MXNet loads: its CUDA build links CUDA 11's libraries by name
 cuda_wheels.preload(cuda_wheels.PRELOADED["mxnet"])
 
 import mxnet as mx
 
-REC, IDX, LST = "data.rec", "data.idx", "data.lst"
+REC, IDX, LST = RECORDIO_REC, RECORDIO_IDX, RECORDIO_LST
 OPENCV_FORMATS = {"png": (".png", codec.PNG_ZLIB_LEVEL), "jpeg": (".jpg", codec.JPEG_QUALITY)}  # pack_img's
 
 

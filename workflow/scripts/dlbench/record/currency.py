@@ -2,9 +2,10 @@
 record itself (its spec and the fingerprints of what ran it), not only from Snakemake's metadata, which is a cache.
 
 A record's fingerprints are the SHA-256 of its network's description (as the builders read it), of its framework's
-backend module with the backend modules it imports, and of its task's module with the task modules it imports. A
-README or another framework's backend changes none of them; LeNet's description changes LeNet's records' in every
-framework; ``backends/mxnet.py`` changes MXNet's.
+backend module with the backend modules it imports (and, for a framework in a worker, its worker's script and the
+worker protocol), and of its task's module with the task modules it imports. A README or another framework's backend
+changes none of them; LeNet's description changes LeNet's records' in every framework; ``backends/mxnet.py`` changes
+MXNet's.
 
 Snakemake sees currency through a stamp per record (``results/.current/<the record's path>``), an input of the run:
 written when the expected spec or fingerprints change, and dated after the record where the record is not current
@@ -26,6 +27,8 @@ from ..registry import REGISTRY
 from ..spec import RunSpec
 
 PACKAGE = PACKAGE_ROOT / "dlbench"
+WORKERS = PACKAGE_ROOT / "workers"
+WORKER_PROTOCOL = "worker_protocol.py"
 STAMPS = "results/.current"
 UNCOMPARED = {"framework_version"}  # measured by the run, not asked by the config
 
@@ -46,15 +49,17 @@ def _sources(module: Path) -> tuple[Path, ...]:
 
 
 @functools.cache
-def _code_fingerprint(module: Path) -> str:
-    return _sha256(b"".join(path.read_bytes() for path in _sources(module)))
+def _code_fingerprint(module: Path, *more: Path) -> str:
+    return _sha256(b"".join(path.read_bytes() for path in (*_sources(module), *more)))
 
 
 def fingerprints(spec: RunSpec) -> dict[str, str]:
     """What ran the run, as fingerprints: its network's description, its backend's code, its task's code."""
     description = datasets.description(spec.network, spec.family, spec.input_size, spec.classes)
+    framework = REGISTRY[spec.framework]
+    worker = (WORKERS / framework.worker, WORKERS / WORKER_PROTOCOL) if framework.worker else ()
     return {"network": _sha256(repr(description).encode()),
-            "backend": _code_fingerprint(PACKAGE / "backends" / f"{REGISTRY[spec.framework].module}.py"),
+            "backend": _code_fingerprint(PACKAGE / "backends" / f"{framework.module}.py", *worker),
             "task": _code_fingerprint(PACKAGE / "tasks" / f"{spec.task}.py")}
 
 

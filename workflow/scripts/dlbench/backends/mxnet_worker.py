@@ -1,0 +1,72 @@
+"""The thesis's MXNet (1.2.0): Gluon under the CPython 3.6 it ran on, in a worker process
+(workflow/scripts/workers/mxnet_worker.py, driven as :mod:`dlbench.backends.worker` drives every worker). The
+network goes to the worker as the description's layers (:class:`worker.DescriptionPlanner`); the worker builds
+them as today's MXNet backend does, and reads the RecordIO shards with ImageRecordIter's settings of today's
+(:func:`inputs.image_record_options`). The worker replies when its step's update has finished.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from .. import networks
+from ..envs import elf
+from ..formats import RECORDIO_IDX, RECORDIO_REC
+from ..hardware import gpu
+from ..registry import REGISTRY
+from ..spec import RunSpec
+from . import GpuCode, inputs, require_one_batch, worker
+
+WORKER = worker.WORKERS / REGISTRY["mxnet-1.2"].worker
+ENVIRONMENT = REGISTRY["mxnet-1.2"].environment
+
+
+def describe() -> dict:
+    """The worker interpreter's Python, MXNet and numpy versions, and its CUDA build, for the run's record."""
+    return worker.describe(worker.worker_python(ENVIRONMENT), WORKER, "mxnet-1.2")
+
+
+def gpu_code() -> GpuCode | str:
+    """The GPU code in the fatbinary of the worker environment's ``libmxnet.so`` (MXNet does not report what it
+    was compiled for), and the run's GPUs as NVML lists them."""
+    environment = Path(worker.worker_python(ENVIRONMENT)).parent.parent
+    library = next(environment.glob("lib/python3*/site-packages/mxnet/libmxnet.so"), None)
+    if library is None:
+        return f"no libmxnet.so in {environment}"
+    found = describe()
+    return GpuCode.from_arch_names(f"MXNet {found['framework_version']}", found["cuda_build"],
+                                   elf.fatbin_architectures(library), gpu.visible_gpus())
+
+
+def _shards(shards: list[Path]) -> list[dict]:
+    """Each shard's files, absolute: the worker runs in the format's directory."""
+    return [{"rec": str((shard / RECORDIO_REC).absolute()), "idx": str((shard / RECORDIO_IDX).absolute())}
+            for shard in shards]
+
+
+class Harness(worker.WorkerHarness):
+    INFERENCE_IDIOM = ("the hybridised Gluon block called outside autograd.record (predict mode), in the MXNet "
+                       "worker (each call includes the runner's socket round trip)")
+    FRAMEWORK, SCRIPT = "MXNet 1.2", WORKER
+
+    def __init__(self, spec: RunSpec, description: networks.Network):
+        super().__init__(spec, description)
+        if spec.gpus > 1:
+            self.data_parallel = f"gluon.Trainer's kvstore 'device' over {spec.gpus} GPUs: gradients summed"
+
+    def worker_config(self, spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
+        config = {"plan": networks.build(description, worker.DescriptionPlanner()),
+                  "input_shape": list(description.input_shape), "num_classes": description.num_classes,
+                  "batch_size": spec.batch_size_global, "learning_rate": spec.learning_rate,
+                  "optimizer": asdict(networks.optimizer(spec.network)), "gpus": spec.gpus, "seed": spec.seed,
+                  "synthetic_images": None, "synthetic_labels": None}
+        if spec.data_mode == "synthetic":
+            return {**config, **worker.synthetic_batch_files(spec, description, scratch)}
+        shards = inputs.train_shards(spec)
+        require_one_batch(spec, sum(len((shard / RECORDIO_IDX).read_text().splitlines()) for shard in shards),
+                          spec.batch_size_global)
+        options = inputs.image_record_options(spec, description)
+        config.update(shards=_shards(shards), record_options={**options, "data_shape": list(options["data_shape"])},
+                      test_shards=_shards(inputs.test_shards(spec)) if spec.task == "accuracy" else [],
+                      test_options={**inputs.evaluation_options(options), "data_shape": list(options["data_shape"])})
+        return config
