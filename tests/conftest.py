@@ -193,6 +193,12 @@ def mxnet_1_2_worker_python():
 
 
 @pytest.fixture(scope="session")
+def tensorflow_1_9_worker_python():
+    """The thesis's TensorFlow 1.9.0 in a venv on CPython 3.6 (pyenv's on this project's machines)."""
+    return framework_environment("tensorflow-1.9")["worker_python"]
+
+
+@pytest.fixture(scope="session")
 def jax_python():
     return _framework_python("jax")
 

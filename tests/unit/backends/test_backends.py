@@ -35,7 +35,8 @@ BUILDER_PYTHONS = {"pytorch": None, "keras-torch": None, "onnxruntime": None, "c
                    "tensorflow-nn": "tensorflow_python", "mxnet": "mxnet_python", "keras-jax": "jax_python",
                    "caffe": "caffe_python"}
 COUNTED_ELSEWHERE = {"cntk": "test_cntk.py, in its worker's Python 3.6", "cntk-2.5": "test_cntk.py, the same",
-                     "mxnet-1.2": "test_mxnet_worker.py, in its worker's Python 3.6"}
+                     "mxnet-1.2": "test_release_workers.py, in its worker's Python 3.6",
+                     "tensorflow-1.9": "test_release_workers.py, the same"}
 UNBUILT = {("tensorflow-nn", "lstm/text")}  # raw tf.nn has no LSTM op (an inference-only builder of convolutions)
 
 

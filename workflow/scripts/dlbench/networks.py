@@ -121,6 +121,17 @@ def window_output_size(size: int, kernel: int, stride: int, padding: int, ceil_m
     return out
 
 
+def pool_padding(layer: MaxPool, shape: Shape) -> list[tuple[int, int]]:
+    """A max-pooling window's padding before and after each spatial axis, for a framework that pools unpadded
+    windows: the description's padding, and after it the extra rows and columns that ``ceil_mode`` windows reach."""
+    padding = []
+    for size in shape[1:]:
+        out = window_output_size(size, layer.kernel, layer.stride, layer.padding, layer.ceil_mode)
+        extra = max((out - 1) * layer.stride + layer.kernel - size - 2 * layer.padding, 0)
+        padding.append((layer.padding, layer.padding + extra))
+    return padding
+
+
 def _leaf_shape_and_params(layer: Any, shape: Shape) -> tuple[Shape, int]:
     if isinstance(layer, Conv):
         c, h, w = shape

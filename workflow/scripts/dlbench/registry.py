@@ -92,12 +92,18 @@ REGISTRY = {framework.name: framework for framework in (
     Framework("cudnn", "cudnn_calls", "pytorch", "lmdb", gpu_precisions=("fp32", "tf32"), tasks=("inference",),
               runs_on="pytorch"),
     # The thesis's releases (its Figure 4.3), where a backend speaks their API: CNTK 2.5.1 through the same worker,
-    # MXNet 1.2.0's Gluon in a worker under its CPython 3.6
+    # MXNet 1.2.0's Gluon and TensorFlow 1.9's graph and session each in a worker under its CPython 3.6
     Framework("cntk-2.5", "cntk", "cntk-2.5", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
               optimizer_differences=CNTK_RMSPROP, release="thesis", release_of="cntk", worker="cntk_worker.py"),
     Framework("mxnet-1.2", "mxnet_worker", "mxnet-1.2", "recordio", always_compiled="Gluon hybridize (static graph)",
               not_yet={"profile": "MXNet 1.2's profiler output is not read yet"}, release="thesis",
               release_of="mxnet", worker="mxnet_worker.py"),
+    Framework("tensorflow-1.9", "tensorflow_worker", "tensorflow-1.9", "tfrecord",
+              always_compiled="TF 1's static graph",
+              optimizer_differences={"rmsprop": "TF 1's RMSPropOptimizer starts the mean square at 1, not 0 (its first "
+                                                "steps are a few times shorter), epsilon inside the square root"},
+              not_yet={"profile": "TF 1's RunMetadata timeline is not read yet"}, release="thesis",
+              release_of="tensorflow", worker="tensorflow_worker.py"),
 )}
 FRAMEWORKS = tuple(REGISTRY)
 ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}

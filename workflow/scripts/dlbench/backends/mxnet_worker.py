@@ -10,9 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .. import networks
-from ..envs import elf
 from ..formats import RECORDIO_IDX, RECORDIO_REC
-from ..hardware import gpu
 from ..registry import REGISTRY
 from ..spec import RunSpec
 from . import GpuCode, inputs, require_one_batch, worker
@@ -27,15 +25,8 @@ def describe() -> dict:
 
 
 def gpu_code() -> GpuCode | str:
-    """The GPU code in the fatbinary of the worker environment's ``libmxnet.so`` (MXNet does not report what it
-    was compiled for), and the run's GPUs as NVML lists them."""
-    environment = Path(worker.worker_python(ENVIRONMENT)).parent.parent
-    library = next(environment.glob("lib/python3*/site-packages/mxnet/libmxnet.so"), None)
-    if library is None:
-        return f"no libmxnet.so in {environment}"
-    found = describe()
-    return GpuCode.from_arch_names(f"MXNet {found['framework_version']}", found["cuda_build"],
-                                   elf.fatbin_architectures(library), gpu.visible_gpus())
+    """The GPU code in the worker environment's ``libmxnet.so``, and the run's GPUs."""
+    return worker.library_gpu_code(ENVIRONMENT, WORKER, "mxnet-1.2", "mxnet/libmxnet.so")
 
 
 def _shards(shards: list[Path]) -> list[dict]:

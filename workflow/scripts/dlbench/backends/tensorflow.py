@@ -23,7 +23,7 @@ from ..formats import TFRECORD_FILE
 from ..hardware import cluster
 from ..spec import RunSpec
 from ..tasks.loop import already_finished
-from . import GpuCode, InputClock, inputs, require_gpus, updates_found, xspace
+from . import GpuCode, InputClock, inputs, require_gpus, tfrecord_images, updates_found, xspace
 from .keras_layers import build, forward_shape, keras_layout, keras_optimizer, set_precision, trainable_parameters  # noqa: F401 - the backend interface
 
 SHUFFLE_BUFFER = 10_000  # records, as the model garden's ImageNet input
@@ -58,30 +58,18 @@ def gpu_code() -> GpuCode:
 PACKAGES = ("tensorflow", "tensorflow-cpu", "keras", "numpy")  # their versions go into the run's record
 
 
-def _decoder(spec: RunSpec, description: networks.Network, augment: bool):
-    """A TFRecord's normalised float32 image (NHWC) and int64 label: randomly cropped (ILSVRC12: 256 ->
-    224) and mirrored (colour images) for training, centre-cropped for evaluation; with a case's
-    ``input_size``, resized (bilinear) instead of cropped, and grey made RGB."""
-    channels, height, width = description.input_shape
-    stored = inputs.stored_shape(spec, description)[0]
-    mean, std = inputs.pixel_statistics(spec)
-    features = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
-                "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
+TF2_OPS = tfrecord_images.Ops(
+    parse=tf.io.parse_single_example, feature=tf.io.FixedLenFeature,
+    decode=lambda encoded, channels: tf.io.decode_image(encoded, channels=channels, expand_animations=False),
+    crop=tf.image.random_crop, centre=tf.image.resize_with_crop_or_pad, resize=tf.image.resize)
 
-    def decode(record):
-        example = tf.io.parse_single_example(record, features)
-        image = tf.io.decode_image(example["image/encoded"], channels=stored, expand_animations=False)
-        if spec.input_size:
-            image = tf.image.resize(image, (height, width))
-        elif augment:
-            image = tf.image.random_crop(image, (height, width, channels))
-        else:
-            image = tf.image.resize_with_crop_or_pad(image, height, width)
-        if augment and stored == 3:
-            image = tf.image.random_flip_left_right(image)
-        image = (tf.cast(image, tf.float32) - mean) / std
-        return (tf.image.grayscale_to_rgb(image) if stored < channels else image), example["image/class/label"]
-    return decode
+
+def _decoder(spec: RunSpec, description: networks.Network, augment: bool):
+    """A TFRecord's normalised float32 image (NHWC) and int64 label (:func:`tfrecord_images.decoder`)."""
+    channels, height, width = description.input_shape
+    mean, std = inputs.pixel_statistics(spec)
+    return tfrecord_images.decoder(tf, TF2_OPS, (height, width, channels), inputs.stored_shape(spec, description)[0],
+                                   spec.input_size, mean, std, augment)
 
 
 def _with_threads(pipeline: tf.data.Dataset, threads: int) -> tf.data.Dataset:

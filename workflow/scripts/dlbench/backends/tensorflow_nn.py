@@ -72,11 +72,7 @@ class RawBuilder:
 
     def maxpool(self, layer, shape):
         # The description's padding, the extra rows and columns of ceil_mode after it, -inf so that no max takes it
-        after = [networks.window_output_size(n, layer.kernel, layer.stride, layer.padding, layer.ceil_mode)
-                 for n in shape[1:]]
-        extra = [max((out - 1) * layer.stride + layer.kernel - n - 2 * layer.padding, 0)
-                 for out, n in zip(after, shape[1:])]
-        padding = [[0, 0], *[[layer.padding, layer.padding + more] for more in extra], [0, 0]]
+        padding = [[0, 0], *map(list, networks.pool_padding(layer, shape)), [0, 0]]
 
         def apply(x):
             if any(map(any, padding)):

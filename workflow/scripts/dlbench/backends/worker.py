@@ -22,9 +22,11 @@ from pathlib import Path
 import numpy as np
 
 from .. import envs, lifeline, networks
+from ..envs import elf
+from ..hardware import gpu
 from ..registry import REGISTRY
 from ..spec import RunSpec
-from . import Unavailable, inputs
+from . import GpuCode, Unavailable, inputs
 
 WORKERS = Path(__file__).resolve().parents[2] / "workers"  # outside the package: the workers' Python is older
 
@@ -45,6 +47,20 @@ def describe(python: str, script: Path, framework: str) -> dict:
     if found.returncode != 0:
         raise Unavailable(f"{framework} cannot be imported: {(found.stderr.strip().splitlines() or ['?'])[-1]}")
     return json.loads(found.stdout.splitlines()[-1])
+
+
+def library_gpu_code(environment: str, script: Path, framework: str, library: str) -> GpuCode | str:
+    """The GPU code in the fatbinary of a library of the worker's environment (``library``: its glob under
+    site-packages; a framework of those days does not report what it was compiled for), with the CUDA build the worker
+    describes, and the run's GPUs as NVML lists them."""
+    python = worker_python(environment)
+    prefix = Path(python).parent.parent
+    found = next(prefix.glob(f"lib/python3*/site-packages/{library}"), None)
+    if found is None:
+        return f"no {library} in {prefix}"
+    described = describe(python, script, framework)
+    return GpuCode.from_arch_names(f"{framework} {described['framework_version']}", described["cuda_build"],
+                                   elf.fatbin_architectures(found), gpu.visible_gpus())
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -68,6 +84,10 @@ class DescriptionPlanner:
 
     def __getattr__(self, kind: str):
         return lambda layer, shape: {"op": kind, **vars(layer)}
+
+    def maxpool(self, layer, shape):
+        """With each spatial axis's padding (before, after) for a framework that pools unpadded windows."""
+        return {"op": "maxpool", **vars(layer), "pads": networks.pool_padding(layer, shape)}
 
     def name_leaf(self, node, name):
         """A leaf's name in the description (networks.Named): a worker's profiler finds its nodes by it."""

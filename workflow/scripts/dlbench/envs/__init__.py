@@ -31,7 +31,8 @@ from . import caffe_build, cntk_setup
 # workflow's Python and drives the framework in a worker process under that interpreter.
 WORKER_PYTHONS = {"cntk": ("3.6", "CNTK 2.7 requires CPython 3.6 (its last wheels are cp36 only)"),
                   "cntk-2.5": ("3.6", "CNTK 2.5.1 requires CPython 3.6 (its Linux wheels are cp27, cp35 and cp36)"),
-                  "mxnet-1.2": ("3.6", "MXNet 1.2.0 pins numpy below 1.15 (2018): it runs on that day's CPython")}
+                  "mxnet-1.2": ("3.6", "MXNet 1.2.0 pins numpy below 1.15 (2018): it runs on that day's CPython"),
+                  "tensorflow-1.9": ("3.6", "TensorFlow 1.9.0's wheels are for CPython 3.6 at most")}
 WORKER_PYTHON_VARIABLE = "DLBENCH_WORKER_PYTHON"  # how the monitor tells the runner that interpreter
 
 

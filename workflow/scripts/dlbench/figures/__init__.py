@@ -15,10 +15,25 @@ import seaborn as sns
 
 from ..registry import REGISTRY as FRAMEWORKS
 
-# One colour per framework in every figure, in the registry's order: tab20's ten strong colours, then its ten light
-# ones (tab10's colours repeat after ten, and the registry has more frameworks).
-_TAB20 = sns.color_palette("tab20")
-FRAMEWORK_COLOURS = dict(zip(FRAMEWORKS, _TAB20[0::2] + _TAB20[1::2], strict=False))
+
+def _framework_colours() -> dict:
+    """One colour per framework in every figure, in the registry's order: tab20's ten strong colours, then for each
+    further framework the colour of seaborn's tab20, tab20b, tab20c, Dark2 and Set1 farthest (in RGB) from those
+    taken, so that no two come close however many releases the registry grows (tab10's repeat after ten)."""
+    tab20 = sns.color_palette("tab20")
+    palettes = ("tab20b", "tab20c", "Dark2", "Set1")
+    pool = [*tab20[1::2], *(colour for name in palettes for colour in sns.color_palette(name))]
+
+    def farthest() -> tuple:
+        return max(pool, key=lambda colour: min(sum((a - b) ** 2 for a, b in zip(colour, other)) ** 0.5
+                                                for other in taken))
+    taken = []
+    for index in range(len(FRAMEWORKS)):
+        taken.append(tab20[2 * index] if index < 10 else farthest())
+    return dict(zip(FRAMEWORKS, taken, strict=True))
+
+
+FRAMEWORK_COLOURS = _framework_colours()
 
 
 def framework_order(names) -> list[str]:

@@ -1,0 +1,57 @@
+"""The thesis's TensorFlow (1.9.0): a graph and a session under the CPython 3.6 it ran on, in a worker process
+(workflow/scripts/workers/tensorflow_worker.py, driven as :mod:`dlbench.backends.worker` drives every worker). The
+network goes to the worker as the description's layers (:class:`worker.DescriptionPlanner`); the worker builds them
+with ``tf.layers`` and reads the TFRecord shards as today's TensorFlow backend does. One step is one
+``session.run`` of the update, which returns when the step has finished.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from .. import networks
+from ..formats import TFRECORD_FILE
+from ..registry import REGISTRY
+from ..spec import RunSpec
+from . import GpuCode, inputs, worker
+
+WORKER = worker.WORKERS / REGISTRY["tensorflow-1.9"].worker
+ENVIRONMENT = REGISTRY["tensorflow-1.9"].environment
+
+
+def describe() -> dict:
+    """The worker interpreter's Python, TensorFlow and numpy versions, and its CUDA build, for the run's record."""
+    return worker.describe(worker.worker_python(ENVIRONMENT), WORKER, "tensorflow-1.9")
+
+
+def gpu_code() -> GpuCode | str:
+    """The GPU code in the worker environment's TensorFlow library (TF 1.9's tf.sysconfig has no build info), and
+    the run's GPUs."""
+    return worker.library_gpu_code(ENVIRONMENT, WORKER, "tensorflow-1.9",
+                                   "tensorflow/python/_pywrap_tensorflow_internal.so")
+
+
+def _files(shards: list[Path]) -> list[str]:
+    """Each shard's TFRecord file, absolute: the worker runs in the format's directory."""
+    return [str((shard / TFRECORD_FILE).absolute()) for shard in shards]
+
+
+class Harness(worker.WorkerHarness):
+    INFERENCE_IDIOM = ("session.run of the logits on a resident batch (dropout off, batch norm's moving statistics), "
+                       "in the TensorFlow worker (each call includes the runner's socket round trip)")
+    FRAMEWORK, SCRIPT = "TensorFlow 1.9", WORKER
+
+    def worker_config(self, spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
+        channels, height, width = description.input_shape
+        mean, std = inputs.pixel_statistics(spec)
+        config = {"plan": networks.build(description, worker.DescriptionPlanner()),
+                  "input_shape_nhwc": [height, width, channels], "num_classes": description.num_classes,
+                  "batch_size": spec.batch_size_global, "learning_rate": spec.learning_rate,
+                  "optimizer": asdict(networks.optimizer(spec.network)), "threads": spec.threads, "gpus": spec.gpus,
+                  "seed": spec.seed, "synthetic_images": None, "synthetic_labels": None}
+        if spec.data_mode == "synthetic":
+            return {**config, **worker.synthetic_batch_files(spec, description, scratch)}
+        return {**config, "files": _files(inputs.train_shards(spec)),
+                "test_files": _files(inputs.test_shards(spec)) if spec.task == "accuracy" else [],
+                "stored_channels": inputs.stored_shape(spec, description)[0], "input_size": spec.input_size,
+                "mean": mean.tolist(), "std": std.tolist()}
