@@ -102,15 +102,42 @@ def test_cntks_gpu_code_is_read_from_its_math_librarys_fatbinary(tmp_path, monke
     sm_75 and PTX compute_75, in a worker environment's layout), the GPUs from NVML (faked)."""
     from dlbench import envs
     from dlbench.backends import cntk
-    from dlbench.hardware import gpu
 
     libs = tmp_path / "cntk-env" / "lib" / "python3.6" / "site-packages" / "cntk" / "libs"
     compile_gpu_library(libs / "libCntk.Math-2.7.so", "arch=compute_75,code=[sm_75,compute_75]")
     (libs / "libcudart.so.10.0").touch()
     monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, str(tmp_path / "cntk-env" / "bin" / "python"))
+    _sm_75_with_its_ptx_on_an_h100_and_a_k20m(cntk.gpu_code, r"CNTK 2.7 \(CUDA 10.0\)", monkeypatch)
+
+
+def _sm_75_with_its_ptx_on_an_h100_and_a_k20m(gpu_code, build: str, monkeypatch) -> None:
+    """A build of sm_75 kernels and PTX compute_75 runs JIT-compiled on an H100 and not at all on a K20m."""
+    from dlbench.hardware import gpu
+
     monkeypatch.setattr(gpu, "visible_gpus", lambda: [H100])
-    assert check_gpu_code(cntk.gpu_code()).startswith(f"{H100[0]} (sm_90): the build's PTX compute_75, JIT-compiled")
+    assert check_gpu_code(gpu_code()).startswith(f"{H100[0]} (sm_90): the build's PTX compute_75, JIT-compiled")
     monkeypatch.setattr(gpu, "visible_gpus", lambda: [K20M])
-    with pytest.raises(Unavailable, match=r"^CNTK 2.7 \(CUDA 10.0\) has kernels for sm_75 and PTX compute_75; this GPU "
+    with pytest.raises(Unavailable, match=rf"^{build} has kernels for sm_75 and PTX compute_75; this GPU "
                                           r"\(Tesla K20m\) is sm_35"):
-        check_gpu_code(cntk.gpu_code())
+        check_gpu_code(gpu_code())
+
+
+@pytest.mark.parametrize("framework,library", [("mxnet-1.2", "mxnet/libmxnet.so"),
+                                               ("tensorflow-1.9", "tensorflow/python/_pywrap_tensorflow_internal.so")])
+def test_a_thesis_release_s_gpu_code_is_read_from_its_worker_library_s_fatbinary(tmp_path, monkeypatch, framework,
+                                                                                  library):
+    """The thesis's MXNet and TensorFlow do not report their builds' architectures either: they come from the worker
+    environment's library (here one nvcc compiled for sm_75 and PTX compute_75), the CUDA build from the worker's
+    description (faked: their CUDA 9.0 wheels do not fit here), the GPUs from NVML (faked)."""
+    from dlbench import backends, envs
+    from dlbench.backends import worker
+
+    compile_gpu_library(tmp_path / "env" / "lib" / "python3.6" / "site-packages" / library,
+                        "arch=compute_75,code=[sm_75,compute_75]")
+    monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, str(tmp_path / "env" / "bin" / "python"))
+    monkeypatch.setattr(worker, "describe",
+                        lambda python, script, name: {"framework_version": "1.x", "cuda_build": "9.0"})
+    module = backends.load(framework)
+    _sm_75_with_its_ptx_on_an_h100_and_a_k20m(module.gpu_code, rf"{framework} 1.x \(CUDA 9.0\)", monkeypatch)
+    (tmp_path / "env" / "lib" / "python3.6" / "site-packages" / library).unlink()
+    assert module.gpu_code() == f"no {library} in {tmp_path / 'env'}"

@@ -56,7 +56,7 @@ def test_each_thesis_release_builds_every_network_as_described_and_steps_each_op
         for sized_for in sizings:
             description = networks.network(network, sized_for)
             case = f"{network}/{sized_for}"
-            plans[case] = [list(description.input_shape), networks.build(description, worker.DescriptionPlanner())]
+            plans[case] = [list(description.input_shape), worker.description_plan(description)]
             expected[case] = [networks.trainable_parameters(description), [description.num_classes]]
             if (name, case) in UNAVAILABLE:
                 expected[case] = f"unavailable: {UNAVAILABLE[name, case]}"
@@ -149,3 +149,19 @@ def test_a_gpu_run_on_the_cpu_build_is_unavailable_before_its_worker_starts(tmp_
     environment = os.path.dirname(os.path.dirname(python))
     assert result["reason"].startswith(f"{name} {name.split('-')[1]}.0 in {environment} is a CPU build"), \
         result["reason"]
+
+
+def test_tensorflow_1_9_profiles_each_layer_by_its_trace_as_seed_004_did(tmp_path, tensorflow_1_9_worker_python,
+                                                                          monkeypatch):
+    """Seed 004's profiler: TF 1's full trace of each step (RunMetadata), its ops told by their name scopes. TF 1 runs
+    independent ops at once (inter-op threads), so the layers' times may add up to more than the step's."""
+    monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, tensorflow_1_9_worker_python)
+    profiled = _run(tmp_path / "profile", framework="tensorflow-1.9", task="profile", iterations=6,
+                    warmup_iterations=1)["profile"]
+    assert profiled["method"] == tensorflow_worker.LayerProfiler.METHOD and len(profiled["layers"]) == 5
+    lenet = networks.layer_names(networks.network("lenet", "mnist"))
+    for step in profiled["layers"]:
+        assert list(step) == lenet
+        assert step["conv2"][0] > 0 and step["conv2"][1] > 0 and step["dense1"][1] > 0  # forward and backward ops
+    updates = profiled["layer_update_seconds"]
+    assert all(step["dense1"] > 0 and step["relu1"] == 0 for step in updates)  # whose weights, by name

@@ -102,8 +102,7 @@ REGISTRY = {framework.name: framework for framework in (
               always_compiled="TF 1's static graph",
               optimizer_differences={"rmsprop": "TF 1's RMSPropOptimizer starts the mean square at 1, not 0 (its first "
                                                 "steps are a few times shorter), epsilon inside the square root"},
-              not_yet={"profile": "TF 1's RunMetadata timeline is not read yet"}, release="thesis",
-              release_of="tensorflow", worker="tensorflow_worker.py"),
+              release="thesis", release_of="tensorflow", worker="tensorflow_worker.py"),
 )}
 FRAMEWORKS = tuple(REGISTRY)
 ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}

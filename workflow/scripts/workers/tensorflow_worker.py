@@ -42,15 +42,8 @@ def describe():
 
 class Builder:
     """The description's nodes (dlbench.backends.worker.DescriptionPlanner) as a function of an NHWC tensor and
-    whether it trains; each weight-bearing layer named by its place, so that a second call (the evaluation's graph)
-    reuses the first's variables."""
-
-    def __init__(self):
-        self.count = 0
-
-    def _name(self):
-        self.count += 1
-        return f"layer{self.count}"
+    whether it trains; each leaf's ops and weights under its name in the description (``conv1``), so that a second
+    call (the evaluation's graph) reuses the first's variables and a trace's ops tell their layer."""
 
     def __call__(self, node):
         op = node["op"]
@@ -69,7 +62,12 @@ class Builder:
             body = self(node["body"])
             shortcut = self(node["shortcut"]) if node["shortcut"] else None
             return lambda x, training: body(x, training) + (x if shortcut is None else shortcut(x, training))
-        return getattr(self, op)(node, self._name())
+        leaf = getattr(self, op)(node, node["name"])
+
+        def scoped(x, training):
+            with tf.name_scope(node["name"]):
+                return leaf(x, training)
+        return scoped
 
     @staticmethod
     def conv(node, name):
@@ -143,6 +141,30 @@ def network(plan):
     return logits
 
 
+def layer_seconds(metadata):
+    """One traced step's seconds per layer (RunMetadata's step stats: each op's start to end on the device that ran
+    it; on a GPU its streams' kernels), by the op's name: ``net/<layer>/`` its forward, ``gradients/net/<layer>/``
+    its backward, ``<optimizer>/update_net/<layer>/`` its weights' update."""
+    devices = [stats for stats in metadata.step_stats.dev_stats if "stream:all" in stats.device] or [
+        stats for stats in metadata.step_stats.dev_stats if "stream" not in stats.device
+        and "memcpy" not in stats.device]
+    found = {"forward": {}, "backward": {}, "update": {}}
+    for stats in devices:
+        for node in stats.node_stats:
+            parts = node.node_name.split("/")
+            if parts[0] == "net" and len(parts) > 2:
+                phase, layer = "forward", parts[1]
+            elif parts[:2] == ["gradients", "net"] and len(parts) > 3:
+                phase, layer = "backward", parts[2]
+            elif len(parts) > 2 and parts[1] == "update_net":
+                phase, layer = "update", parts[2]
+            else:
+                continue
+            seconds = (node.op_end_rel_micros - node.op_start_rel_micros) / 1e6
+            found[phase][layer] = found[phase].get(layer, 0.0) + seconds
+    return found
+
+
 def trainable_parameters():
     return int(sum(np.prod(variable.shape.as_list()) for variable in tf.trainable_variables()))
 
@@ -208,10 +230,26 @@ class Worker:
             raise Unavailable(f"TensorFlow {tf.__version__} sees no GPU (tf.test.is_gpu_available())")
         self.session.run(tf.global_variables_initializer())
         self.input_wait, self.loss, self.test = None, None, None  # the batch is taken inside the step's graph
+        self.trace, self.traced = None, []
 
     def step(self):
         # session.run returns when the update has run: the step has finished
-        self.loss = float(self.session.run([self.train, self.loss_tensor])[1])
+        if self.trace is None:
+            self.loss = float(self.session.run([self.train, self.loss_tensor])[1])
+            return
+        metadata = tf.RunMetadata()
+        self.loss = float(self.session.run([self.train, self.loss_tensor], options=self.trace,
+                                           run_metadata=metadata)[1])
+        self.traced.append(layer_seconds(metadata))
+
+    def start_profiler(self, directory):
+        """TF 1's tracer, as seed 004 used it: each step run with a full trace into its RunMetadata."""
+        self.trace, self.traced = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), []
+
+    def stop_profiler(self):
+        """Each traced step's seconds per layer and phase (:func:`layer_seconds`)."""
+        self.trace = None
+        return {"steps": self.traced}
 
     def prepare_inference(self, batch_size):
         """A resident batch of the run's input for forward passes: the first ``batch_size`` images of its next."""

@@ -46,7 +46,7 @@ class Harness(worker.WorkerHarness):
             self.data_parallel = f"gluon.Trainer's kvstore 'device' over {spec.gpus} GPUs: gradients summed"
 
     def worker_config(self, spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
-        config = {"plan": networks.build(description, worker.DescriptionPlanner()),
+        config = {"plan": worker.description_plan(description),
                   "input_shape": list(description.input_shape), "num_classes": description.num_classes,
                   "batch_size": spec.batch_size_global, "learning_rate": spec.learning_rate,
                   "optimizer": asdict(networks.optimizer(spec.network)), "gpus": spec.gpus, "seed": spec.seed,

@@ -13,7 +13,7 @@ from .. import networks
 from ..formats import TFRECORD_FILE
 from ..registry import REGISTRY
 from ..spec import RunSpec
-from . import GpuCode, inputs, worker
+from . import GpuCode, inputs, updates_found, worker
 
 WORKER = worker.WORKERS / REGISTRY["tensorflow-1.9"].worker
 ENVIRONMENT = REGISTRY["tensorflow-1.9"].environment
@@ -36,15 +36,52 @@ def _files(shards: list[Path]) -> list[str]:
     return [str((shard / TFRECORD_FILE).absolute()) for shard in shards]
 
 
+class LayerProfiler:
+    METHOD = ("TF 1's tracer (session.run with RunOptions FULL_TRACE, its RunMetadata's step stats, as seed 004's "
+              "timeline): each op's time on its device (a GPU's streams' kernels), by its name scope: net/<layer>/ "
+              "forward, gradients/net/<layer>/ backward, <optimizer>/update_net/<layer>/ the layer's update")
+
+    all_reduce = devices = None  # one device
+
+    def __init__(self, harness: worker.WorkerHarness, names: list[str]):
+        self.harness, self.names = harness, names
+        self.steps, self.layer_updates, self.update, self.update_untimed = [], None, None, None
+
+    def __enter__(self):
+        self.harness.synchronize()
+        self.harness.command("profile start")
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.harness.synchronize()
+        traced = self.harness.command("profile stop")["steps"]
+        found = {layer for step in traced for phase in step.values() for layer in phase}
+        if not found <= set(self.names):
+            raise RuntimeError(f"the TensorFlow worker's trace names layers {sorted(found - set(self.names))} that "
+                               f"the description has not")
+        self.steps = [{name: (step["forward"].get(name, 0.0), step["backward"].get(name, 0.0)) for name in self.names}
+                      for step in traced]
+        self.layer_updates, self.update, self.update_untimed = updates_found(
+            [{name: step["update"].get(name, 0.0) for name in self.names} for step in traced],
+            "the trace holds no op of the optimizer's update (<optimizer>/update_net/...)")
+
+
 class Harness(worker.WorkerHarness):
     INFERENCE_IDIOM = ("session.run of the logits on a resident batch (dropout off, batch norm's moving statistics), "
                        "in the TensorFlow worker (each call includes the runner's socket round trip)")
     FRAMEWORK, SCRIPT = "TensorFlow 1.9", WORKER
 
+    def __init__(self, spec: RunSpec, description: networks.Network):
+        self.layer_names = networks.layer_names(description)
+        super().__init__(spec, description)
+
+    def layer_profiler(self) -> LayerProfiler:
+        return LayerProfiler(self, self.layer_names)
+
     def worker_config(self, spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
         channels, height, width = description.input_shape
         mean, std = inputs.pixel_statistics(spec)
-        config = {"plan": networks.build(description, worker.DescriptionPlanner()),
+        config = {"plan": worker.description_plan(description),
                   "input_shape_nhwc": [height, width, channels], "num_classes": description.num_classes,
                   "batch_size": spec.batch_size_global, "learning_rate": spec.learning_rate,
                   "optimizer": asdict(networks.optimizer(spec.network)), "threads": spec.threads, "gpus": spec.gpus,

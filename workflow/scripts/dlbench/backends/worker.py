@@ -103,6 +103,12 @@ class DescriptionPlanner:
         return {"op": "residual", "body": body, "shortcut": shortcut}
 
 
+def description_plan(description: networks.Network) -> dict:
+    """The description for a worker to build: its layers as they are, each leaf named as in every framework
+    (``conv1``: :class:`networks.Named`), by which a worker's profiler tells its layers."""
+    return networks.build(description, networks.Named(DescriptionPlanner()))
+
+
 class WorkerHarness:
     """A run's worker: started with its config (``worker.json`` in a scratch directory), connected, and checked to
     have built the description's trainable parameters. ``FRAMEWORK`` names it in errors, ``SCRIPT`` is its file
