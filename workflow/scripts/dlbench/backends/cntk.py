@@ -226,7 +226,7 @@ class Harness(worker.WorkerHarness):
 
     def command_line(self, python: str, spec: RunSpec, config_path: Path, address: str) -> tuple[list[str], int]:
         """On several devices, one rank per device under ``mpiexec``."""
-        command, count = super().command_line(python, spec, config_path, address)
+        command, _ = super().command_line(python, spec, config_path, address)
         count = ranks(spec)
         if count == 1:
             return command, count
