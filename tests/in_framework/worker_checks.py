@@ -1,5 +1,5 @@
-"""Run with a worker environment's Python (the thesis's MXNet 1.2.0 or TensorFlow 1.9.0 on CPython 3.6): that
-worker's own code (workers/<name>_worker.py, WORKER), loaded by its path.
+"""Run with a worker environment's Python (the thesis's MXNet 1.2.0 or TensorFlow 1.9.0 on CPython 3.6, each with its
+Keras 2): that worker's own code (workers/<name>_worker.py, WORKER), loaded by its path.
 
     worker_checks.py WORKER parameters PLANS.json   build every {case: [input shape, description plan]}; print
                                                     {case: [trainable parameters, output shape]} or
@@ -35,6 +35,11 @@ def tensorflow_built(plan, input_shape):
         return worker.trainable_parameters(), output.shape.as_list()[1:]
 
 
+def keras_built(plan, input_shape):
+    model = worker.build(plan, input_shape)
+    return worker.trainable_parameters(model), list(model.output_shape[1:])
+
+
 def mxnet_steps(rule, rate):
     import mxnet as mx
     kind, options = worker.optimizer(rule, rate)
@@ -57,10 +62,23 @@ def tensorflow_steps(rule, rate):
             return session.run(weights).tolist()
 
 
-framework = "tensorflow" if hasattr(worker, "network") else "mxnet"
+def keras_steps(rule, rate):
+    """Keras's optimizer on one weight vector: loss = w . x (a Dense unit without bias, on the one input x)."""
+    import numpy as np
+    keras = worker.keras
+    inputs = keras.layers.Input((len(GRADIENT),))
+    model = keras.models.Model(inputs, keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")(inputs))
+    # the target in the loss, at no weight: keras-mxnet binds only the labels its graph reads
+    model.compile(worker.optimizer(rule, rate), loss=lambda target, output: output + 0 * target)
+    for _ in range(2):
+        model.train_on_batch(np.array([GRADIENT], np.float32), np.zeros((1, 1), np.float32))
+    return model.get_weights()[0][:, 0].tolist()
+
+
+framework = "keras" if hasattr(worker, "BACKEND") else "tensorflow" if hasattr(worker, "network") else "mxnet"
 found = {}
 if sys.argv[2] == "parameters":
-    built = {"mxnet": mxnet_built, "tensorflow": tensorflow_built}[framework]
+    built = {"mxnet": mxnet_built, "tensorflow": tensorflow_built, "keras": keras_built}[framework]
     with open(sys.argv[3]) as stream:
         plans = json.load(stream)
     for case, (input_shape, plan) in sorted(plans.items()):
@@ -69,7 +87,7 @@ if sys.argv[2] == "parameters":
         except worker.Unavailable as error:
             found[case] = f"unavailable: {error}"
 else:
-    steps = {"mxnet": mxnet_steps, "tensorflow": tensorflow_steps}[framework]
+    steps = {"mxnet": mxnet_steps, "tensorflow": tensorflow_steps, "keras": keras_steps}[framework]
     for kind, (rule, rate) in json.loads(sys.argv[3]).items():
         found[kind] = steps(rule, rate)
 print(json.dumps(found))

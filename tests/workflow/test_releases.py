@@ -1,6 +1,8 @@
 """The release axis for real: .test/config-releases trains LeNet (every task) and the MLP in CNTK 2.7 and in the
 thesis's CNTK 2.5.1, each in its own CPython 3.6 environment, through the same worker; in MXNet 1.9.1 and in the
-thesis's MXNet 1.2.0, and in TensorFlow 2.21 and the thesis's 1.9.0 (each old one in its worker on CPython 3.6)."""
+thesis's MXNet 1.2.0, and in TensorFlow 2.21 and the thesis's 1.9.0 (each old one in its worker on CPython 3.6); and
+seed 001's Keras: Keras 3 on TensorFlow 2.21, Keras 2.2.4 on TensorFlow 1.9 and keras-mxnet on MXNet 1.2, the MLP
+through Keras's model.fit too."""
 import json
 
 import pandas as pd
@@ -23,10 +25,11 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
             json.dumps(framework_environment(environment)))
     snakemake(tmp_path)
     records = [json.loads(path.read_text()) for path in sorted((tmp_path / "results" / "runs").rglob("rep*.json"))]
-    assert len(records) == 6 * 5  # three frameworks x two releases x (LeNet's four tasks, the MLP's training)
+    # (three frameworks x two releases, and three Keras) x (LeNet's four tasks, the MLP's training); the MLP's fit
+    assert len(records) == 9 * 5 + 3
     for record in records:
         run = record["run"]
-        if run["framework"] == "mxnet-1.2" and run["task"] == "profile":
+        if run["framework"] in ("mxnet-1.2", "keras2-tensorflow", "keras2-mxnet") and run["task"] == "profile":
             assert record["status"] == "unavailable"
             assert record["reason"] == (f"profile: {run['framework']} runs train, inference, accuracy only "
                                         f"({registry.REGISTRY[run['framework']].not_yet['profile']})")
@@ -36,13 +39,25 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
     assert versions["cntk-2.5"] == "2.5.1" and versions["cntk"].startswith("2.7")
     assert versions["mxnet-1.2"] == "1.2.0" and versions["mxnet"] == "1.9.1"
     assert versions["tensorflow-1.9"] == "1.9.0" and versions["tensorflow"].startswith("2.")
+    assert versions["keras2-tensorflow"] == "2.2.4" and versions["keras2-mxnet"] == "2.2.4.3"
+    assert versions["keras-tensorflow"].startswith("3.")
     pairs = {("cntk", "current"), ("cntk-2.5", "thesis"), ("mxnet", "current"), ("mxnet-1.2", "thesis"),
              ("tensorflow", "current"), ("tensorflow-1.9", "thesis")}
+    keras = {("keras-tensorflow", "current"), ("keras2-tensorflow", "thesis"), ("keras2-mxnet", "thesis")}
     runs = pd.read_csv(tmp_path / "results" / "tables" / "runs.csv")
-    assert set(zip(runs["framework"], runs["release"])) == pairs
+    assert set(zip(runs["framework"], runs["release"])) == pairs | keras
     appendix = pd.read_csv(tmp_path / "results" / "tables" / "appendix.csv")
     speed = appendix.query("metric == 'train_speed' and task == 'train' and network == 'lenet'")
-    assert sorted(speed["framework"]) == sorted(name for name, _ in pairs) and (speed["n"] == 1).all()
+    assert sorted(speed["framework"]) == sorted(name for name, _ in pairs | keras) and (speed["n"] == 1).all()
+    # seed 001's table: each Keras beside the framework it runs on, at its release; model.fit beside the native loop
+    cost = pd.read_csv(tmp_path / "results" / "tables" / "api_cost.csv").query("network == 'lenet' or "
+                                                                               "variant == 'fp32-fit'")
+    peers = {(row.framework, row.variant): row.runs_on for row in cost.itertuples() if row.framework in
+             {name for name, _ in keras}}
+    assert peers == {("keras-tensorflow", "fp32"): "tensorflow", ("keras2-tensorflow", "fp32"): "tensorflow-1.9",
+                     ("keras2-mxnet", "fp32"): "mxnet-1.2", ("keras-tensorflow", "fp32-fit"): "tensorflow",
+                     ("keras2-tensorflow", "fp32-fit"): "tensorflow-1.9", ("keras2-mxnet", "fp32-fit"): "mxnet-1.2"}
+    assert (cost.dropna(subset=["runs_on"])["train_speed train ratio"] > 0).all()
     beside = pd.read_csv(tmp_path / "results" / "tables" / "thesis.csv").query("metric == 'train_speed'")
     assert set(zip(beside["framework"], beside["release"])) == pairs
     thesis = dict(zip(beside["framework"], beside["thesis"]))  # each CPU LeNet in Appendix A, beside both releases

@@ -291,7 +291,7 @@ def _network_cases(config: dict, entry: dict, where: str, dataset: str, network:
 
 def check_keras_fit(where: str, frameworks: list[str], tasks: list[str]) -> None:
     """model.fit is Keras's, and it trains: a keras_fit case names only Keras frameworks and the train task."""
-    keras = [name for name, framework in FRAMEWORKS.items() if framework.module == "keras_api"]
+    keras = [name for name, framework in FRAMEWORKS.items() if framework.keras]
     others = [framework for framework in frameworks if framework not in keras]
     if others:
         raise ConfigError(f"{where}.keras_fit: model.fit is Keras's; the case runs {', '.join(others)} too: name "

@@ -49,6 +49,11 @@ class Framework:
         return self.release_of or self.name
 
     @property
+    def keras(self) -> bool:
+        """Keras's high-level API, whose backend its name ends with (``keras_fit``: its own model.fit)."""
+        return self.name.startswith(("keras-", "keras2-"))
+
+    @property
     def runs(self) -> tuple[str, ...]:
         """The tasks its backend runs."""
         return tuple(task for task in self.tasks if task not in self.not_yet)
@@ -56,6 +61,8 @@ class Framework:
 
 MIXED = ("bf16", "fp16")
 RELEASES = ("current", "thesis")  # Framework.release: today's, the thesis's (config releases)
+EPSILON_AFTER_ROOT = {"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}
+KERAS2_PROFILE = "Keras 2's layers are not traced yet"
 CNTK_RMSPROP = {"rmsprop": "the mean square starts at the first squared gradient, not at 0, and has no epsilon: the "
                            "first steps are rate x sign(g), about a third of the others' (with rho 0.9)"}
 # The one place a framework is added: the thesis's five, then Keras 3's high-level API on three
@@ -65,13 +72,13 @@ CNTK_RMSPROP = {"rmsprop": "the mean square starts at the first squared gradient
 # record's schema and README's table are checked against it (tests/unit/test_registry.py).
 REGISTRY = {framework.name: framework for framework in (
     Framework("caffe", "caffe", "caffe", "lmdb", always_compiled="Caffe's static net",
-              optimizer_differences={"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}),
+              optimizer_differences=EPSILON_AFTER_ROOT),
     Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord", launcher="srun", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (tf.function jit_compile)",
               always_compiled="tf.function graph"),
     Framework("pytorch", "pytorch", "pytorch", "lmdb", launcher="torchrun", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile",
-              optimizer_differences={"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}),
+              optimizer_differences=EPSILON_AFTER_ROOT),
     Framework("mxnet", "mxnet", "mxnet", "recordio", launcher="ps-lite", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "fp16"),
               always_compiled="Gluon hybridize (static graph)"),
@@ -92,7 +99,9 @@ REGISTRY = {framework.name: framework for framework in (
     Framework("cudnn", "cudnn_calls", "pytorch", "lmdb", gpu_precisions=("fp32", "tf32"), tasks=("inference",),
               runs_on="pytorch"),
     # The thesis's releases (its Figure 4.3), where a backend speaks their API: CNTK 2.5.1 through the same worker,
-    # MXNet 1.2.0's Gluon and TensorFlow 1.9's graph and session each in a worker under its CPython 3.6
+    # MXNet 1.2.0's Gluon and TensorFlow 1.9's graph and session each in a worker under its CPython 3.6; and seed
+    # 001's Keras 2 on each (Keras 2.2.4 on TF 1.9, AWS's keras-mxnet 2.2.4.3 on MXNet 1.2, which Keras 3 has no
+    # release of) in one worker, in its backend's environment
     Framework("cntk-2.5", "cntk", "cntk-2.5", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
               optimizer_differences=CNTK_RMSPROP, release="thesis", release_of="cntk", worker="cntk_worker.py"),
     Framework("mxnet-1.2", "mxnet_worker", "mxnet-1.2", "recordio", always_compiled="Gluon hybridize (static graph)",
@@ -103,6 +112,12 @@ REGISTRY = {framework.name: framework for framework in (
               optimizer_differences={"rmsprop": "TF 1's RMSPropOptimizer starts the mean square at 1, not 0 (its first "
                                                 "steps are a few times shorter), epsilon inside the square root"},
               release="thesis", release_of="tensorflow", worker="tensorflow_worker.py"),
+    Framework("keras2-tensorflow", "keras2_worker", "tensorflow-1.9", "tfrecord", always_compiled="TF 1's static graph",
+              optimizer_differences=EPSILON_AFTER_ROOT, not_yet={"profile": KERAS2_PROFILE}, runs_on="tensorflow-1.9",
+              release="thesis", release_of="keras-tensorflow", worker="keras2_worker.py"),
+    Framework("keras2-mxnet", "keras2_worker", "mxnet-1.2", "recordio",
+              always_compiled="keras-mxnet's MXNet symbol (a BucketingModule)", not_yet={"profile": KERAS2_PROFILE},
+              runs_on="mxnet-1.2", release="thesis", worker="keras2_worker.py"),
 )}
 FRAMEWORKS = tuple(REGISTRY)
 ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}
@@ -116,10 +131,10 @@ def base_of(name: str) -> str:
 
 def with_releases(frameworks, releases) -> list[str]:
     """The frameworks a config's ``frameworks`` and ``releases`` name: each framework's registered releases of those
-    asked for, in the order named (a release named itself, ``cntk-2.5``, stays)."""
+    asked for, in the order named (an older release named itself, ``cntk-2.5``, stays)."""
     found = []
     for name in frameworks:
-        if REGISTRY[name].release_of:
+        if REGISTRY[name].release != "current":
             found.append(name)
             continue
         found += [other for other, entry in REGISTRY.items() if entry.base == name and entry.release in releases]

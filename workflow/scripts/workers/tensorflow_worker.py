@@ -212,7 +212,9 @@ class Worker:
         tf.set_random_seed(config["seed"])
         self.logits = network(config["plan"])
         if config["synthetic_images"]:  # resident: a variable the steps read, never fed
-            images = np.load(config["synthetic_images"]).transpose(0, 2, 3, 1)  # NCHW -> NHWC
+            images = np.load(config["synthetic_images"])
+            if images.ndim == 4:  # images NCHW -> NHWC; sequences as they are
+                images = images.transpose(0, 2, 3, 1)
             images = tf.Variable(images, trainable=False, name="synthetic_images")
             labels = tf.Variable(np.load(config["synthetic_labels"]), trainable=False, name="synthetic_labels")
         else:

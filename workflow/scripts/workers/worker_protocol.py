@@ -5,6 +5,9 @@ thesis's MXNet) trains in a worker process under that interpreter, driven by the
 The runner sends one command a line; the worker answers each with one JSON line, naming its rank::
 
     step                one training step on the next batch; {"done", "input_wait"} once it has finished
+    fit N               N steps of the framework's own training loop (Keras's model.fit): {"step_end"} as each
+                        step ends (time.perf_counter: Linux's CLOCK_MONOTONIC, the runner's clock too), then
+                        {"done", "input_wait"}
     inference N         a resident batch of N images of the run's input; then "forward" runs one pass each
     test                the test split's logits and labels as .npy files beside the config (rank 0)
     profile start|stop  the framework's own profiler around the steps between
@@ -12,8 +15,8 @@ The runner sends one command a line; the worker answers each with one JSON line,
 
 The first reply says ready (with the trainable parameter count) or unavailable (with why). A worker object
 (``make_worker(config, rank)``) has ``parameters``, ``loss`` and ``input_wait`` and the methods ``step``,
-``prepare_inference``, ``forward``, ``evaluate``, ``start_profiler``, ``stop_profiler``, ``weights_sum`` and
-``finish``.
+``prepare_inference``, ``forward``, ``evaluate``, ``weights_sum`` and ``finish``; and, where its framework has them,
+``fit``, ``start_profiler`` and ``stop_profiler``.
 """
 import importlib.util
 import json
@@ -100,6 +103,9 @@ def serve(config_path, address, make_worker):
         command = command.strip()
         if command in ("step", "forward"):
             getattr(worker, command)()
+            reply(done=True, input_wait=worker.input_wait)
+        elif command.startswith("fit "):
+            worker.fit(int(command.split()[1]), lambda: reply(step_end=time.perf_counter()))
             reply(done=True, input_wait=worker.input_wait)
         elif command.startswith("inference "):
             worker.prepare_inference(int(command.split()[1]))

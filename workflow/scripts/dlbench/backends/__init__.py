@@ -230,8 +230,8 @@ def execution(spec: RunSpec) -> dict:
 def load(framework: str) -> ModuleType:
     if framework not in REGISTRY:
         raise KeyError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
-    if framework.startswith("keras-"):
-        os.environ["KERAS_BACKEND"] = framework.removeprefix("keras-")  # read when Keras is imported
+    if REGISTRY[framework].keras:  # read when Keras is imported (Keras 2's in its worker: by its backend module)
+        os.environ["KERAS_BACKEND"] = framework.split("-", 1)[1]
     try:
         module = importlib.import_module(f"{__name__}.{REGISTRY[framework].module}")
     except ImportError as error:

@@ -16,6 +16,8 @@ from ..datasets import FAMILIES
 from ..formats import shard_dirs
 from ..spec import RunSpec
 
+FIT_ARRAYS_GIB = 4  # the most the training arrays of a keras_fit run (Keras's model.fit over NumPy) may take
+
 
 def synthetic_batch(spec: RunSpec, description: networks.Network) -> tuple[np.ndarray, np.ndarray]:
     """uint8 images (N, C, H, W) or texts (N, steps, characters) and int64 labels of the global batch."""

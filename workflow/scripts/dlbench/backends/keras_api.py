@@ -140,9 +140,6 @@ def normalised(images: np.ndarray, mean: np.ndarray, std: np.ndarray, shape: tup
     return images
 
 
-FIT_ARRAYS_GIB = 4  # the most the training arrays of a keras_fit run may take in memory
-
-
 def training_arrays(spec: RunSpec, description: networks.Network, mean, std) -> tuple[np.ndarray, np.ndarray]:
     """The training split as normalised NumPy arrays, as seed 001's scripts loaded theirs for ``model.fit``. Synthetic
     data: the resident batch repeated, as many batches as the run takes (at most FIT_ARRAYS_GIB's worth, and fit's
@@ -152,13 +149,13 @@ def training_arrays(spec: RunSpec, description: networks.Network, mean, std) -> 
     if spec.data_mode == "synthetic":
         images, labels = inputs.synthetic_batch(spec, description)
         images = normalised(images, mean, std, shape)
-        copies = max(1, min(spec.iterations, FIT_ARRAYS_GIB * 2**30 // (image_bytes * len(images))))
+        copies = max(1, min(spec.iterations, inputs.FIT_ARRAYS_GIB * 2**30 // (image_bytes * len(images))))
         return np.concatenate([images] * copies), np.concatenate([labels] * copies)
     records = LmdbRecords(inputs.train_shards(spec), inputs.stored_shape(spec, description), augment=False)
     require_one_batch(spec, len(records), spec.batch_size_global)
-    if len(records) * image_bytes > FIT_ARRAYS_GIB * 2**30:
+    if len(records) * image_bytes > inputs.FIT_ARRAYS_GIB * 2**30:
         raise Unavailable(f"keras_fit holds the training split in memory as NumPy arrays: {len(records)} images of "
-                          f"{image_bytes / 2**20:.1f} MiB are more than {FIT_ARRAYS_GIB} GiB")
+                          f"{image_bytes / 2**20:.1f} MiB are more than {inputs.FIT_ARRAYS_GIB} GiB")
     images, labels = records.batch(list(range(len(records))))
     return normalised(images, mean, std, shape), np.asarray(labels)
 

@@ -17,6 +17,7 @@ from . import GpuCode, inputs, require_one_batch, worker
 
 WORKER = worker.WORKERS / REGISTRY["mxnet-1.2"].worker
 ENVIRONMENT = REGISTRY["mxnet-1.2"].environment
+GPU_LIBRARY = "mxnet/libmxnet.so"  # under site-packages
 
 
 def describe() -> dict:
@@ -26,7 +27,27 @@ def describe() -> dict:
 
 def gpu_code() -> GpuCode | str:
     """The GPU code in the worker environment's ``libmxnet.so``, and the run's GPUs."""
-    return worker.library_gpu_code(ENVIRONMENT, WORKER, "mxnet-1.2", "mxnet/libmxnet.so")
+    return worker.library_gpu_code(ENVIRONMENT, WORKER, "mxnet-1.2", GPU_LIBRARY)
+
+
+def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
+    """What the worker builds and reads (``scratch``: where it can find files written for it): the MXNet worker's,
+    and Keras 2's on MXNet 1.2."""
+    config = {"plan": worker.description_plan(description),
+              "input_shape": list(description.input_shape), "num_classes": description.num_classes,
+              "batch_size": spec.batch_size_global, "learning_rate": spec.learning_rate,
+              "optimizer": asdict(networks.optimizer(spec.network)), "gpus": spec.gpus, "seed": spec.seed,
+              "synthetic_images": None, "synthetic_labels": None}
+    if spec.data_mode == "synthetic":
+        return {**config, **worker.synthetic_batch_files(spec, description, scratch)}
+    shards = inputs.train_shards(spec)
+    require_one_batch(spec, sum(len((shard / RECORDIO_IDX).read_text().splitlines()) for shard in shards),
+                      spec.batch_size_global)
+    options = inputs.image_record_options(spec, description)
+    config.update(shards=_shards(shards), record_options={**options, "data_shape": list(options["data_shape"])},
+                  test_shards=_shards(inputs.test_shards(spec)) if spec.task == "accuracy" else [],
+                  test_options={**inputs.evaluation_options(options), "data_shape": list(options["data_shape"])})
+    return config
 
 
 def _shards(shards: list[Path]) -> list[dict]:
@@ -45,19 +66,4 @@ class Harness(worker.WorkerHarness):
         if spec.gpus > 1:
             self.data_parallel = f"gluon.Trainer's kvstore 'device' over {spec.gpus} GPUs: gradients summed"
 
-    def worker_config(self, spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
-        config = {"plan": worker.description_plan(description),
-                  "input_shape": list(description.input_shape), "num_classes": description.num_classes,
-                  "batch_size": spec.batch_size_global, "learning_rate": spec.learning_rate,
-                  "optimizer": asdict(networks.optimizer(spec.network)), "gpus": spec.gpus, "seed": spec.seed,
-                  "synthetic_images": None, "synthetic_labels": None}
-        if spec.data_mode == "synthetic":
-            return {**config, **worker.synthetic_batch_files(spec, description, scratch)}
-        shards = inputs.train_shards(spec)
-        require_one_batch(spec, sum(len((shard / RECORDIO_IDX).read_text().splitlines()) for shard in shards),
-                          spec.batch_size_global)
-        options = inputs.image_record_options(spec, description)
-        config.update(shards=_shards(shards), record_options={**options, "data_shape": list(options["data_shape"])},
-                      test_shards=_shards(inputs.test_shards(spec)) if spec.task == "accuracy" else [],
-                      test_options={**inputs.evaluation_options(options), "data_shape": list(options["data_shape"])})
-        return config
+    worker_config = staticmethod(worker_config)

@@ -17,6 +17,7 @@ from . import GpuCode, inputs, updates_found, worker
 
 WORKER = worker.WORKERS / REGISTRY["tensorflow-1.9"].worker
 ENVIRONMENT = REGISTRY["tensorflow-1.9"].environment
+GPU_LIBRARY = "tensorflow/python/_pywrap_tensorflow_internal.so"  # under site-packages
 
 
 def describe() -> dict:
@@ -27,8 +28,27 @@ def describe() -> dict:
 def gpu_code() -> GpuCode | str:
     """The GPU code in the worker environment's TensorFlow library (TF 1.9's tf.sysconfig has no build info), and
     the run's GPUs."""
-    return worker.library_gpu_code(ENVIRONMENT, WORKER, "tensorflow-1.9",
-                                   "tensorflow/python/_pywrap_tensorflow_internal.so")
+    return worker.library_gpu_code(ENVIRONMENT, WORKER, "tensorflow-1.9", GPU_LIBRARY)
+
+
+def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
+    """What the worker builds and reads (``scratch``: where it can find files written for it): the TensorFlow
+    worker's, and Keras 2's on TensorFlow 1.9."""
+    shape = list(description.input_shape)
+    mean, std = inputs.pixel_statistics(spec)
+    config = {"plan": worker.description_plan(description),
+              # images channels last, sequences as they are
+              "input_shape_nhwc": [*shape[1:], shape[0]] if len(shape) == 3 else shape,
+              "num_classes": description.num_classes,
+              "batch_size": spec.batch_size_global, "learning_rate": spec.learning_rate,
+              "optimizer": asdict(networks.optimizer(spec.network)), "threads": spec.threads, "gpus": spec.gpus,
+              "seed": spec.seed, "synthetic_images": None, "synthetic_labels": None}
+    if spec.data_mode == "synthetic":
+        return {**config, **worker.synthetic_batch_files(spec, description, scratch)}
+    return {**config, "files": _files(inputs.train_shards(spec)),
+            "test_files": _files(inputs.test_shards(spec)) if spec.task == "accuracy" else [],
+            "stored_channels": inputs.stored_shape(spec, description)[0], "input_size": spec.input_size,
+            "mean": mean.tolist(), "std": std.tolist()}
 
 
 def _files(shards: list[Path]) -> list[str]:
@@ -78,17 +98,4 @@ class Harness(worker.WorkerHarness):
     def layer_profiler(self) -> LayerProfiler:
         return LayerProfiler(self, self.layer_names)
 
-    def worker_config(self, spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
-        channels, height, width = description.input_shape
-        mean, std = inputs.pixel_statistics(spec)
-        config = {"plan": worker.description_plan(description),
-                  "input_shape_nhwc": [height, width, channels], "num_classes": description.num_classes,
-                  "batch_size": spec.batch_size_global, "learning_rate": spec.learning_rate,
-                  "optimizer": asdict(networks.optimizer(spec.network)), "threads": spec.threads, "gpus": spec.gpus,
-                  "seed": spec.seed, "synthetic_images": None, "synthetic_labels": None}
-        if spec.data_mode == "synthetic":
-            return {**config, **worker.synthetic_batch_files(spec, description, scratch)}
-        return {**config, "files": _files(inputs.train_shards(spec)),
-                "test_files": _files(inputs.test_shards(spec)) if spec.task == "accuracy" else [],
-                "stored_channels": inputs.stored_shape(spec, description)[0], "input_size": spec.input_size,
-                "mean": mean.tolist(), "std": std.tolist()}
+    worker_config = staticmethod(worker_config)

@@ -86,8 +86,9 @@ class DescriptionPlanner:
         return lambda layer, shape: {"op": kind, **vars(layer)}
 
     def maxpool(self, layer, shape):
-        """With each spatial axis's padding (before, after) for a framework that pools unpadded windows."""
-        return {"op": "maxpool", **vars(layer), "pads": networks.pool_padding(layer, shape)}
+        """With each spatial axis's padding (before, after) for a framework that pools unpadded windows, and its
+        input's shape (C, H, W) for one that names its padding."""
+        return {"op": "maxpool", **vars(layer), "pads": networks.pool_padding(layer, shape), "in_shape": list(shape)}
 
     def name_leaf(self, node, name):
         """A leaf's name in the description (networks.Named): a worker's profiler finds its nodes by it."""
