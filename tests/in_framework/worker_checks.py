@@ -1,7 +1,9 @@
 """Run with a worker environment's Python (the thesis's MXNet 1.2.0 or TensorFlow 1.9.0 on CPython 3.6, each with its
 Keras 2): that worker's own code (workers/<name>_worker.py, WORKER), loaded by its path.
 
-    worker_checks.py WORKER parameters PLANS.json   build every {case: [input shape, description plan]}; print
+    worker_checks.py WORKER parameters PLANS.json [BUILDER]
+                                                    build every {case: [input shape, description plan]} (with the
+                                                    worker's class BUILDER, where it has several); print
                                                     {case: [trainable parameters, output shape]} or
                                                     {case: "unavailable: why"}
     worker_checks.py WORKER optimizer RULES          two steps of the worker's optimizer for each rule of
@@ -31,7 +33,8 @@ def tensorflow_built(plan, input_shape):
     with tf.Graph().as_default():
         channels, *area = input_shape  # NCHW, or (steps, features) for a sequence
         images = tf.zeros([2] + (area + [channels] if area and len(input_shape) == 3 else input_shape))
-        output = worker.network(plan)(images, training=True)
+        builder = getattr(worker, sys.argv[4]) if len(sys.argv) > 4 else worker.Builder
+        output = worker.network(plan, builder)(images, training=builder is worker.Builder)
         return worker.trainable_parameters(), output.shape.as_list()[1:]
 
 

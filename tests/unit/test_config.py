@@ -108,7 +108,7 @@ def test_a_runs_spec_is_its_cases_and_what_the_run_adds():
     ({"frameworks": ["tensorflw"]}, (r"'tensorflw' is not one of \['caffe', 'tensorflow', 'pytorch', 'mxnet', 'cntk', "
                                      r"'keras-tensorflow', 'keras-jax', 'keras-torch', 'onnxruntime', "
                                      r"'tensorflow-nn', 'cudnn', 'cntk-2.5', 'mxnet-1.2', 'tensorflow-1.9', "
-                                     r"'keras2-tensorflow', 'keras2-mxnet'\]")),
+                                     r"'tensorflow-nn-1.9', 'keras2-tensorflow', 'keras2-mxnet'\]")),
     ({"repetitons": 3}, r"'repetitons' was unexpected"),
 ])
 def test_schema_names_the_key_and_the_allowed_values(change, message):

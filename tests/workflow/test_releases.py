@@ -2,7 +2,7 @@
 thesis's CNTK 2.5.1, each in its own CPython 3.6 environment, through the same worker; in MXNet 1.9.1 and in the
 thesis's MXNet 1.2.0, and in TensorFlow 2.21 and the thesis's 1.9.0 (each old one in its worker on CPython 3.6); and
 seed 001's Keras: Keras 3 on TensorFlow 2.21, Keras 2.2.4 on TensorFlow 1.9 and keras-mxnet on MXNet 1.2, the MLP
-through Keras's model.fit too."""
+through Keras's model.fit too; seed 002's raw tf.nn network, inference alone, in TensorFlow 2.21 and in TF 1.9."""
 import json
 
 import pandas as pd
@@ -25,11 +25,12 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
             json.dumps(framework_environment(environment)))
     snakemake(tmp_path)
     records = [json.loads(path.read_text()) for path in sorted((tmp_path / "results" / "runs").rglob("rep*.json"))]
-    # (three frameworks x two releases, and three Keras) x (LeNet's four tasks, the MLP's training); the MLP's fit
-    assert len(records) == 9 * 5 + 3
+    # (three frameworks x two releases, and three Keras) x (LeNet's four tasks, the MLP's training); the MLP's fit;
+    # the raw-op LeNet's inference at both releases
+    assert len(records) == 9 * 5 + 3 + 2
     for record in records:
         run = record["run"]
-        if run["framework"] in ("mxnet-1.2", "keras2-tensorflow", "keras2-mxnet") and run["task"] == "profile":
+        if run["framework"] in ("keras2-tensorflow", "keras2-mxnet") and run["task"] == "profile":
             assert record["status"] == "unavailable"
             assert record["reason"] == (f"profile: {run['framework']} runs train, inference, accuracy only "
                                         f"({registry.REGISTRY[run['framework']].not_yet['profile']})")
@@ -44,8 +45,9 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
     pairs = {("cntk", "current"), ("cntk-2.5", "thesis"), ("mxnet", "current"), ("mxnet-1.2", "thesis"),
              ("tensorflow", "current"), ("tensorflow-1.9", "thesis")}
     keras = {("keras-tensorflow", "current"), ("keras2-tensorflow", "thesis"), ("keras2-mxnet", "thesis")}
+    raw = {("tensorflow-nn", "current"), ("tensorflow-nn-1.9", "thesis")}
     runs = pd.read_csv(tmp_path / "results" / "tables" / "runs.csv")
-    assert set(zip(runs["framework"], runs["release"])) == pairs | keras
+    assert set(zip(runs["framework"], runs["release"])) == pairs | keras | raw
     appendix = pd.read_csv(tmp_path / "results" / "tables" / "appendix.csv")
     speed = appendix.query("metric == 'train_speed' and task == 'train' and network == 'lenet'")
     assert sorted(speed["framework"]) == sorted(name for name, _ in pairs | keras) and (speed["n"] == 1).all()
@@ -53,11 +55,13 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
     cost = pd.read_csv(tmp_path / "results" / "tables" / "api_cost.csv").query("network == 'lenet' or "
                                                                                "variant == 'fp32-fit'")
     peers = {(row.framework, row.variant): row.runs_on for row in cost.itertuples() if row.framework in
-             {name for name, _ in keras}}
+             {name for name, _ in keras | raw}}
     assert peers == {("keras-tensorflow", "fp32"): "tensorflow", ("keras2-tensorflow", "fp32"): "tensorflow-1.9",
                      ("keras2-mxnet", "fp32"): "mxnet-1.2", ("keras-tensorflow", "fp32-fit"): "tensorflow",
-                     ("keras2-tensorflow", "fp32-fit"): "tensorflow-1.9", ("keras2-mxnet", "fp32-fit"): "mxnet-1.2"}
-    assert (cost.dropna(subset=["runs_on"])["train_speed train ratio"] > 0).all()
+                     ("keras2-tensorflow", "fp32-fit"): "tensorflow-1.9", ("keras2-mxnet", "fp32-fit"): "mxnet-1.2",
+                     ("tensorflow-nn", "fp32"): "tensorflow", ("tensorflow-nn-1.9", "fp32"): "tensorflow-1.9"}
+    assert (cost[cost["framework"].isin([name for name, _ in keras])]["train_speed train ratio"] > 0).all()
+    assert (cost[cost["framework"].isin([name for name, _ in raw])]["inference_speed inference ratio"] > 0).all()
     beside = pd.read_csv(tmp_path / "results" / "tables" / "thesis.csv").query("metric == 'train_speed'")
     assert set(zip(beside["framework"], beside["release"])) == pairs
     thesis = dict(zip(beside["framework"], beside["thesis"]))  # each CPU LeNet in Appendix A, beside both releases

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from dlbench import datasets, envs, formats, networks, paths, registry
-from dlbench.backends import keras2_worker, mxnet_worker, tensorflow_worker, worker
+from dlbench.backends import keras2_worker, mxnet_worker, tensorflow_nn_worker, tensorflow_worker, worker
 from dlbench.run import runner
 from dlbench.spec import RunSpec
 
@@ -24,7 +24,9 @@ FRAMEWORKS = {"mxnet-1.2": (mxnet_worker, "mxnet_1_2_worker_python"),
 VERSIONS = {"mxnet-1.2": "1.2.0", "tensorflow-1.9": "1.9.0", "keras2-tensorflow": "2.2.4", "keras2-mxnet": "2.2.4.3"}
 # What a release cannot build, and why: refused by name, never run otherwise than today's runs it
 UNAVAILABLE = {("mxnet-1.2", "lstm/text"): ("MXNet 1.2's gluon.rnn.LSTM is no HybridBlock (1.3 made it one): it "
-                                            "cannot be hybridised with the network as today's MXNet backend's is")}
+                                            "cannot be hybridised with the network as today's MXNet backend's is"),
+               ("tensorflow-nn-1.9", "lstm/text"): ("tf.nn has no LSTM op: the raw-op builder builds convolutional and "
+                                                    "dense networks")}
 
 
 def _tf1_rmsprop(rule: networks.Optimizer, rate: float, gradient: list[float]) -> list[float]:
@@ -200,3 +202,50 @@ def test_the_lstm_trains_on_each_thesis_release_that_builds_it(tmp_path, name, r
     trained = _run(tmp_path / "lstm", framework=name, dataset="text-synthetic", network="lstm", iterations=4,
                    warmup_iterations=1)
     assert len(trained["iteration_seconds"]) == 4 and 0 < trained["final_loss"] < 10
+
+
+def test_seed_002_s_raw_op_network_infers_in_tensorflow_1_9_s_session(tmp_path, tensorflow_1_9_worker_python, mnist,
+                                                                      request, monkeypatch):
+    """``tensorflow-nn-1.9``: the description in raw tf.nn ops on variables (TF 1.9's worker's RawBuilder), every
+    network with its parameter count but the LSTM (refused by name, as today's tensorflow-nn refuses it); inference on
+    a resident batch of the worker's TFRecord input, beside tf.layers (its runs_on)."""
+    name = "tensorflow-nn-1.9"
+    monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, tensorflow_1_9_worker_python)
+    plans, expected = {}, {}
+    for network, sizings in networks.SIZINGS.items():
+        for sized_for in sizings:
+            description = networks.network(network, sized_for)
+            case = f"{network}/{sized_for}"
+            plans[case] = [list(description.input_shape), worker.description_plan(description)]
+            expected[case] = ([networks.trainable_parameters(description), [description.num_classes]]
+                              if (name, case) not in UNAVAILABLE else f"unavailable: {UNAVAILABLE[name, case]}")
+    (tmp_path / "plans.json").write_text(json.dumps(plans))
+    assert _checks(tensorflow_1_9_worker_python, tensorflow_worker, "parameters", tmp_path / "plans.json",
+                   "RawBuilder") == expected
+    data = _converted(mnist, name, request)
+    monkeypatch.chdir(mnist)
+    inferred = _run(tmp_path / "inference", framework=name, task="inference", dataset="mnist-generated",
+                    data_dir=data, batch_size_global=8, iterations=20)
+    assert inferred["framework_version"] == "1.9.0" and len(inferred["iteration_seconds"]) == 20
+    assert inferred["inference_idiom"] == tensorflow_nn_worker.Harness.INFERENCE_IDIOM
+    assert registry.REGISTRY[name].runs_on == "tensorflow-1.9" and registry.REGISTRY[name].tasks == ("inference",)
+
+
+def test_mxnet_1_2_profiles_each_layer_from_its_trace_as_today_s_mxnet_does(tmp_path, mxnet_1_2_worker_python,
+                                                                              monkeypatch):
+    """MXNet 1.2's profiler in the worker, its trace read by the runner as today's MXNet backend reads its own:
+    operators matched in order to the layers (1.2's hybridised Flatten is a Reshape), the count checked, the
+    optimizer's update operators timed whole."""
+    monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, mxnet_1_2_worker_python)
+    profiled = _run(tmp_path / "profile", framework="mxnet-1.2", task="profile", iterations=6,
+                    warmup_iterations=1)["profile"]
+    assert profiled["method"] == mxnet_worker.LayerProfiler.METHOD and len(profiled["layers"]) == 5
+    lenet = networks.layer_names(networks.network("lenet", "mnist"))
+    for step in profiled["layers"]:
+        assert list(step) == lenet
+        assert all(forward >= 0 and backward >= 0 for forward, backward in step.values()), step
+        assert all(min(step[layer]) > 0 for layer in ("conv1", "conv2", "dense1", "dense2")), step  # microseconds
+    assert len(profiled["update_seconds"]) == 5 and all(seconds > 0 for seconds in profiled["update_seconds"])
+    branched = _result(tmp_path / "googlenet", framework="mxnet-1.2", task="profile", network="googlenet",
+                       dataset="cifar10-synthetic", iterations=2, warmup_iterations=1)
+    assert branched["status"] == "unavailable" and "sequential networks of one operator per layer" in branched["reason"]

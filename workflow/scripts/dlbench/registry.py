@@ -99,19 +99,21 @@ REGISTRY = {framework.name: framework for framework in (
     Framework("cudnn", "cudnn_calls", "pytorch", "lmdb", gpu_precisions=("fp32", "tf32"), tasks=("inference",),
               runs_on="pytorch"),
     # The thesis's releases (its Figure 4.3), where a backend speaks their API: CNTK 2.5.1 through the same worker,
-    # MXNet 1.2.0's Gluon and TensorFlow 1.9's graph and session each in a worker under its CPython 3.6; and seed
-    # 001's Keras 2 on each (Keras 2.2.4 on TF 1.9, AWS's keras-mxnet 2.2.4.3 on MXNet 1.2, which Keras 3 has no
-    # release of) in one worker, in its backend's environment
+    # MXNet 1.2.0's Gluon and TensorFlow 1.9's graph and session each in a worker under its CPython 3.6 (seed 002's
+    # raw-op network in TF 1.9's worker too); and seed 001's Keras 2 on each (Keras 2.2.4 on TF 1.9, AWS's keras-mxnet
+    # 2.2.4.3 on MXNet 1.2, which Keras 3 has no release of) in one worker, in its backend's environment
     Framework("cntk-2.5", "cntk", "cntk-2.5", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
               optimizer_differences=CNTK_RMSPROP, release="thesis", release_of="cntk", worker="cntk_worker.py"),
     Framework("mxnet-1.2", "mxnet_worker", "mxnet-1.2", "recordio", always_compiled="Gluon hybridize (static graph)",
-              not_yet={"profile": "MXNet 1.2's profiler output is not read yet"}, release="thesis",
-              release_of="mxnet", worker="mxnet_worker.py"),
+              release="thesis", release_of="mxnet", worker="mxnet_worker.py"),
     Framework("tensorflow-1.9", "tensorflow_worker", "tensorflow-1.9", "tfrecord",
               always_compiled="TF 1's static graph",
               optimizer_differences={"rmsprop": "TF 1's RMSPropOptimizer starts the mean square at 1, not 0 (its first "
                                                 "steps are a few times shorter), epsilon inside the square root"},
               release="thesis", release_of="tensorflow", worker="tensorflow_worker.py"),
+    Framework("tensorflow-nn-1.9", "tensorflow_nn_worker", "tensorflow-1.9", "tfrecord",
+              always_compiled="TF 1's static graph", tasks=("inference",), runs_on="tensorflow-1.9", release="thesis",
+              release_of="tensorflow-nn", worker="tensorflow_worker.py"),
     Framework("keras2-tensorflow", "keras2_worker", "tensorflow-1.9", "tfrecord", always_compiled="TF 1's static graph",
               optimizer_differences=EPSILON_AFTER_ROOT, not_yet={"profile": KERAS2_PROFILE}, runs_on="tensorflow-1.9",
               release="thesis", release_of="keras-tensorflow", worker="keras2_worker.py"),

@@ -24,6 +24,7 @@ from worker_protocol import InputClock, Unavailable, dlbench_module, main, store
 
 # Before MXNet loads libgomp, as today's MXNet backend (dlbench.backends.mxnet) has it
 os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE")
+BULKING = "MXNET_EXEC_BULK_EXEC_TRAIN"  # dlbench.backends.mxnet_trace.BULKING
 import mxnet as mx
 from mxnet import autograd, gluon
 from mxnet.gluon import nn
@@ -180,6 +181,30 @@ class Worker:
             logits.append(self.net(images.as_in_context(self.contexts[0])).asnumpy().astype(np.float32))
             labels.append(batch_labels.asnumpy().astype(np.int64))
         return store_evaluation(directory, logits, labels, self.config["num_classes"])
+
+    def start_profiler(self, directory):
+        """MXNet 1.2's profiler over the steps until it stops, as today's MXNet backend runs its own: the graph built
+        again with bulking off, so that each operator is an event of the trace."""
+        self.trace, self.bulking = os.path.join(directory, "trace.json"), os.environ.get(BULKING)
+        self._rebuild("0")
+        mx.profiler.set_config(profile_all=True, aggregate_stats=True, filename=self.trace)
+        mx.profiler.set_state("run")
+
+    def stop_profiler(self):
+        """The trace's file, which the runner reads (dlbench.backends.mxnet_trace); the graph bulked again."""
+        mx.nd.waitall()
+        mx.profiler.set_state("stop")
+        mx.profiler.dump()
+        self._rebuild(self.bulking)
+        return {"trace": self.trace}
+
+    def _rebuild(self, bulking):
+        """Hybridising again drops the cached graph: the next step builds it with this bulking setting."""
+        if bulking is None:
+            os.environ.pop(BULKING, None)
+        else:
+            os.environ[BULKING] = bulking
+        self.with_loss.hybridize()
 
     def weights_sum(self):
         return float(sum(parameter.data().asnumpy().sum(dtype=np.float64)

@@ -1,5 +1,6 @@
 """The TensorFlow side of a run of the thesis's TensorFlow (1.9.0, its Figure 4.3), under CPython 3.6: a graph and a
-session, as TensorFlow 1 programs ran.
+session, as TensorFlow 1 programs ran; with the config's ``raw``, seed 002's hand-written network in raw ``tf.nn``
+ops (:class:`RawBuilder`, inference only).
 
 It imports nothing of dlbench but its Python 3.6 modules, only the standard library, numpy and tensorflow, and is
 written for Python 3.6 (tests check that with vermin). The runner (:mod:`dlbench.backends.tensorflow_worker`) sends
@@ -131,9 +132,78 @@ class Builder:
         return apply
 
 
-def network(plan):
+class RawBuilder(Builder):
+    """Seed 002's hand-written network in TF 1 (``tensorflow-nn-1.9``, inference only): raw ``tf.nn`` ops on weights
+    of ``tf.get_variable`` in each layer's variable scope (Glorot-uniform, zero biases; batch norm's moving statistics
+    not trainable), as today's ``tensorflow-nn`` (dlbench.backends.tensorflow_nn) builds it in TF 2."""
+
+    @staticmethod
+    def conv(node, name):
+        kernel, stride, pad = node["kernel"], node["stride"], node["padding"]
+
+        def apply(x, training):
+            with tf.variable_scope(name):
+                weights = tf.get_variable("kernel", [kernel, kernel, x.shape[-1].value, node["out_channels"]],
+                                          initializer=tf.glorot_uniform_initializer())
+                if pad:
+                    x = tf.pad(x, [[0, 0], [pad, pad], [pad, pad], [0, 0]])
+                y = tf.nn.conv2d(x, weights, [1, stride, stride, 1], "VALID")
+                return tf.nn.bias_add(y, tf.get_variable("bias", [node["out_channels"]],
+                                                         initializer=tf.zeros_initializer())) if node["bias"] else y
+        return apply
+
+    @staticmethod
+    def batchnorm(node, name):
+        def apply(x, training):  # inference: the moving statistics
+            with tf.variable_scope(name):
+                channels = [x.shape[-1].value]
+                gamma, beta, mean, variance = (
+                    tf.get_variable(variable, channels, initializer=initializer, trainable=trains)
+                    for variable, initializer, trains in (("gamma", tf.ones_initializer(), True),
+                                                          ("beta", tf.zeros_initializer(), True),
+                                                          ("moving_mean", tf.zeros_initializer(), False),
+                                                          ("moving_variance", tf.ones_initializer(), False)))
+                return tf.nn.batch_normalization(x, mean, variance, beta, gamma, node["eps"])
+        return apply
+
+    @staticmethod
+    def maxpool(node, name):
+        padding = [[0, 0]] + [list(pads) for pads in node["pads"]] + [[0, 0]]
+        window, stride = [1, node["kernel"], node["kernel"], 1], [1, node["stride"], node["stride"], 1]
+
+        def apply(x, training):
+            if any(map(any, padding)):
+                x = tf.pad(x, padding, constant_values=-math.inf)  # no max takes the padding
+            return tf.nn.max_pool(x, window, stride, "VALID")
+        return apply
+
+    @staticmethod
+    def flatten(node, name):
+        return lambda x, training: tf.reshape(x, [-1, int(np.prod(x.shape.as_list()[1:]))])
+
+    @staticmethod
+    def dense(node, name):
+        def apply(x, training):
+            with tf.variable_scope(name):
+                weights = tf.get_variable("kernel", [x.shape[-1].value, node["out_features"]],
+                                          initializer=tf.glorot_uniform_initializer())
+                y = tf.matmul(x, weights)
+                return tf.nn.bias_add(y, tf.get_variable("bias", [node["out_features"]],
+                                                         initializer=tf.zeros_initializer())) if node["bias"] else y
+        return apply
+
+    @staticmethod
+    def dropout(node, name):
+        return lambda x, training: x  # inference
+
+    @staticmethod
+    def lstm(node, name):
+        raise Unavailable("tf.nn has no LSTM op: the raw-op builder builds convolutional and dense networks")
+
+
+def network(plan, builder=Builder):
     """The description as a function of (NHWC images, training) returning the logits."""
-    body = Builder()(plan)
+    body = builder()(plan)
 
     def logits(images, training):
         with tf.variable_scope("net", reuse=tf.AUTO_REUSE):
@@ -210,7 +280,7 @@ class Worker:
     def __init__(self, config, rank):
         self.config = config
         tf.set_random_seed(config["seed"])
-        self.logits = network(config["plan"])
+        self.logits = network(config["plan"], RawBuilder if config["raw"] else Builder)
         if config["synthetic_images"]:  # resident: a variable the steps read, never fed
             images = np.load(config["synthetic_images"])
             if images.ndim == 4:  # images NCHW -> NHWC; sequences as they are
@@ -220,9 +290,12 @@ class Worker:
         else:
             images, labels = training_batches(config)
         self.images = images
-        self.loss_tensor = tf.losses.sparse_softmax_cross_entropy(labels, self.logits(images, training=True))
-        with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):  # batch norm's statistics
-            self.train = optimizer(config["optimizer"], config["learning_rate"]).minimize(self.loss_tensor)
+        if config["raw"]:  # inference alone: its weights are built by the first forward pass's graph
+            self.logits(images, training=False)
+        else:
+            self.loss_tensor = tf.losses.sparse_softmax_cross_entropy(labels, self.logits(images, training=True))
+            with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):  # batch norm's statistics
+                self.train = optimizer(config["optimizer"], config["learning_rate"]).minimize(self.loss_tensor)
         self.parameters = trainable_parameters()
         threads = config["threads"]
         self.session = tf.Session(config=tf.ConfigProto(

@@ -11,7 +11,6 @@ import itertools
 import json
 import math
 import os
-import re
 import shutil
 import socket
 import tempfile
@@ -49,9 +48,9 @@ from . import (
     Unavailable,
     cuda_of_distribution,
     inputs,
+    mxnet_trace,
     require_gpus,
     require_one_batch,
-    whole_update,
 )
 from .record_shards import ShardBatches, test_batches
 
@@ -216,60 +215,21 @@ def require_bf16_kernels() -> None:
                           f"2.x runs bf16 on AVX-512 CPUs only): {str(error).splitlines()[0]}") from error
 
 
-# A layer kind's operator in MXNet's trace; its backward is "_backward_" and the operator's name, Flatten's a copy
-OPERATORS = {"conv": "Convolution", "batchnorm": "BatchNorm", "relu": "Activation", "maxpool": "Pooling",
-             "globalavgpool": "Pooling", "flatten": "Flatten", "dense": "FullyConnected", "dropout": "Dropout"}
-BACKWARD_OPERATORS = {"Flatten": "_backward_copy"}
-# The optimizer's update operators: SGD with momentum (sgd_mom_update; several weights at once, MXNet's default
-# aggregation: multi_sgd_mom_update, preloaded_multi_sgd_mom_update; fp16's master weights: mp_ in them) and RMSprop
-UPDATE_OPERATOR = re.compile(r"^(preloaded_)?(multi_)?(mp_)?(sgd|sgd_mom|rmsprop)_update$")
-
-
-def _sequential(node) -> bool:
-    if isinstance(node, networks.Sequential):
-        return all(map(_sequential, node.layers))
-    return not isinstance(node, (networks.Concat, networks.Residual))
-
-
-def profiled_layers(description: networks.Network) -> list[str]:
-    """The layers a profile maps MXNet's operators to (see :class:`LayerProfiler`)."""
-    layers = networks.layer_names(description)
-    if not _sequential(description.body) or any(name.rstrip("0123456789") not in OPERATORS for name in layers):
-        raise Unavailable("profile: MXNet's profiler names operators by type alone; they are mapped to the layers of "
-                          "sequential networks of one operator per layer only (not branches, residuals or LSTMs)")
-    return layers
-
-
-class LayerProfiler:
-    """MXNet's profiler over the steps taken under it, its Chrome trace read back. MXNet names an operator by its
-    type alone, not by the block that ran it; in a sequential network each layer runs one operator, so a step's
-    layers are its operators in order: each layer's forward in the description's order, then their backward in
-    reverse (the loss's and the engine's operators between them are no layer's). The mapping is checked: the
-    trace must hold exactly as many operators of the layers' types as the steps need. The optimizer's update
-    operators are the steps' updates, as many in each, timed whole: MXNet updates several weights in one
-    operator (``multi_sgd_mom_update``), so the update is no layer's. MXNet
-    bulks a hybridised graph's operators into one event; under the profiler the graph is rebuilt with bulking
+class LayerProfiler(mxnet_trace.TraceReader):
+    """MXNet's profiler over the steps taken under it, its Chrome trace read back (:class:`mxnet_trace.TraceReader`).
+    MXNet bulks a hybridised graph's operators into one event; under the profiler the graph is rebuilt with bulking
     off (MXNET_EXEC_BULK_EXEC_TRAIN=0; aggregate stats on, which keeps the engine from bulking the imperative
     ones), so the profiled steps run unbulked: their overhead includes that."""
 
-    METHOD = ("MXNet's profiler (mx.profiler, its Chrome trace): operators, named by type only, matched in order to a "
-              "sequential network's layers (forward in the description's order, backward in reverse) and the count "
-              "checked; the optimizer's update operators timed whole; bulked execution off while profiling, so that "
-              "each operator is its own event")
-    devices = all_reduce = layer_updates = None  # it profiles one device; its update operators span several layers
+    METHOD = mxnet_trace.METHOD
 
     def __init__(self, trained: nn.HybridBlock, layers: list[str]):  # trained: the block the steps call
-        self.trained, self.layers, self.steps, self.update = trained, layers, [], None
-        self.update_untimed = "the trace was not read"
-        kinds = [name.rstrip("0123456789") for name in layers]
-        forward = [OPERATORS[kind] for kind in kinds]
-        self.pattern = [*((layer, 0, operator) for layer, operator in zip(layers, forward)),
-                        *((layer, 1, BACKWARD_OPERATORS.get(operator, f"_backward_{operator}"))
-                          for layer, operator in reversed(list(zip(layers, forward))))]
+        super().__init__(layers)
+        self.trained = trained
 
     def __enter__(self) -> Self:
         self.directory = Path(tempfile.mkdtemp(prefix="dlbench-mxprofile-"))
-        self.bulking = os.environ.get("MXNET_EXEC_BULK_EXEC_TRAIN")
+        self.bulking = os.environ.get(mxnet_trace.BULKING)
         self._rebuild("0")
         mx.profiler.set_config(profile_all=True, aggregate_stats=True, filename=str(self.directory / "trace.json"))
         mx.profiler.set_state("run")
@@ -281,55 +241,15 @@ class LayerProfiler:
         try:
             if exception[0] is None:
                 mx.profiler.dump()
-                self.steps = self._per_step(json.loads((self.directory / "trace.json").read_text())["traceEvents"])
+                self.read(json.loads((self.directory / "trace.json").read_text())["traceEvents"])
         finally:
             self._rebuild(self.bulking)
             shutil.rmtree(self.directory, ignore_errors=True)
 
     def _rebuild(self, bulking: str | None) -> None:
         """Hybridising again drops the cached graph: the next step builds it with this bulking setting."""
-        if bulking is None:
-            os.environ.pop("MXNET_EXEC_BULK_EXEC_TRAIN", None)
-        else:
-            os.environ["MXNET_EXEC_BULK_EXEC_TRAIN"] = bulking
+        mxnet_trace.set_bulking(bulking)
         self.trained.hybridize(static_alloc=True, static_shape=True)
-
-    def _per_step(self, events: list[dict]) -> list[dict[str, tuple[float, float]]]:
-        begun, operators = {}, []
-        for event in events:
-            if event.get("cat") == "operator" and event["ph"] in "BE":
-                key = (event["name"], event["pid"], event["tid"])
-                if event["ph"] == "B":
-                    begun[key] = event["ts"]
-                else:
-                    start = begun.pop(key)
-                    operators.append((start, (event["ts"] - start) / 1e6, event["name"]))
-        steps, position, times = [], 0, {}
-        for _, seconds, name in sorted(operators):
-            layer, backward, expected = self.pattern[position]
-            if name == expected:
-                times.setdefault(layer, [0.0, 0.0])[backward] += seconds
-                position = (position + 1) % len(self.pattern)
-                if not position:
-                    steps.append({done: tuple(pair) for done, pair in times.items()})
-                    times = {}
-        found = sum(name in {operator for _, _, operator in self.pattern} for _, _, name in operators)
-        if position or found != len(steps) * len(self.pattern):
-            raise RuntimeError(f"MXNet's trace does not map onto the layers: {found} operators of their types for "
-                               f"{len(steps)} complete steps of {len(self.pattern)}")
-        self.update, self.update_untimed = self._updates([seconds for _, seconds, name in sorted(operators)
-                                                          if UPDATE_OPERATOR.match(name)], len(steps))
-        return steps
-
-    @staticmethod
-    def _updates(updates: list[float], steps: int) -> tuple[list[float] | None, str | None]:
-        """Each step's update: every step runs as many update operators, in order; counted, not placed by time, as
-        the engine runs the last layers' updates beside the next step's first layers."""
-        if steps and len(updates) % steps:
-            return None, f"the trace's {len(updates)} update operators do not divide among its {steps} steps"
-        per_step = len(updates) // steps if steps else 0
-        return whole_update([sum(updates[step * per_step:(step + 1) * per_step]) for step in range(steps)],
-                            "the trace holds no optimizer update operator (sgd_mom_update and its kin)")
 
 
 def optimizer(rule: networks.Optimizer, learning_rate: float) -> tuple[str, dict]:
@@ -445,7 +365,7 @@ class Harness:
             require_bf16_kernels()
         if spec.precision in AMP_DTYPES:
             amp.init(target_dtype=AMP_DTYPES[spec.precision])
-        self.profiled_layers = profiled_layers(description) if spec.task == "profile" else []
+        self.profiled_layers = mxnet_trace.profiled_layers(description) if spec.task == "profile" else []
         self.net = build(description)
         self.net.initialize(mx.init.Xavier(), ctx=self.contexts)
         self.with_loss = _WithLoss(self.net)
@@ -531,9 +451,7 @@ class Harness:
         return forward
 
     def layer_profiler(self) -> LayerProfiler:
-        if len(self.contexts) > 1:  # LayerProfiler matches the operators to the layers in order, one chain
-            raise Unavailable(f"{len(self.contexts)} devices: mx.profiler's operator events name neither their "
-                              "layer nor their device, so the chains of several devices cannot be told apart")
+        mxnet_trace.require_one_device(len(self.contexts))
         return LayerProfiler(self.with_loss, self.profiled_layers)
 
     def test_logits(self):

@@ -6,6 +6,7 @@ them as today's MXNet backend does, and reads the RecordIO shards with ImageReco
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from .. import networks
 from ..formats import RECORDIO_IDX, RECORDIO_REC
 from ..registry import REGISTRY
 from ..spec import RunSpec
-from . import GpuCode, inputs, require_one_batch, worker
+from . import GpuCode, inputs, mxnet_trace, require_one_batch, worker
 
 WORKER = worker.WORKERS / REGISTRY["mxnet-1.2"].worker
 ENVIRONMENT = REGISTRY["mxnet-1.2"].environment
@@ -56,14 +57,42 @@ def _shards(shards: list[Path]) -> list[dict]:
             for shard in shards]
 
 
+class LayerProfiler(mxnet_trace.TraceReader):
+    """MXNet 1.2's profiler in the worker over the steps taken under it; its Chrome trace read back here as today's
+    MXNet backend reads its own (:class:`mxnet_trace.TraceReader`). MXNet 1.2's hybridised Flatten is a Reshape."""
+
+    METHOD = mxnet_trace.METHOD
+
+    def __init__(self, harness: worker.WorkerHarness, layers: list[str]):
+        super().__init__(layers, operators={"flatten": "Reshape"})
+        self.harness = harness
+
+    def __enter__(self):
+        self.harness.synchronize()
+        self.harness.command("profile start")
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.harness.synchronize()
+        trace = Path(self.harness.command("profile stop")["trace"])  # in the worker's directory, removed with it
+        if exception[0] is None:
+            self.read(json.loads(trace.read_text())["traceEvents"])
+
+
 class Harness(worker.WorkerHarness):
     INFERENCE_IDIOM = ("the hybridised Gluon block called outside autograd.record (predict mode), in the MXNet "
                        "worker (each call includes the runner's socket round trip)")
     FRAMEWORK, SCRIPT = "MXNet 1.2", WORKER
 
     def __init__(self, spec: RunSpec, description: networks.Network):
+        self.profiled_layers = mxnet_trace.profiled_layers(description) if spec.task == "profile" else []
         super().__init__(spec, description)
+        self.gpus = spec.gpus
         if spec.gpus > 1:
             self.data_parallel = f"gluon.Trainer's kvstore 'device' over {spec.gpus} GPUs: gradients summed"
+
+    def layer_profiler(self) -> LayerProfiler:
+        mxnet_trace.require_one_device(self.gpus)
+        return LayerProfiler(self, self.profiled_layers)
 
     worker_config = staticmethod(worker_config)

@@ -42,7 +42,8 @@ def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -
               "num_classes": description.num_classes,
               "batch_size": spec.batch_size_global, "learning_rate": spec.learning_rate,
               "optimizer": asdict(networks.optimizer(spec.network)), "threads": spec.threads, "gpus": spec.gpus,
-              "seed": spec.seed, "synthetic_images": None, "synthetic_labels": None}
+              "seed": spec.seed, "synthetic_images": None, "synthetic_labels": None,
+              "raw": REGISTRY[spec.framework].release_of == "tensorflow-nn"}
     if spec.data_mode == "synthetic":
         return {**config, **worker.synthetic_batch_files(spec, description, scratch)}
     return {**config, "files": _files(inputs.train_shards(spec)),
