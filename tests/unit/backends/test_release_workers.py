@@ -56,19 +56,32 @@ def _checks(python: str, module, *arguments) -> dict:
     return json.loads(found.stdout.splitlines()[-1])
 
 
-def test_each_thesis_release_builds_every_network_as_described_and_steps_each_optimizer(release, tmp_path):
-    name, module, python = release
-    plans, expected = {}, {}
+def _sizings():
+    """Every network sizing: its case's name and its description."""
     for network, sizings in networks.SIZINGS.items():
         for sized_for in sizings:
-            description = networks.network(network, sized_for)
-            case = f"{network}/{sized_for}"
-            plans[case] = [list(description.input_shape), worker.description_plan(description)]
-            expected[case] = [networks.trainable_parameters(description), [description.num_classes]]
-            if (name, case) in UNAVAILABLE:
-                expected[case] = f"unavailable: {UNAVAILABLE[name, case]}"
+            yield f"{network}/{sized_for}", networks.network(network, sized_for)
+
+
+def _built(tmp_path, python: str, module, *builder: str) -> dict:
+    """Every network sizing built by the worker of ``module`` (with its class ``builder`` where it has several): its
+    trainable parameters and output shape, or why it cannot be built."""
+    plans = {case: [list(description.input_shape), worker.description_plan(description)]
+             for case, description in _sizings()}
     (tmp_path / "plans.json").write_text(json.dumps(plans))
-    assert _checks(python, module, "parameters", tmp_path / "plans.json") == expected
+    return _checks(python, module, "parameters", tmp_path / "plans.json", *builder)
+
+
+def _described(name: str) -> dict:
+    """What every network sizing should build as: the description's parameter count and classes, or unavailable."""
+    return {case: f"unavailable: {UNAVAILABLE[name, case]}" if (name, case) in UNAVAILABLE
+            else [networks.trainable_parameters(description), [description.num_classes]]
+            for case, description in _sizings()}
+
+
+def test_each_thesis_release_builds_every_network_as_described_and_steps_each_optimizer(release, tmp_path):
+    name, module, python = release
+    assert _built(tmp_path, python, module) == _described(name)
     rules = (networks.SGD_MOMENTUM, networks.RMSPROP)
     stepped = _checks(python, module, "optimizer",
                       json.dumps({rule.kind: [vars(rule), OPTIMIZER_RATES[rule.kind]] for rule in rules}))
@@ -159,17 +172,22 @@ def test_a_gpu_run_on_the_cpu_build_is_unavailable_before_its_worker_starts(tmp_
         result["reason"]
 
 
+def _lenet_profile(tmp_path, name: str, python: str, monkeypatch) -> dict:
+    """A thesis release's profile of LeNet: 5 steps after the warm-up, each with every layer of the description."""
+    monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, python)
+    profiled = _run(tmp_path / "profile", framework=name, task="profile", iterations=6, warmup_iterations=1)["profile"]
+    assert profiled["method"] == FRAMEWORKS[name][0].LayerProfiler.METHOD and len(profiled["layers"]) == 5
+    lenet = networks.layer_names(networks.network("lenet", "mnist"))
+    assert all(list(step) == lenet for step in profiled["layers"])
+    return profiled
+
+
 def test_tensorflow_1_9_profiles_each_layer_by_its_trace_as_seed_004_did(tmp_path, tensorflow_1_9_worker_python,
                                                                           monkeypatch):
     """Seed 004's profiler: TF 1's full trace of each step (RunMetadata), its ops told by their name scopes. TF 1 runs
     independent ops at once (inter-op threads), so the layers' times may add up to more than the step's."""
-    monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, tensorflow_1_9_worker_python)
-    profiled = _run(tmp_path / "profile", framework="tensorflow-1.9", task="profile", iterations=6,
-                    warmup_iterations=1)["profile"]
-    assert profiled["method"] == tensorflow_worker.LayerProfiler.METHOD and len(profiled["layers"]) == 5
-    lenet = networks.layer_names(networks.network("lenet", "mnist"))
+    profiled = _lenet_profile(tmp_path, "tensorflow-1.9", tensorflow_1_9_worker_python, monkeypatch)
     for step in profiled["layers"]:
-        assert list(step) == lenet
         assert step["conv2"][0] > 0 and step["conv2"][1] > 0 and step["dense1"][1] > 0  # forward and backward ops
     updates = profiled["layer_update_seconds"]
     assert all(step["dense1"] > 0 and step["relu1"] == 0 for step in updates)  # whose weights, by name
@@ -211,17 +229,7 @@ def test_seed_002_s_raw_op_network_infers_in_tensorflow_1_9_s_session(tmp_path, 
     a resident batch of the worker's TFRecord input, beside tf.layers (its runs_on)."""
     name = "tensorflow-nn-1.9"
     monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, tensorflow_1_9_worker_python)
-    plans, expected = {}, {}
-    for network, sizings in networks.SIZINGS.items():
-        for sized_for in sizings:
-            description = networks.network(network, sized_for)
-            case = f"{network}/{sized_for}"
-            plans[case] = [list(description.input_shape), worker.description_plan(description)]
-            expected[case] = ([networks.trainable_parameters(description), [description.num_classes]]
-                              if (name, case) not in UNAVAILABLE else f"unavailable: {UNAVAILABLE[name, case]}")
-    (tmp_path / "plans.json").write_text(json.dumps(plans))
-    assert _checks(tensorflow_1_9_worker_python, tensorflow_worker, "parameters", tmp_path / "plans.json",
-                   "RawBuilder") == expected
+    assert _built(tmp_path, tensorflow_1_9_worker_python, tensorflow_worker, "RawBuilder") == _described(name)
     data = _converted(mnist, name, request)
     monkeypatch.chdir(mnist)
     inferred = _run(tmp_path / "inference", framework=name, task="inference", dataset="mnist-generated",
@@ -236,13 +244,8 @@ def test_mxnet_1_2_profiles_each_layer_from_its_trace_as_today_s_mxnet_does(tmp_
     """MXNet 1.2's profiler in the worker, its trace read by the runner as today's MXNet backend reads its own:
     operators matched in order to the layers (1.2's hybridised Flatten is a Reshape), the count checked, the
     optimizer's update operators timed whole."""
-    monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, mxnet_1_2_worker_python)
-    profiled = _run(tmp_path / "profile", framework="mxnet-1.2", task="profile", iterations=6,
-                    warmup_iterations=1)["profile"]
-    assert profiled["method"] == mxnet_worker.LayerProfiler.METHOD and len(profiled["layers"]) == 5
-    lenet = networks.layer_names(networks.network("lenet", "mnist"))
+    profiled = _lenet_profile(tmp_path, "mxnet-1.2", mxnet_1_2_worker_python, monkeypatch)
     for step in profiled["layers"]:
-        assert list(step) == lenet
         assert all(forward >= 0 and backward >= 0 for forward, backward in step.values()), step
         assert all(min(step[layer]) > 0 for layer in ("conv1", "conv2", "dense1", "dense2")), step  # microseconds
     assert len(profiled["update_seconds"]) == 5 and all(seconds > 0 for seconds in profiled["update_seconds"])

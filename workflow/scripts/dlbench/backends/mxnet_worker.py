@@ -57,26 +57,19 @@ def _shards(shards: list[Path]) -> list[dict]:
             for shard in shards]
 
 
-class LayerProfiler(mxnet_trace.TraceReader):
+class LayerProfiler(worker.WorkerProfiler, mxnet_trace.TraceReader):
     """MXNet 1.2's profiler in the worker over the steps taken under it; its Chrome trace read back here as today's
     MXNet backend reads its own (:class:`mxnet_trace.TraceReader`). MXNet 1.2's hybridised Flatten is a Reshape."""
 
     METHOD = mxnet_trace.METHOD
 
     def __init__(self, harness: worker.WorkerHarness, layers: list[str]):
-        super().__init__(layers, operators={"flatten": "Reshape"})
-        self.harness = harness
+        worker.WorkerProfiler.__init__(self, harness)
+        mxnet_trace.TraceReader.__init__(self, layers, operators={"flatten": "Reshape"})
 
-    def __enter__(self):
-        self.harness.synchronize()
-        self.harness.command("profile start")
-        return self
-
-    def __exit__(self, *exception) -> None:
-        self.harness.synchronize()
-        trace = Path(self.harness.command("profile stop")["trace"])  # in the worker's directory, removed with it
-        if exception[0] is None:
-            self.read(json.loads(trace.read_text())["traceEvents"])
+    def collect(self, stopped: dict) -> None:
+        trace = Path(stopped["trace"])  # in the worker's directory, removed with it
+        self.read(json.loads(trace.read_text())["traceEvents"])
 
 
 class Harness(worker.WorkerHarness):

@@ -57,7 +57,7 @@ def _files(shards: list[Path]) -> list[str]:
     return [str((shard / TFRECORD_FILE).absolute()) for shard in shards]
 
 
-class LayerProfiler:
+class LayerProfiler(worker.WorkerProfiler):
     METHOD = ("TF 1's tracer (session.run with RunOptions FULL_TRACE, its RunMetadata's step stats, as seed 004's "
               "timeline): each op's time on its device (a GPU's streams' kernels), by its name scope: net/<layer>/ "
               "forward, gradients/net/<layer>/ backward, <optimizer>/update_net/<layer>/ the layer's update")
@@ -65,17 +65,12 @@ class LayerProfiler:
     all_reduce = devices = None  # one device
 
     def __init__(self, harness: worker.WorkerHarness, names: list[str]):
-        self.harness, self.names = harness, names
+        super().__init__(harness)
+        self.names = names
         self.steps, self.layer_updates, self.update, self.update_untimed = [], None, None, None
 
-    def __enter__(self):
-        self.harness.synchronize()
-        self.harness.command("profile start")
-        return self
-
-    def __exit__(self, *exception) -> None:
-        self.harness.synchronize()
-        traced = self.harness.command("profile stop")["steps"]
+    def collect(self, stopped: dict) -> None:
+        traced = stopped["steps"]
         found = {layer for step in traced for phase in step.values() for layer in phase}
         if not found <= set(self.names):
             raise RuntimeError(f"the TensorFlow worker's trace names layers {sorted(found - set(self.names))} that "

@@ -110,6 +110,28 @@ def description_plan(description: networks.Network) -> dict:
     return networks.build(description, networks.Named(DescriptionPlanner()))
 
 
+class WorkerProfiler:
+    """A layer profiler whose framework's profiler runs in the worker, started and stopped there around the steps
+    taken under it (none in flight either side); ``collect(reply)`` reads the worker's reply to its stop."""
+
+    def __init__(self, harness: WorkerHarness):
+        self.harness = harness
+
+    def collect(self, stopped: dict) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self.harness.synchronize()
+        self.harness.command("profile start")
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.harness.synchronize()
+        stopped = self.harness.command("profile stop")
+        if exception[0] is None:
+            self.collect(stopped)
+
+
 class WorkerHarness:
     """A run's worker: started with its config (``worker.json`` in a scratch directory), connected, and checked to
     have built the description's trainable parameters. ``FRAMEWORK`` names it in errors, ``SCRIPT`` is its file
