@@ -424,11 +424,12 @@ def test_the_seed_004_miniature_profiles_and_draws_every_profiled_step_of_each_b
 
 @pytest.mark.slow
 @pytest.mark.parametrize("config,runs", [
-    # 8 frameworks x (mlp, lstm, cifar10_cnn, resnet50) x (train, inference), and Keras's 3 x 4 networks through
-    # model.fit; x (cpu, gpu1) x 3
-    ("keras_benchmarks.yaml", (8 * 4 * 2 + 3 * 4) * 2 * 3),
-    # LeNet's inference in 7 frameworks (cuDNN's and ONNX Runtime's too) x (cpu, gpu1) x 3
-    ("seed002.yaml", 7 * 2 * 3),
+    # 8 frameworks, Keras 2 on TF 1.9 and on MXNet 1.2 and those two, x (mlp, lstm, cifar10_cnn, resnet50) x (train,
+    # inference), and Keras's 3 + 2 x 4 networks through model.fit; x (cpu, gpu1) x 3
+    ("keras_benchmarks.yaml", (12 * 4 * 2 + 5 * 4) * 2 * 3),
+    # LeNet's inference in 7 frameworks (cuDNN's and ONNX Runtime's too) and 3 of TF 1.9's (its layers, Keras 2, raw
+    # ops) x (cpu, gpu1) x 3
+    ("seed002.yaml", 10 * 2 * 3),
 ])
 def test_the_configs_of_seeds_001_and_002_schedule_their_studies(tmp_path, config, runs):
     shutil.copy(ROOT / "config" / config, tmp_path / "config.yaml")

@@ -67,7 +67,7 @@ def maxpool_padding(node):
                  for size, (before, after) in zip(sizes, node["pads"])]
     if described == [math.ceil(size / node["stride"]) for size in sizes]:
         return "same"
-    raise Unavailable("max-pooling {} (padding {}) has no Keras 2 padding mode".format(node["name"], node["pads"]))
+    raise Unavailable(f"max-pooling {node['name']} (padding {node['pads']}) has no Keras 2 padding mode")
 
 
 class Builder:
@@ -174,17 +174,15 @@ class TensorFlowReader:
     """NumPy batches of the TFRecord shards, from TF 1.9's tf.data pipeline of its worker, run in Keras's session."""
 
     def __init__(self, config):
-        import tensorflow as tf
-        self.tf, self.config, self.session = tf, config, K.get_session()
+        self.config, self.session = config, K.get_session()
         self.next_tensors = backend_worker.training_batches(config)
 
     def next(self):
-        images, labels = self.session.run(self.next_tensors)
-        return images, labels
+        return tuple(self.session.run(self.next_tensors))
 
     def in_order(self, files):
         """Every image of ``files`` once, in stored order, centre-cropped, in batches of the case's size."""
-        tf = self.tf
+        tf = backend_worker.tf
         batches = (tf.data.TFRecordDataset(files)
                    .map(backend_worker.decoder(self.config, augment=False), num_parallel_calls=self.config["threads"])
                    .batch(self.config["batch_size"]).make_one_shot_iterator().get_next())
@@ -268,9 +266,10 @@ class Worker:
             copies = max(1, min(steps, self.config["fit_arrays_bytes"] // images.nbytes))
             return np.concatenate([images] * copies), np.concatenate([labels] * copies)
         batches = list(self.reader.in_order(self.config["files" if BACKEND == "tensorflow" else "shards"]))
-        if sum(images.nbytes for images, _ in batches) > self.config["fit_arrays_bytes"]:
-            raise Unavailable("model.fit holds the training split in memory as NumPy arrays: more than {} bytes"
-                              .format(self.config["fit_arrays_bytes"]))
+        held = sum(images.nbytes for images, _ in batches)
+        if held > self.config["fit_arrays_bytes"]:
+            raise Unavailable(f"keras_fit holds the training split in memory as NumPy arrays: {held / 2**30:.1f} GiB "
+                              f"are more than {self.config['fit_arrays_bytes'] / 2**30:.0f} GiB")
         return np.concatenate([images for images, _ in batches]), np.concatenate([labels for _, labels in batches])
 
     def fit(self, steps, step_ended):
