@@ -252,3 +252,15 @@ def test_mxnet_1_2_profiles_each_layer_from_its_trace_as_today_s_mxnet_does(tmp_
     branched = _result(tmp_path / "googlenet", framework="mxnet-1.2", task="profile", network="googlenet",
                        dataset="cifar10-synthetic", iterations=2, warmup_iterations=1)
     assert branched["status"] == "unavailable" and "sequential networks of one operator per layer" in branched["reason"]
+
+
+def test_keras_2_on_tensorflow_1_9_profiles_each_layer_by_keras_s_name_scopes(tmp_path, tensorflow_1_9_worker_python,
+                                                                              monkeypatch):
+    """Keras 2's train function traced as the TF 1.9 worker traces its steps: each layer's forward and backward ops by
+    Keras's name scopes; its optimizer's ops name no layer, so the update is timed whole."""
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    profiled = _lenet_profile(tmp_path, "keras2-tensorflow", tensorflow_1_9_worker_python, monkeypatch)
+    for step in profiled["layers"]:
+        assert step["conv2"][0] > 0 and step["conv2"][1] > 0 and step["dense1"][1] > 0  # forward and backward ops
+    assert profiled["layer_update_seconds"] is None
+    assert len(profiled["update_seconds"]) == 5 and all(seconds > 0 for seconds in profiled["update_seconds"])

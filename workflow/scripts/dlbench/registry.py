@@ -62,7 +62,6 @@ class Framework:
 MIXED = ("bf16", "fp16")
 RELEASES = ("current", "thesis")  # Framework.release: today's, the thesis's (config releases)
 EPSILON_AFTER_ROOT = {"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}
-KERAS2_PROFILE = "Keras 2's layers are not traced yet"
 CNTK_RMSPROP = {"rmsprop": "the mean square starts at the first squared gradient, not at 0, and has no epsilon: the "
                            "first steps are rate x sign(g), about a third of the others' (with rho 0.9)"}
 # The one place a framework is added: the thesis's five, then Keras 3's high-level API on three
@@ -115,11 +114,12 @@ REGISTRY = {framework.name: framework for framework in (
               always_compiled="TF 1's static graph", tasks=("inference",), runs_on="tensorflow-1.9", release="thesis",
               release_of="tensorflow-nn", worker="tensorflow_worker.py"),
     Framework("keras2-tensorflow", "keras2_worker", "tensorflow-1.9", "tfrecord", always_compiled="TF 1's static graph",
-              optimizer_differences=EPSILON_AFTER_ROOT, not_yet={"profile": KERAS2_PROFILE}, runs_on="tensorflow-1.9",
-              release="thesis", release_of="keras-tensorflow", worker="keras2_worker.py"),
+              optimizer_differences=EPSILON_AFTER_ROOT, runs_on="tensorflow-1.9", release="thesis",
+              release_of="keras-tensorflow", worker="keras2_worker.py"),
     Framework("keras2-mxnet", "keras2_worker", "mxnet-1.2", "recordio",
-              always_compiled="keras-mxnet's MXNet symbol (a BucketingModule)", not_yet={"profile": KERAS2_PROFILE},
-              runs_on="mxnet-1.2", release="thesis", worker="keras2_worker.py"),
+              always_compiled="keras-mxnet's MXNet symbol (a BucketingModule)",
+              not_yet={"profile": "keras-mxnet's profile is not read yet"}, runs_on="mxnet-1.2", release="thesis",
+              worker="keras2_worker.py"),
 )}
 FRAMEWORKS = tuple(REGISTRY)
 ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}

@@ -151,6 +151,38 @@ def build(plan, input_shape):
     return keras.models.Model(images, logits)
 
 
+def leaf_names(plan):
+    """The names of the description's layers (the plan's leaves)."""
+    if plan["op"] in ("sequential", "concat"):
+        return [name for child in plan["children" if plan["op"] == "sequential" else "branches"]
+                for name in leaf_names(child)]
+    if plan["op"] == "residual":
+        return leaf_names(plan["body"]) + (leaf_names(plan["shortcut"]) if plan["shortcut"] else [])
+    return [plan["name"]]
+
+
+def layer_seconds(metadata, layers):
+    """One traced step's seconds (the TF 1.9 worker's reading of a RunMetadata), by Keras 2's name scopes:
+    ``<layer>/`` forward (with its ``<layer>_padding/`` and ``<layer>_keepdims/``, which :class:`Builder` adds),
+    ``training/<optimizer>/gradients/<layer>/`` backward, and the optimizer's other ops under
+    ``training/<optimizer>/`` the update of every weight at once (Keras 2 names no layer in them)."""
+    found = {"forward": {}, "backward": {}, "update": 0.0}
+    for name, seconds in backend_worker.traced_ops(metadata):
+        parts = name.split("/")
+        if parts[0] == "training" and len(parts) > 3 and parts[2] == "gradients":
+            phase, layer = "backward", parts[3]
+        elif parts[0] == "training":
+            found["update"] += seconds
+            continue
+        else:
+            phase, layer = "forward", parts[0]
+        for suffix in ("_padding", "_keepdims"):
+            layer = layer[:-len(suffix)] if layer.endswith(suffix) else layer  # noqa: FURB188 - 3.6 has no removesuffix
+        if layer in layers:  # not the loss's, the input's or the variables' own ops
+            found[phase][layer] = found[phase].get(layer, 0.0) + seconds
+    return found
+
+
 def trainable_parameters(model):
     return int(sum(K.count_params(weight) for weight in model.trainable_weights))
 
@@ -247,7 +279,8 @@ class Worker:
             self.reader = (MXNetReader if BACKEND == "mxnet" else TensorFlowReader)(config)
             self.next_batch = InputClock(self.reader.next)
         self.fit_arrays = self.arrays(config["iterations"]) if config["keras_fit"] else None
-        self.loss = None
+        self.loss, self.metadata, self.traced = None, None, []
+        self.layer_names = set(leaf_names(config["plan"]))
 
     @property
     def input_wait(self):
@@ -257,6 +290,27 @@ class Worker:
         images, labels = self.next_batch()
         # train_on_batch returns the loss as a NumPy number: the step has finished
         self.loss = float(self.model.train_on_batch(images, labels.reshape(-1, 1)))
+        if self.metadata is not None:
+            self.traced.append(layer_seconds(self.metadata, self.layer_names))
+            self.metadata.Clear()  # TF merges each run's metadata into it
+
+    def start_profiler(self, directory):
+        """TF 1's tracer under Keras 2 on TensorFlow (the registry keeps keras-mxnet's profile runs from it): Keras's
+        train function run with a full trace into a RunMetadata, as the TF 1.9 worker traces its steps; Keras 2.2.4
+        passes them to TF 1.9's session.run (its legacy call, which TF before 1.10 needs for run_metadata)."""
+        tf = backend_worker.tf
+        self.model._make_train_function()  # Keras's own, built at the first step; made here if none has run
+        self.metadata, self.traced = tf.RunMetadata(), []
+        function = self.model.train_function
+        function.session_kwargs = {"options": tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                                   "run_metadata": self.metadata}
+        function.run_metadata = self.metadata
+
+    def stop_profiler(self):
+        """Each traced step's seconds per layer and phase (:func:`layer_seconds`)."""
+        function = self.model.train_function
+        function.session_kwargs, function.run_metadata, self.metadata = {}, None, None
+        return {"steps": self.traced}
 
     def arrays(self, steps):
         """Seed 001's arrays for model.fit, at most the config's ``fit_arrays_bytes``: synthetic data's resident batch

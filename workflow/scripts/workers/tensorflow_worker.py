@@ -211,27 +211,32 @@ def network(plan, builder=Builder):
     return logits
 
 
-def layer_seconds(metadata):
-    """One traced step's seconds per layer (RunMetadata's step stats: each op's start to end on the device that ran
-    it; on a GPU its streams' kernels), by the op's name: ``net/<layer>/`` its forward, ``gradients/net/<layer>/``
-    its backward, ``<optimizer>/update_net/<layer>/`` its weights' update."""
+def traced_ops(metadata):
+    """Each op of one traced step, its name and seconds (RunMetadata's step stats: its start to end on the device that
+    ran it; on a GPU its streams' kernels)."""
     devices = [stats for stats in metadata.step_stats.dev_stats if "stream:all" in stats.device] or [
         stats for stats in metadata.step_stats.dev_stats if "stream" not in stats.device
         and "memcpy" not in stats.device]
-    found = {"forward": {}, "backward": {}, "update": {}}
     for stats in devices:
         for node in stats.node_stats:
-            parts = node.node_name.split("/")
-            if parts[0] == "net" and len(parts) > 2:
-                phase, layer = "forward", parts[1]
-            elif parts[:2] == ["gradients", "net"] and len(parts) > 3:
-                phase, layer = "backward", parts[2]
-            elif len(parts) > 2 and parts[1] == "update_net":
-                phase, layer = "update", parts[2]
-            else:
-                continue
-            seconds = (node.op_end_rel_micros - node.op_start_rel_micros) / 1e6
-            found[phase][layer] = found[phase].get(layer, 0.0) + seconds
+            yield node.node_name, (node.op_end_rel_micros - node.op_start_rel_micros) / 1e6
+
+
+def layer_seconds(metadata):
+    """One traced step's seconds per layer (:func:`traced_ops`), by the op's name: ``net/<layer>/`` its forward,
+    ``gradients/net/<layer>/`` its backward, ``<optimizer>/update_net/<layer>/`` its weights' update."""
+    found = {"forward": {}, "backward": {}, "update": {}}
+    for name, seconds in traced_ops(metadata):
+        parts = name.split("/")
+        if parts[0] == "net" and len(parts) > 2:
+            phase, layer = "forward", parts[1]
+        elif parts[:2] == ["gradients", "net"] and len(parts) > 3:
+            phase, layer = "backward", parts[2]
+        elif len(parts) > 2 and parts[1] == "update_net":
+            phase, layer = "update", parts[2]
+        else:
+            continue
+        found[phase][layer] = found[phase].get(layer, 0.0) + seconds
     return found
 
 

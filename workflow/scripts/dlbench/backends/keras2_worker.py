@@ -18,7 +18,7 @@ from types import ModuleType
 from .. import networks
 from ..registry import REGISTRY
 from ..spec import RunSpec
-from . import GpuCode, inputs, worker
+from . import GpuCode, inputs, tensorflow_worker, whole_update, worker
 
 WORKER = worker.WORKERS / REGISTRY["keras2-tensorflow"].worker
 
@@ -45,6 +45,21 @@ def gpu_code() -> GpuCode | str:
     return worker.library_gpu_code(environment, WORKER, framework, _native(framework).GPU_LIBRARY)
 
 
+class LayerProfiler(tensorflow_worker.LayerProfiler):
+    """Keras 2 on TensorFlow 1.9 (``keras2-tensorflow``), traced as the TF 1.9 worker traces its steps; Keras 2 puts
+    no layer's name in its optimizer's ops, so the update is timed whole."""
+
+    METHOD = ("TF 1's tracer under Keras 2 (its train function's session.run with RunOptions FULL_TRACE, the "
+              "RunMetadata's step stats, as the TF 1.9 worker's): each op's time by Keras's name scope: <layer>/ "
+              "forward (its padding's too), training/<optimizer>/gradients/<layer>/ backward; the optimizer's other "
+              "ops under training/<optimizer>/ the update of every weight, timed whole")
+
+    def updates(self, traced: list[dict]) -> None:
+        self.layer_updates = None
+        self.update, self.update_untimed = whole_update(
+            [step["update"] for step in traced], "the trace holds no op of the optimizer (training/<optimizer>/...)")
+
+
 class Harness(worker.WorkerHarness):
     INFERENCE_IDIOM = ("model.predict_on_batch(images) on a resident NumPy batch, in the Keras 2 worker (each call "
                        "includes the runner's socket round trip)")
@@ -52,7 +67,11 @@ class Harness(worker.WorkerHarness):
 
     def __init__(self, spec: RunSpec, description: networks.Network):
         self.FRAMEWORK, self.keras_fit = f"Keras 2 ({spec.framework})", spec.keras_fit
+        self.layer_names = networks.layer_names(description)
         super().__init__(spec, description)
+
+    def layer_profiler(self) -> LayerProfiler:
+        return LayerProfiler(self, self.layer_names)
 
     def worker_config(self, spec: RunSpec, description: networks.Network, scratch: Path) -> dict:
         return {**_native(spec.framework).worker_config(spec, description, scratch),

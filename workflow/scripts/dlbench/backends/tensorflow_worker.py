@@ -71,12 +71,16 @@ class LayerProfiler(worker.WorkerProfiler):
 
     def collect(self, stopped: dict) -> None:
         traced = stopped["steps"]
-        found = {layer for step in traced for phase in step.values() for layer in phase}
+        found = {layer for step in traced for phase in ("forward", "backward") for layer in step[phase]}
         if not found <= set(self.names):
             raise RuntimeError(f"the TensorFlow worker's trace names layers {sorted(found - set(self.names))} that "
                                f"the description has not")
         self.steps = [{name: (step["forward"].get(name, 0.0), step["backward"].get(name, 0.0)) for name in self.names}
                       for step in traced]
+        self.updates(traced)
+
+    def updates(self, traced: list[dict]) -> None:
+        """Each step's update, and each layer's, from the trace's update phase."""
         self.layer_updates, self.update, self.update_untimed = updates_found(
             [{name: step["update"].get(name, 0.0) for name in self.names} for step in traced],
             "the trace holds no op of the optimizer's update (<optimizer>/update_net/...)")
