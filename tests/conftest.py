@@ -199,6 +199,13 @@ def tensorflow_1_9_worker_python():
 
 
 @pytest.fixture(scope="session")
+def pytorch_1_0_worker_python():
+    """PyPI's oldest PyTorch, 1.0.0 (the thesis's was 0.4), in a venv on CPython 3.6 (pyenv's on this project's
+    machines)."""
+    return framework_environment("pytorch-1.0")["worker_python"]
+
+
+@pytest.fixture(scope="session")
 def jax_python():
     return _framework_python("jax")
 

@@ -1,5 +1,5 @@
 """Run with a worker environment's Python (the thesis's MXNet 1.2.0 or TensorFlow 1.9.0 on CPython 3.6, each with its
-Keras 2): that worker's own code (workers/<name>_worker.py, WORKER), loaded by its path.
+Keras 2, or PyTorch 1.0.0): that worker's own code (workers/<name>_worker.py, WORKER), loaded by its path.
 
     worker_checks.py WORKER parameters PLANS.json [BUILDER]
                                                     build every {case: [input shape, description plan]} (with the
@@ -43,6 +43,25 @@ def keras_built(plan, input_shape):
     return worker.trainable_parameters(model), list(model.output_shape[1:])
 
 
+def torch_built(plan, input_shape):
+    import torch
+    model = worker.build(plan).eval()
+    with torch.no_grad():
+        output = model(torch.zeros([2] + input_shape))
+    return sum(parameter.numel() for parameter in model.parameters() if parameter.requires_grad), list(output.shape[1:])
+
+
+def torch_steps(rule, rate):
+    import torch
+    weights = torch.zeros(2, requires_grad=True)
+    optimizer = worker.optimizer(rule, [weights], rate)
+    for _ in range(2):
+        optimizer.zero_grad()
+        (weights * torch.tensor(GRADIENT)).sum().backward()
+        optimizer.step()
+    return weights.detach().tolist()
+
+
 def mxnet_steps(rule, rate):
     import mxnet as mx
     kind, options = worker.optimizer(rule, rate)
@@ -78,10 +97,12 @@ def keras_steps(rule, rate):
     return model.get_weights()[0][:, 0].tolist()
 
 
-framework = "keras" if hasattr(worker, "BACKEND") else "tensorflow" if hasattr(worker, "network") else "mxnet"
+framework = ("torch" if hasattr(worker, "torch") else "keras" if hasattr(worker, "BACKEND")
+             else "tensorflow" if hasattr(worker, "network") else "mxnet")
 found = {}
 if sys.argv[2] == "parameters":
-    built = {"mxnet": mxnet_built, "tensorflow": tensorflow_built, "keras": keras_built}[framework]
+    built = {"mxnet": mxnet_built, "tensorflow": tensorflow_built, "keras": keras_built,
+             "torch": torch_built}[framework]
     with open(sys.argv[3]) as stream:
         plans = json.load(stream)
     for case, (input_shape, plan) in sorted(plans.items()):
@@ -90,7 +111,8 @@ if sys.argv[2] == "parameters":
         except worker.Unavailable as error:
             found[case] = f"unavailable: {error}"
 else:
-    steps = {"mxnet": mxnet_steps, "tensorflow": tensorflow_steps, "keras": keras_steps}[framework]
+    steps = {"mxnet": mxnet_steps, "tensorflow": tensorflow_steps, "keras": keras_steps,
+             "torch": torch_steps}[framework]
     for kind, (rule, rate) in json.loads(sys.argv[3]).items():
         found[kind] = steps(rule, rate)
 print(json.dumps(found))

@@ -22,6 +22,7 @@ from dlbench.config import (
     without_releases,
 )
 from dlbench.datasets import description
+from dlbench.registry import REGISTRY
 from dlbench.spec import IMAGENET_LABEL, RUN_FIELDS, RunSpec, dataset_classes, whole_dataset
 from snakemake.exceptions import WorkflowError
 
@@ -108,7 +109,7 @@ def test_a_runs_spec_is_its_cases_and_what_the_run_adds():
     ({"frameworks": ["tensorflw"]}, (r"'tensorflw' is not one of \['caffe', 'tensorflow', 'pytorch', 'mxnet', 'cntk', "
                                      r"'keras-tensorflow', 'keras-jax', 'keras-torch', 'onnxruntime', "
                                      r"'tensorflow-nn', 'cudnn', 'cntk-2.5', 'mxnet-1.2', 'tensorflow-1.9', "
-                                     r"'tensorflow-nn-1.9', 'keras2-tensorflow', 'keras2-mxnet'\]")),
+                                     r"'tensorflow-nn-1.9', 'pytorch-1.0', 'keras2-tensorflow', 'keras2-mxnet'\]")),
     ({"repetitons": 3}, r"'repetitons' was unexpected"),
 ])
 def test_schema_names_the_key_and_the_allowed_values(change, message):
@@ -335,17 +336,19 @@ def test_each_study_s_config_names_the_rows_of_readme_s_table_of_what_still_diff
 
 
 def test_releases_add_each_framework_s_registered_older_release_as_a_framework_of_its_own():
-    """config releases: the thesis's CNTK 2.5.1 beside 2.7; a framework without one keeps today's alone, and a case
-    whose frameworks have none of the releases asked for is refused, naming those that have."""
-    config = {"frameworks": ["cntk", "pytorch"], "benchmarks": [
+    """config releases: the thesis's CNTK 2.5.1 beside 2.7; a framework without one keeps today's alone (Caffe, whose
+    1.0 is both, saying so), and a case whose frameworks have none of the releases asked for is refused, naming those
+    that have."""
+    config = {"frameworks": ["cntk", "caffe", "keras-jax"], "benchmarks": [
         {"dataset": "mnist", "data": "synthetic", "networks": ["lenet"]}]}
     frameworks = sorted({case.framework for case in cases(validated({**config, "releases": ["current", "thesis"]}))})
-    assert frameworks == ["cntk", "cntk-2.5", "pytorch"]
-    assert {case.framework for case in cases(validated(config))} == {"cntk", "pytorch"}  # today's by default
-    assert {case.framework for case in cases(validated({**config, "releases": ["thesis"]}))} == {"cntk-2.5"}
-    assert without_releases(validated({**config, "releases": ["current", "thesis"]})) == (
-        "no thesis release of pytorch yet (no backend speaks it): today's alone runs")  # said before the first job
+    assert frameworks == ["caffe", "cntk", "cntk-2.5", "keras-jax"]
+    assert {case.framework for case in cases(validated(config))} == {"cntk", "caffe", "keras-jax"}  # today's by default
+    assert {case.framework for case in cases(validated({**config, "releases": ["thesis"]}))} == {"cntk-2.5", "caffe"}
+    assert without_releases(validated({**config, "releases": ["current", "thesis"]})) == (  # said before the first job
+        f"caffe: {REGISTRY['caffe'].also_thesis}, one cell for both; "
+        "no thesis release of keras-jax yet (no backend speaks it): today's alone runs")
     assert without_releases(validated(config)) == ""
     with pytest.raises(ConfigError, match=r"benchmarks\[0\]: none of its frameworks has a release of thesis "
                                           r"\(releases\); those that have: cntk"):
-        cases(validated({**config, "frameworks": ["pytorch"], "releases": ["thesis"]}))
+        cases(validated({**config, "frameworks": ["keras-jax"], "releases": ["thesis"]}))

@@ -1,6 +1,7 @@
 """The release axis for real: .test/config-releases trains LeNet (every task) and the MLP in CNTK 2.7 and in the
 thesis's CNTK 2.5.1, each in its own CPython 3.6 environment, through the same worker; in MXNet 1.9.1 and in the
-thesis's MXNet 1.2.0, and in TensorFlow 2.21 and the thesis's 1.9.0 (each old one in its worker on CPython 3.6); and
+thesis's MXNet 1.2.0, in TensorFlow 2.21 and the thesis's 1.9.0, and in PyTorch 2.13 and PyPI's oldest, 1.0.0 (each old
+one in its worker on CPython 3.6); and
 seed 001's Keras: Keras 3 on TensorFlow 2.21, Keras 2.2.4 on TensorFlow 1.9 and keras-mxnet on MXNet 1.2, the MLP
 through Keras's model.fit too; seed 002's raw tf.nn network, inference alone, in TensorFlow 2.21 and in TF 1.9."""
 import json
@@ -18,19 +19,19 @@ from .test_workflow import snakemake
 def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side(tmp_path, cntk_worker_python):
     config = yaml.safe_load((ROOT / ".test" / "config-releases" / "config.yaml").read_text())
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    for environment in ("cntk", "cntk-2.5", "mxnet", "mxnet-1.2", "tensorflow",
-                        "tensorflow-1.9"):  # built once per machine, as the framework_venv job builds them
+    for environment in ("cntk", "cntk-2.5", "mxnet", "mxnet-1.2", "tensorflow", "tensorflow-1.9", "pytorch",
+                        "pytorch-1.0"):  # built once per machine, as the framework_venv job builds them
         (tmp_path / ".venvs" / environment).mkdir(parents=True)
         (tmp_path / ".venvs" / environment / "environment.json").write_text(
             json.dumps(framework_environment(environment)))
     snakemake(tmp_path)
     records = [json.loads(path.read_text()) for path in sorted((tmp_path / "results" / "runs").rglob("rep*.json"))]
-    # (three frameworks x two releases, and three Keras) x (LeNet's four tasks, the MLP's training); the MLP's fit;
+    # (four frameworks x two releases, and three Keras) x (LeNet's four tasks, the MLP's training); the MLP's fit;
     # the raw-op LeNet's inference at both releases
-    assert len(records) == 9 * 5 + 3 + 2
+    assert len(records) == 11 * 5 + 3 + 2
     for record in records:
         run = record["run"]
-        if run["framework"] == "keras2-mxnet" and run["task"] == "profile":
+        if run["framework"] in ("keras2-mxnet", "pytorch-1.0") and run["task"] == "profile":
             assert record["status"] == "unavailable"
             assert record["reason"] == (f"profile: {run['framework']} runs train, inference, accuracy only "
                                         f"({registry.REGISTRY[run['framework']].not_yet['profile']})")
@@ -40,10 +41,11 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
     assert versions["cntk-2.5"] == "2.5.1" and versions["cntk"].startswith("2.7")
     assert versions["mxnet-1.2"] == "1.2.0" and versions["mxnet"] == "1.9.1"
     assert versions["tensorflow-1.9"] == "1.9.0" and versions["tensorflow"].startswith("2.")
+    assert versions["pytorch-1.0"] == "1.0.0" and versions["pytorch"].startswith("2.")
     assert versions["keras2-tensorflow"] == "2.2.4" and versions["keras2-mxnet"] == "2.2.4.3"
     assert versions["keras-tensorflow"].startswith("3.")
     pairs = {("cntk", "current"), ("cntk-2.5", "thesis"), ("mxnet", "current"), ("mxnet-1.2", "thesis"),
-             ("tensorflow", "current"), ("tensorflow-1.9", "thesis")}
+             ("tensorflow", "current"), ("tensorflow-1.9", "thesis"), ("pytorch", "current"), ("pytorch-1.0", "thesis")}
     keras = {("keras-tensorflow", "current"), ("keras2-tensorflow", "thesis"), ("keras2-mxnet", "thesis")}
     raw = {("tensorflow-nn", "current"), ("tensorflow-nn-1.9", "thesis")}
     runs = pd.read_csv(tmp_path / "results" / "tables" / "runs.csv")
@@ -67,3 +69,4 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
     thesis = dict(zip(beside["framework"], beside["thesis"]))  # each CPU LeNet in Appendix A, beside both releases
     assert (thesis["cntk"], thesis["cntk-2.5"], thesis["mxnet"], thesis["mxnet-1.2"]) == (1573, 1573, 1000, 1000)
     assert thesis["tensorflow"] == thesis["tensorflow-1.9"] == 818
+    assert thesis["pytorch"] == thesis["pytorch-1.0"] == 1448

@@ -1,7 +1,7 @@
-"""The thesis's MXNet (1.2.0) and TensorFlow (1.9.0), and seed 001's Keras 2 on each, in their workers under CPython
-3.6, built by the workflow's virtualenv job (PyPI has their wheels): the description's networks with their parameter
-counts, their optimizers' math, and the runner driving each worker through training on its format's shards, inference
-and an accuracy run."""
+"""The thesis's MXNet (1.2.0) and TensorFlow (1.9.0), seed 001's Keras 2 on each, and PyTorch 1.0.0 (PyPI's
+oldest), in their workers under CPython 3.6, built by the workflow's virtualenv job (PyPI has their wheels): the
+description's networks with their parameter counts, their optimizers' math, and the runner driving each worker through
+training on its format's shards, inference and an accuracy run."""
 import json
 import math
 import os
@@ -10,7 +10,14 @@ import sys
 
 import pytest
 from dlbench import datasets, envs, formats, networks, paths, registry
-from dlbench.backends import keras2_worker, mxnet_worker, tensorflow_nn_worker, tensorflow_worker, worker
+from dlbench.backends import (
+    keras2_worker,
+    mxnet_worker,
+    pytorch_worker,
+    tensorflow_nn_worker,
+    tensorflow_worker,
+    worker,
+)
 from dlbench.run import runner
 from dlbench.spec import RunSpec
 
@@ -20,8 +27,10 @@ from .test_backends import OPTIMIZER_RATES, _two_reference_steps
 FRAMEWORKS = {"mxnet-1.2": (mxnet_worker, "mxnet_1_2_worker_python"),
               "tensorflow-1.9": (tensorflow_worker, "tensorflow_1_9_worker_python"),
               "keras2-tensorflow": (keras2_worker, "tensorflow_1_9_worker_python"),
-              "keras2-mxnet": (keras2_worker, "mxnet_1_2_worker_python")}
-VERSIONS = {"mxnet-1.2": "1.2.0", "tensorflow-1.9": "1.9.0", "keras2-tensorflow": "2.2.4", "keras2-mxnet": "2.2.4.3"}
+              "keras2-mxnet": (keras2_worker, "mxnet_1_2_worker_python"),
+              "pytorch-1.0": (pytorch_worker, "pytorch_1_0_worker_python")}
+VERSIONS = {"mxnet-1.2": "1.2.0", "tensorflow-1.9": "1.9.0", "keras2-tensorflow": "2.2.4", "keras2-mxnet": "2.2.4.3",
+            "pytorch-1.0": "1.0.0"}
 # What a release cannot build, and why: refused by name, never run otherwise than today's runs it
 UNAVAILABLE = {("mxnet-1.2", "lstm/text"): ("MXNet 1.2's gluon.rnn.LSTM is no HybridBlock (1.3 made it one): it "
                                             "cannot be hybridised with the network as today's MXNet backend's is"),
@@ -163,13 +172,30 @@ def test_an_lstm_on_the_thesis_s_mxnet_is_unavailable_saying_why(tmp_path, mxnet
     assert result["reason"] == UNAVAILABLE["mxnet-1.2", "lstm/text"]
 
 
-def test_a_gpu_run_on_the_cpu_build_is_unavailable_before_its_worker_starts(tmp_path, release):
-    name, _, python = release
+@pytest.mark.parametrize("name", [name for name in FRAMEWORKS if name != "pytorch-1.0"])  # a CUDA build: the next
+def test_a_gpu_run_on_the_cpu_build_is_unavailable_before_its_worker_starts(tmp_path, name, request, monkeypatch):
+    python = request.getfixturevalue(FRAMEWORKS[name][1])
+    monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, python)
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
     result = _result(tmp_path / "gpu", framework=name, device="gpu1")
     assert result["status"] == "unavailable"
     environment = os.path.dirname(os.path.dirname(python))
     assert result["reason"].startswith(f"{name} {VERSIONS[name]} in {environment} is a CPU build"), \
         result["reason"]
+
+
+def test_pypi_s_torch_1_0_is_one_cuda_9_build_whose_kernels_are_read_and_whose_worker_counts_the_gpus(
+        tmp_path, pytorch_1_0_worker_python, monkeypatch):
+    """PyPI's only Linux wheel of torch 1.0.0, the CPU environment's too: its libcaffe2_gpu.so's fatbinary holds what
+    its CUDA requirements file's first line says; a GPU run on a node without one is refused by the worker."""
+    monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, pytorch_1_0_worker_python)
+    code = pytorch_worker.gpu_code()
+    stated = envs.BuildFacts.of(envs.cuda_variant(paths.PROJECT_ROOT / "envs" / "pytorch-1.0.requirements.txt"))
+    assert code.cuda.startswith(stated.cuda) and min(code.sass) == stated.low and stated.high is None and code.ptx
+    assert (paths.PROJECT_ROOT / "envs" / "pytorch-1.0.requirements.txt").read_text().count("torch==1.0.0") == 1
+    result = _result(tmp_path / "gpu", framework="pytorch-1.0", device="gpu1")
+    assert result["status"] == "unavailable"
+    assert result["reason"] == "torch 1.0.0 sees 0 GPU(s), the run asks for 1"
 
 
 def _lenet_profile(tmp_path, name: str, python: str, monkeypatch) -> dict:

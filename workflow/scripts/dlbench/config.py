@@ -187,14 +187,19 @@ def accuracy_iterations(config: dict, entry: dict, where: str, batch: int) -> in
 
 
 def without_releases(config: dict) -> str:
-    """Which of the config's frameworks lack a release its ``releases`` asks for (none registered yet), in words;
-    empty where none do."""
+    """Which of the config's frameworks lack a release its ``releases`` asks for (none registered yet, or today's is
+    the thesis's too), in words; empty where none do."""
     named = {name for entry in config["benchmarks"] for name in entry.get("frameworks", config["frameworks"])}
     lacking = {release: sorted(name for name in named if not FRAMEWORKS[name].release_of and not any(
         entry.base == name and entry.release == release for entry in FRAMEWORKS.values()))
         for release in config["releases"]}
-    return "; ".join(f"no {release} release of {', '.join(names)} yet (no backend speaks it): today's alone runs"
-                     for release, names in lacking.items() if names)
+    said = []
+    for release, names in lacking.items():
+        same = [name for name in names if release == "thesis" and FRAMEWORKS[name].also_thesis]
+        said += [f"{name}: {FRAMEWORKS[name].also_thesis}, one cell for both" for name in same]
+        if others := [name for name in names if name not in same]:
+            said.append(f"no {release} release of {', '.join(others)} yet (no backend speaks it): today's alone runs")
+    return "; ".join(said)
 
 
 def cases(config: dict) -> list[Case]:

@@ -39,6 +39,9 @@ class Framework:
     # thesis's Figure 4.3 versions), with the name of today's whose release it is (config releases)
     release: str = "current"
     release_of: str | None = None
+    # Where today's release is the thesis's too (Caffe 1.0), which it has no entry of its own for: its cells stand for
+    # both, and config releases says so
+    also_thesis: str | None = None
     # Its worker's script in workflow/scripts/workers/, where its wheels need an older CPython than the workflow's
     # (envs.WORKER_PYTHONS): the runner drives the framework there (dlbench.backends.worker)
     worker: str | None = None
@@ -71,7 +74,9 @@ CNTK_RMSPROP = {"rmsprop": "the mean square starts at the first squared gradient
 # record's schema and README's table are checked against it (tests/unit/test_registry.py).
 REGISTRY = {framework.name: framework for framework in (
     Framework("caffe", "caffe", "caffe", "lmdb", always_compiled="Caffe's static net",
-              optimizer_differences=EPSILON_AFTER_ROOT),
+              optimizer_differences=EPSILON_AFTER_ROOT,
+              also_thesis="BVLC Caffe 1.0 is the thesis's release and today's (built from source here, with CUDA 9 "
+                          "and cuDNN 7.1 there)"),
     Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord", launcher="srun", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (tf.function jit_compile)",
               always_compiled="tf.function graph"),
@@ -98,9 +103,10 @@ REGISTRY = {framework.name: framework for framework in (
     Framework("cudnn", "cudnn_calls", "pytorch", "lmdb", gpu_precisions=("fp32", "tf32"), tasks=("inference",),
               runs_on="pytorch"),
     # The thesis's releases (its Figure 4.3), where a backend speaks their API: CNTK 2.5.1 through the same worker,
-    # MXNet 1.2.0's Gluon and TensorFlow 1.9's graph and session each in a worker under its CPython 3.6 (seed 002's
-    # raw-op network in TF 1.9's worker too); and seed 001's Keras 2 on each (Keras 2.2.4 on TF 1.9, AWS's keras-mxnet
-    # 2.2.4.3 on MXNet 1.2, which Keras 3 has no release of) in one worker, in its backend's environment
+    # MXNet 1.2.0's Gluon, TensorFlow 1.9's graph and session and PyTorch 1.0 (PyPI's oldest; the thesis ran 0.4)
+    # each in a worker under its CPython 3.6 (seed 002's raw-op network in TF 1.9's worker too); and seed 001's Keras
+    # 2 on each (Keras 2.2.4 on TF 1.9, AWS's keras-mxnet 2.2.4.3 on MXNet 1.2, which Keras 3 has no release of) in one
+    # worker, in its backend's environment
     Framework("cntk-2.5", "cntk", "cntk-2.5", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
               optimizer_differences=CNTK_RMSPROP, release="thesis", release_of="cntk", worker="cntk_worker.py"),
     Framework("mxnet-1.2", "mxnet_worker", "mxnet-1.2", "recordio", always_compiled="Gluon hybridize (static graph)",
@@ -113,6 +119,10 @@ REGISTRY = {framework.name: framework for framework in (
     Framework("tensorflow-nn-1.9", "tensorflow_nn_worker", "tensorflow-1.9", "tfrecord",
               always_compiled="TF 1's static graph", tasks=("inference",), runs_on="tensorflow-1.9", release="thesis",
               release_of="tensorflow-nn", worker="tensorflow_worker.py"),
+    Framework("pytorch-1.0", "pytorch_worker", "pytorch-1.0", "lmdb", optimizer_differences=EPSILON_AFTER_ROOT,
+              not_yet={"profile": "torch 1.0's autograd profiler gives its events no sequence numbers: a backward op "
+                                  "cannot be tied to its layer's forward"},
+              release="thesis", release_of="pytorch", worker="pytorch_worker.py"),
     Framework("keras2-tensorflow", "keras2_worker", "tensorflow-1.9", "tfrecord", always_compiled="TF 1's static graph",
               optimizer_differences=EPSILON_AFTER_ROOT, runs_on="tensorflow-1.9", release="thesis",
               release_of="keras-tensorflow", worker="keras2_worker.py"),
@@ -133,13 +143,15 @@ def base_of(name: str) -> str:
 
 def with_releases(frameworks, releases) -> list[str]:
     """The frameworks a config's ``frameworks`` and ``releases`` name: each framework's registered releases of those
-    asked for, in the order named (an older release named itself, ``cntk-2.5``, stays)."""
+    asked for, in the order named (an older release named itself, ``cntk-2.5``, stays; Caffe, whose today's release
+    is the thesis's too, for either)."""
     found = []
     for name in frameworks:
         if REGISTRY[name].release != "current":
             found.append(name)
             continue
-        found += [other for other, entry in REGISTRY.items() if entry.base == name and entry.release in releases]
+        found += [other for other, entry in REGISTRY.items() if entry.base == name and (
+            entry.release in releases or entry.also_thesis and "thesis" in releases)]
     return list(dict.fromkeys(found))
 
 

@@ -1,14 +1,23 @@
 """Caffe's LMDB shards read back for training, framework-neutral (numpy and lmdb only): the
-PyTorch backend wraps it in a DataLoader, Keras 3 reads it in-process on any backend."""
-from __future__ import annotations
-
-from collections.abc import Iterator
+PyTorch backend wraps it in a DataLoader, Keras 3 reads it in-process on any backend, and the thesis's PyTorch
+reads it in its worker (workers/pytorch_worker.py, which loads this module by its path): Python 3.6 code."""
 from pathlib import Path
 
 import lmdb
 import numpy as np
 
-from ..formats import check_count, lmdb_datum, unreadable_shard
+try:
+    from ..formats import check_count, lmdb_datum, unreadable_shard
+except ImportError:  # loaded by its path in a worker, whose runner has read the shards' keys with dlbench's own checks
+    from worker_protocol import dlbench_module
+
+    lmdb_datum = dlbench_module("formats/lmdb_datum")
+
+    def check_count(shard, read):
+        pass
+
+    def unreadable_shard(shard, error):
+        return error
 
 
 class LmdbRecords:
@@ -18,7 +27,7 @@ class LmdbRecords:
     centre crop and no mirror. Index ``i`` is the ``i``-th record in stored order over the shards.
     Handles are opened at the first batch, so that each loader worker process opens its own."""
 
-    def __init__(self, shards: list[Path], input_shape: tuple, seed: int = 0, augment: bool = True):
+    def __init__(self, shards, input_shape, seed=0, augment=True):
         self.shards, self.input_shape, self.seed = [str(s) for s in shards], tuple(input_shape), seed
         self.augment = augment
         self.keys, self.envs, self.rng = [], None, None
@@ -33,10 +42,10 @@ class LmdbRecords:
             check_count(Path(shard), len(keys))
             self.keys += keys
 
-    def __len__(self) -> int:
+    def __len__(self):
         return len(self.keys)
 
-    def _augment(self, image: np.ndarray) -> np.ndarray:
+    def _augment(self, image):
         _, height, width = self.input_shape
         if image.shape[1:] != (height, width):
             rows, columns = image.shape[1] - height, image.shape[2] - width
@@ -47,7 +56,7 @@ class LmdbRecords:
             image = image[:, :, ::-1]
         return image
 
-    def _values(self, indices: list[int]):
+    def _values(self, indices):
         """The stored values, in the order asked; a cursor steps to the next record where the
         indices run on in the same shard (as :func:`shuffled_runs` makes them) instead of searching."""
         transactions, cursors, previous = [], {}, None
@@ -70,14 +79,14 @@ class LmdbRecords:
             for transaction in transactions:
                 transaction.abort()  # read-only: ends the snapshot
 
-    def batch(self, indices: list[int], stream: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def batch(self, indices, stream=0):
         """uint8 images (N, C, H, W) and int64 labels of the records ``indices``. The first call
         opens the read-only handles and the random stream ``stream`` (a loader worker's number)."""
         if self.envs is None:
             self.envs = [lmdb.open(shard, readonly=True, lock=False, readahead=False, meminit=False)
                          for shard in self.shards]
             self.rng = np.random.default_rng([self.seed, stream])
-        images = np.empty((len(indices), *self.input_shape), dtype=np.uint8)
+        images = np.empty((len(indices),) + self.input_shape, dtype=np.uint8)
         labels = np.empty(len(indices), dtype=np.int64)
         for position, value in enumerate(self._values(indices)):
             image, labels[position] = lmdb_datum.decode(value)
@@ -85,13 +94,13 @@ class LmdbRecords:
         return images, labels
 
 
-def in_order(size: int, batch_size: int) -> Iterator[list[int]]:
+def in_order(size, batch_size):
     """Every record once, in stored order, in batches (the last one shorter): an evaluation's pass."""
     for start in range(0, size, batch_size):
         yield list(range(start, min(start + batch_size, size)))
 
 
-def shuffled_runs(size: int, batch_size: int, order: list[int]) -> Iterator[list[int]]:
+def shuffled_runs(size, batch_size, order):
     """One epoch of batches of consecutive stored records, the runs in ``order`` (a permutation
     of ``range(size // batch_size)``; the last partial run is dropped).
 

@@ -34,6 +34,7 @@ from . import (
     whole_update,
 )
 from .lmdb_records import LmdbRecords, in_order, shuffled_runs
+from .torch_modules import Concat, LastStep, Residual, initialised
 
 
 def framework_version() -> str:
@@ -67,52 +68,11 @@ def gpu_allocator_peak_mib(devices: list[torch.device]) -> float:
 PACKAGES = ("torch", "numpy", "lmdb", "protobuf")  # their versions go into the run's record
 
 
-class _Concat(nn.Module):
-    def __init__(self, branches: list[nn.Module]):
-        super().__init__()
-        self.branches = nn.ModuleList(branches)
-
-    def forward(self, x):
-        return torch.cat([branch(x) for branch in self.branches], dim=1)
-
-
-class _Residual(nn.Module):
-    def __init__(self, body: nn.Module, shortcut: nn.Module | None):
-        super().__init__()
-        self.body, self.shortcut = body, shortcut
-
-    def forward(self, x):
-        return self.body(x) + (x if self.shortcut is None else self.shortcut(x))
-
-
-class _LastStep(nn.Module):
-    """``nn.LSTM`` over (batch, steps, features), its output at the last step. PyTorch adds a second bias
-    vector per gate (``bias_hh``); it stays zero and untrained, so the math and the trainable parameters
-    are the description's."""
-
-    def __init__(self, features: int, units: int):
-        super().__init__()
-        self.lstm = nn.LSTM(features, units, batch_first=True)
-        nn.init.zeros_(self.lstm.bias_hh_l0)
-        self.lstm.bias_hh_l0.requires_grad_(False)
-
-    def forward(self, x):
-        return self.lstm(x)[0][:, -1]
-
-
-def _initialised(layer: nn.Conv2d | nn.Linear) -> nn.Module:
-    """networks.INITIALISATION, in the place of PyTorch's default (Kaiming uniform with a = sqrt(5))."""
-    nn.init.xavier_uniform_(layer.weight)
-    if layer.bias is not None:
-        nn.init.zeros_(layer.bias)
-    return layer
-
-
 class TorchBuilder:
     """Turns a :mod:`dlbench.networks` description into an ``nn.Module``."""
 
     def conv(self, layer, shape):
-        return _initialised(nn.Conv2d(shape[0], layer.out_channels, layer.kernel, layer.stride, layer.padding,
+        return initialised(nn.Conv2d(shape[0], layer.out_channels, layer.kernel, layer.stride, layer.padding,
                                       bias=layer.bias))
 
     def batchnorm(self, layer, shape):
@@ -131,22 +91,22 @@ class TorchBuilder:
         return nn.Flatten()
 
     def dense(self, layer, shape):
-        return _initialised(nn.Linear(shape[0], layer.out_features, bias=layer.bias))
+        return initialised(nn.Linear(shape[0], layer.out_features, bias=layer.bias))
 
     def dropout(self, layer, shape):
         return nn.Dropout(layer.rate)
 
     def lstm(self, layer, shape):
-        return _LastStep(shape[1], layer.units)
+        return LastStep(shape[1], layer.units)
 
     def sequential(self, children):
         return nn.Sequential(*children)
 
     def concat(self, branches):
-        return _Concat(branches)
+        return Concat(branches)
 
     def residual(self, body, shortcut):
-        return _Residual(body, shortcut)
+        return Residual(body, shortcut)
 
 
 def build(description: networks.Network) -> nn.Module:

@@ -79,15 +79,15 @@ def synthetic_batch_files(spec: RunSpec, description: networks.Network, scratch:
 
 
 class DescriptionPlanner:
-    """A description as JSON for a worker to build: each leaf its kind and its fields, as :mod:`dlbench.networks`
-    has them, and the containers' children."""
+    """A description as JSON for a worker to build: each leaf its kind, its fields, as :mod:`dlbench.networks`
+    has them, and its input's shape without the batch axis (``in_shape``: (C, H, W), or (steps, features)); the
+    containers' children."""
 
     def __getattr__(self, kind: str):
-        return lambda layer, shape: {"op": kind, **vars(layer)}
+        return lambda layer, shape: {"op": kind, **vars(layer), "in_shape": list(shape)}
 
     def maxpool(self, layer, shape):
-        """With each spatial axis's padding (before, after) for a framework that pools unpadded windows, and its
-        input's shape (C, H, W) for one that names its padding."""
+        """With each spatial axis's padding (before, after) for a framework that pools unpadded windows."""
         return {"op": "maxpool", **vars(layer), "pads": networks.pool_padding(layer, shape), "in_shape": list(shape)}
 
     def name_leaf(self, node, name):

@@ -32,7 +32,8 @@ from . import caffe_build, cntk_setup
 WORKER_PYTHONS = {"cntk": ("3.6", "CNTK 2.7 requires CPython 3.6 (its last wheels are cp36 only)"),
                   "cntk-2.5": ("3.6", "CNTK 2.5.1 requires CPython 3.6 (its Linux wheels are cp27, cp35 and cp36)"),
                   "mxnet-1.2": ("3.6", "MXNet 1.2.0 pins numpy below 1.15 (2018): it runs on that day's CPython"),
-                  "tensorflow-1.9": ("3.6", "TensorFlow 1.9.0's wheels are for CPython 3.6 at most")}
+                  "tensorflow-1.9": ("3.6", "TensorFlow 1.9.0's wheels are for CPython 3.6 at most"),
+                  "pytorch-1.0": ("3.6", "PyTorch 1.0.0's wheels are for CPython 3.7 at most (3.6: the others')")}
 WORKER_PYTHON_VARIABLE = "DLBENCH_WORKER_PYTHON"  # how the monitor tells the runner that interpreter
 
 
@@ -79,7 +80,10 @@ def build_venv(requirements: Path, venv_dir: Path, log, base_python: str | None 
         command = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-r", str(requirements)]
         log.write(" ".join(command) + "\n")
         log.flush()
-        lifeline.run_tied(command, log)  # pip's builds end with this job, however it ends
+        # A worker environment's pins are its release's: a machine's pip constraints, written for today's Python
+        # (a cap on torch), do not apply, and the pip of a CPython 3.6 venv (18.1) lets a constraint replace a pin
+        variables = {**os.environ, "PIP_CONSTRAINT": os.devnull} if base_python else None
+        lifeline.run_tied(command, log, env=variables)  # pip's builds end with this job, however it ends
         if after_install:
             after_install(venv_dir)
         frozen = subprocess.run([str(python), "-m", "pip", "freeze"], capture_output=True, text=True,

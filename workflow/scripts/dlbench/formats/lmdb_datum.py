@@ -4,10 +4,8 @@ The ``Datum`` message is built from its definition in caffe.proto (fields 1-7) a
 so neither protoc nor Caffe is needed to write or read it. Like Caffe's convert_mnist_data,
 convert_cifar_data and convert_imageset (without --encoded), ``data`` holds the raw uint8 pixels in
 channel-height-width order; ILSVRC12 images keep their own (resized) height and width, which
-Caffe's Data layer crops to the network's input.
+Caffe's Data layer crops to the network's input. Python 3.6 code: the thesis's PyTorch reads it in its worker.
 """
-from __future__ import annotations
-
 from pathlib import Path
 
 import lmdb
@@ -33,7 +31,10 @@ def _datum_class():
         message.field.add(name=name, number=number, type=kind, label=label)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("caffe.Datum"))
+    descriptor = pool.FindMessageTypeByName("caffe.Datum")
+    if hasattr(message_factory, "GetMessageClass"):
+        return message_factory.GetMessageClass(descriptor)
+    return message_factory.MessageFactory(pool).GetPrototype(descriptor)  # protobuf before 3.20 (CPython 3.6's)
 
 
 Datum = _datum_class()
@@ -66,7 +67,7 @@ def read_shard(directory: Path):
         env.close()
 
 
-def decode(value: bytes) -> tuple[np.ndarray, int]:
+def decode(value: bytes):
     datum = Datum.FromString(value)
     if datum.encoded:
         raise ValueError("encoded (JPEG/PNG) Datum records are not read here")

@@ -54,11 +54,12 @@ def setup_difference_rows() -> tuple[tuple[str, str, str], ...]:
          ("today's framework versions (README's table: Caffe 1.0 built from source, TensorFlow 2.21, PyTorch 2.13, "
           "MXNet 1.9.1, CNTK 2.7), not its Figure 4.3's (Caffe 1.0, TF 1.9, PyTorch 0.4.0, MXNet 1.2.0, CNTK 2.5.1: "
           "Anaconda's builds with CUDA 9, NCCL 2.1 and cuDNN 7.1.1); `releases: [current, thesis]` runs the thesis's "
-          "too where a backend speaks its API (CNTK 2.5.1, MXNet 1.2.0 and TensorFlow 1.9.0's graphs and sessions so "
-          "far, TF 1.9's profile from its RunMetadata trace as seed 004's, MXNet 1.2's from its profiler's trace as "
-          "today's; MXNet 1.2's LSTM is unavailable, its Gluon LSTM cannot be hybridised), each in cells of its own"),
-         ("PyTorch's (PyTorch 0.4 is not on PyPI; 1.0 is the oldest there) needs a worker of its own; Caffe is 1.0 "
-          "in both; each record names its versions and CUDA build")),
+          "too where a backend speaks its API (CNTK 2.5.1, MXNet 1.2.0, TensorFlow 1.9.0's graphs and sessions, "
+          "PyTorch 1.0.0; TF 1.9's profile from its RunMetadata trace as seed 004's, MXNet 1.2's from its profiler's "
+          "trace as today's; MXNet 1.2's LSTM is unavailable, its Gluon LSTM cannot be hybridised), each in cells of "
+          "its own"),
+         ("PyTorch 0.4 is not on PyPI: its thesis release is 1.0.0, the oldest there (no profile: 1.0's profiler "
+          "ties no backward op to its layer); Caffe is 1.0 in both; each record names its versions and CUDA build")),
         ("Caffe without cuDNN", "Caffe's GPU convolutions are its own kernels (im2col and cuBLAS), not cuDNN's",
          "BVLC Caffe 1.0's cuDNN layers call functions cuDNN 8 removed, and cuDNN 7 has no build for today's CUDA"),
         ("K20m and P100",
