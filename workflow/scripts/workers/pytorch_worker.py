@@ -136,8 +136,7 @@ class Batches:
         self.std = torch.tensor(config["std"]).view(per_channel).to(device)
         records = lmdb_records.LmdbRecords(config["shards"], config["stored_shape"], config["seed"])
         runs = RunBatches(records, config["batch_size"])
-        self.loader = self._loader(runs, ShuffledOrder(len(runs), config["seed"]))
-        self.iterator = iter(self.loader)
+        self.iterator = lmdb_records.epochs(self._loader(runs, ShuffledOrder(len(runs), config["seed"])))
 
     def _loader(self, batches, sampler):
         # batch_size=1 over batches: each item is already one; the collation only takes it out of its list
@@ -159,11 +158,7 @@ class Batches:
     def next(self):
         if self.synthetic is not None:
             return self.synthetic
-        try:
-            images, labels = next(self.iterator)
-        except StopIteration:  # a new shuffled epoch
-            self.iterator = iter(self.loader)
-            images, labels = next(self.iterator)
+        images, labels = next(self.iterator)
         return self.normalise(images), labels.to(self.device)
 
     def test(self):

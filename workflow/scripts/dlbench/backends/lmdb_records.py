@@ -109,3 +109,9 @@ def shuffled_runs(size, batch_size, order):
     and B-tree walks that cost LeNet-sized steps on CPU about a tenth of their time."""
     for run in order:
         yield list(range(run * batch_size, (run + 1) * batch_size))
+
+
+def epochs(loader):
+    """A loader's batches without end: epoch after epoch, each a new pass (a new shuffled order)."""
+    while True:
+        yield from loader

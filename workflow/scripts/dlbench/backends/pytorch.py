@@ -33,7 +33,7 @@ from . import (
     require_one_batch,
     whole_update,
 )
-from .lmdb_records import LmdbRecords, in_order, shuffled_runs
+from .lmdb_records import LmdbRecords, epochs, in_order, shuffled_runs
 from .torch_modules import Concat, LastStep, Residual, initialised
 
 
@@ -211,11 +211,10 @@ class Batches:
         require_one_batch(spec, len(dataset), spec.batch_size_global)
         workers = spec.loader_workers
         generator = torch.Generator().manual_seed(spec.seed)  # one order, shared out
-        self.loader = DataLoader(dataset, batch_sampler=ShuffledRuns(len(dataset), self.batch, generator, rank, world),
-                                 num_workers=workers, persistent_workers=workers > 0,
-                                 prefetch_factor=4 if workers else None, pin_memory=device.type == "cuda",
-                                 collate_fn=_as_tensors)
-        self.iterator = iter(self.loader)
+        loader = DataLoader(dataset, batch_sampler=ShuffledRuns(len(dataset), self.batch, generator, rank, world),
+                            num_workers=workers, persistent_workers=workers > 0, prefetch_factor=4 if workers else None,
+                            pin_memory=device.type == "cuda", collate_fn=_as_tensors)
+        self.iterator = epochs(loader)
 
     def _normalise(self, images: torch.Tensor) -> torch.Tensor:
         images = images.float().sub_(self.mean).div_(self.std)
@@ -238,11 +237,7 @@ class Batches:
     def next(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self.synthetic is not None:
             return self.synthetic
-        try:
-            images, labels = next(self.iterator)
-        except StopIteration:  # a new shuffled epoch
-            self.iterator = iter(self.loader)
-            images, labels = next(self.iterator)
+        images, labels = next(self.iterator)
         images = images.to(self.device, non_blocking=True)
         return self._normalise(images), labels.to(self.device, non_blocking=True)
 
