@@ -89,21 +89,18 @@ def optimizer(rule, parameters, learning_rate):
 
 
 class RunBatches(Dataset):
-    """The shards' batches of consecutive records (lmdb_records.shuffled_runs), one batch an item: index ``i`` is the
-    ``i``-th run; each loader process opens its own handles and its random stream, ``stream`` (its number, which
-    1.0 passes only to a worker_init_fn)."""
+    """Batches of the shards' records, one batch an item (``batches``: each one's record indices); each loader process
+    opens its own handles and its random stream, ``stream`` (its number, which 1.0 passes only to a
+    worker_init_fn)."""
 
-    def __init__(self, records, batch_size, indices=None):
-        self.records, self.batch_size, self.stream = records, batch_size, 0
-        self.indices = indices  # a list of batches' record indices; by default the runs of shuffled_runs
+    def __init__(self, records, batches):
+        self.records, self.batches, self.stream = records, batches, 0
 
     def __len__(self):
-        return len(self.indices) if self.indices is not None else len(self.records) // self.batch_size
+        return len(self.batches)
 
     def __getitem__(self, index):
-        indices = (self.indices[index] if self.indices is not None
-                   else list(range(index * self.batch_size, (index + 1) * self.batch_size)))
-        images, labels = self.records.batch(indices, self.stream)
+        images, labels = self.records.batch(self.batches[index], self.stream)
         return torch.from_numpy(images), torch.from_numpy(labels)
 
 
@@ -135,7 +132,9 @@ class Batches:
         self.mean = torch.tensor(config["mean"]).view(per_channel).to(device)
         self.std = torch.tensor(config["std"]).view(per_channel).to(device)
         records = lmdb_records.LmdbRecords(config["shards"], config["stored_shape"], config["seed"])
-        runs = RunBatches(records, config["batch_size"])
+        # the runs of consecutive records that lmdb_records.shuffled_runs takes, in an order of the sampler's
+        size = len(records) - len(records) % config["batch_size"]
+        runs = RunBatches(records, list(lmdb_records.in_order(size, config["batch_size"])))
         self.iterator = lmdb_records.epochs(self._loader(runs, ShuffledOrder(len(runs), config["seed"])))
 
     def _loader(self, batches, sampler):
@@ -164,8 +163,7 @@ class Batches:
     def test(self):
         """The test split once, in stored order, the centre crop, no mirror."""
         records = lmdb_records.LmdbRecords(self.config["test_shards"], self.config["stored_shape"], augment=False)
-        batches = RunBatches(records, self.config["batch_size"],
-                             list(lmdb_records.in_order(len(records), self.config["batch_size"])))
+        batches = RunBatches(records, list(lmdb_records.in_order(len(records), self.config["batch_size"])))
         for images, labels in self._loader(batches, SequentialSampler(batches)):
             yield self.normalise(images), labels
 
@@ -203,7 +201,8 @@ class Worker:
         self.optimizer.zero_grad()
         loss.backward()
         self.optimizer.step()
-        self.loss = float(loss)  # waits for the step's GPU work: the reply says it has finished
+        self.synchronize()  # the reply says the step has finished: its update's GPU work too
+        self.loss = float(loss)
 
     def prepare_inference(self, batch_size):
         """A resident batch of the run's input for forward passes: the first ``batch_size`` images of its next."""
