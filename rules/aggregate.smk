@@ -42,6 +42,7 @@ rule appendix_table:
                   labels={"table": "appendix"}),
         tex="results/tables/appendix.tex",
     params:
+        statistics=caption_statistics(config["statistics"]),  # how cells are compared (docs/statistics.md)
         thresholds=caption_thresholds(),  # for the caption
         hardware=HARDWARE_ORDER,  # the columns' and panels' order of targets
     log:
@@ -60,6 +61,8 @@ rule api_cost_table:
         csv="results/tables/api_cost.csv",
         md=report("results/tables/api_cost.md", caption="../report/api_cost.rst", category="Tables",
                   labels={"table": "API cost"}),
+    params:
+        statistics=caption_statistics(config["statistics"]),  # how cells are compared (docs/statistics.md)
     log:
         "logs/aggregate/api_cost_table.log",
     conda:
@@ -82,6 +85,7 @@ rule thesis_table:
     log:
         "logs/aggregate/thesis_table.log",
     params:
+        statistics=caption_statistics(config["statistics"]),  # how cells are compared (docs/statistics.md)
         thesis_gpus={name: target["thesis"] for name, target in TARGETS.items() if target.get("thesis")},
     conda:
         "../envs/workflow.yaml"
@@ -113,6 +117,7 @@ rule heatmap:
                    labels=lambda wildcards: menu_label(wildcards, "which framework: ")),
         svg="results/figures/{dataset}/{metric}_heatmap.svg",
     params:
+        statistics=caption_statistics(config["statistics"]),  # how cells are compared (docs/statistics.md)
         hardware=HARDWARE_ORDER,  # the columns' and panels' order of targets
     log:
         "logs/aggregate/heatmap-{dataset}-{metric}.log",
@@ -132,6 +137,7 @@ rule scaling_figure:
                    subcategory="{dataset}", labels={"metric": "speed-up: several devices, GPU over CPU"}),
         svg="results/figures/{dataset}/scaling.svg",
     params:
+        statistics=caption_statistics(config["statistics"]),  # how cells are compared (docs/statistics.md)
         hardware=HARDWARE_ORDER,  # the columns' and panels' order of targets
     log:
         "logs/aggregate/scaling-{dataset}.log",
@@ -149,6 +155,7 @@ rule targets_table:
         md=report("results/tables/targets.md", caption="../report/targets.rst", category="Tables",
                   labels={"table": "one target over another"}),
     params:
+        statistics=caption_statistics(config["statistics"]),  # how cells are compared (docs/statistics.md)
         pairs=PLAN.target_pairs,
     log:
         "logs/aggregate/targets_table.log",
@@ -165,6 +172,8 @@ rule targets_figure:
         png=report("results/figures/targets.png", caption="../report/targets_figure.rst", category="Figures",
                    subcategory="one target over another", labels={"figure": "speed-up of one target over another"}),
         svg="results/figures/targets.svg",
+    params:
+        statistics=caption_statistics(config["statistics"]),  # how cells are compared (docs/statistics.md)
     log:
         "logs/aggregate/targets_figure.log",
     conda:
@@ -199,6 +208,7 @@ rule accuracy_table:
         md=report("results/tables/accuracy.md", caption="../report/accuracy.rst", category="Tables",
                   labels={"table": "accuracy"}),
     params:
+        statistics=caption_statistics(config["statistics"]),  # how cells are compared (docs/statistics.md)
         hardware=HARDWARE_ORDER,  # the order of targets in seed 003's layout
     log:
         "logs/aggregate/accuracy_table.log",
@@ -308,6 +318,7 @@ rule figure:
     wildcard_constraints:
         metric="|".join(METRICS),
     params:
+        statistics=caption_statistics(config["statistics"]),  # how cells are compared (docs/statistics.md)
         meaning=lambda wildcards: METRICS[wildcards.metric].meaning,  # for the caption
         thresholds=caption_thresholds(),
         hardware=HARDWARE_ORDER,  # the columns' and panels' order of targets

@@ -11,7 +11,8 @@ from snakemake.utils import validate
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import plan  # noqa: E402
 from dlbench.plan import (CEILING, FAMILIES, FILE_FAMILIES, FORMATS, IMAGENET_LABEL, METRICS, NODE_FACTS,  # noqa: E402
-                          RUN_RECORD, WORKER_ENVIRONMENTS, caption_thresholds, datasets, ilsvrc12, whole_dataset)
+                          RUN_RECORD, WORKER_ENVIRONMENTS, caption_statistics, caption_thresholds, datasets, ilsvrc12,
+                          whole_dataset)
 
 
 def log_line(line):

@@ -9,6 +9,7 @@ PACKAGE = PACKAGE_ROOT / "dlbench"
 # Bottom first. A new module joins the lowest layer above everything it imports.
 LAYERS = [
     {"files", "paths", "lifeline", "spec", "networks"},  # plain data and utilities, standard library only
+    {"stats"},  # the statistics every table prints: pure functions of numpy and scipy
     {"tasks", "datasets"},  # what a run does; the datasets' facts
     {"registry"},  # every framework and its facts
     {"config", "envs"},  # the matrix of a config; the frameworks' environments

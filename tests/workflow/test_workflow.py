@@ -226,8 +226,8 @@ def test_tables_figures_and_report(finished):
     assert all(f'id="curve {framework} cpu accuracy rep 1"' in curves
                for framework in ("pytorch", "tensorflow", "mxnet", "caffe", "cntk", "keras-jax"))
     accuracy = pd.read_csv(tables / "accuracy.csv").set_index("framework")
-    assert "(n=1)" in accuracy.loc["pytorch", "test_accuracy"] and accuracy.loc["pytorch", "epochs"] == 2
-    assert "(n=1)" in accuracy.loc["cntk", "test_accuracy"]
+    assert "(n=1, no interval)" in accuracy.loc["pytorch", "test_accuracy"] and accuracy.loc["pytorch", "epochs"] == 2
+    assert "(n=1, no interval)" in accuracy.loc["cntk", "test_accuracy"]
     assert accuracy["data"].str.startswith("generated stand-in").all()
     report = (finished / "results" / "report.html").read_text()
     assert "Accuracy and time to accuracy" in report

@@ -13,6 +13,6 @@ from dlbench.tables.runs import runs_table
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     out, wildcards = snakemake.output, snakemake.wildcards  # noqa: F821
-    cells = appendix(runs_table(load_records(snakemake.input)))  # noqa: F821
+    cells = appendix(runs_table(load_records(snakemake.input)), snakemake.params.statistics["contended"])  # noqa: F821
     bars(cells, wildcards.dataset, wildcards.network, wildcards.metric, [Path(out.png), Path(out.svg)],
          snakemake.params.hardware)  # noqa: F821

@@ -8,4 +8,4 @@ from dlbench.tables import read_appendix
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     out, wildcards = snakemake.output, snakemake.wildcards  # noqa: F821
     heatmap(read_appendix(snakemake.input[0]), wildcards.dataset, wildcards.metric, [Path(out.png), Path(out.svg)],  # noqa: F821
-            snakemake.params.hardware)  # noqa: F821
+            snakemake.params.hardware, snakemake.params.statistics["threshold"])  # noqa: F821

@@ -8,4 +8,4 @@ from dlbench.tables import read_appendix
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     out = snakemake.output  # noqa: F821
     scaling_figure(read_appendix(snakemake.input[0]), snakemake.wildcards.dataset, [Path(out.png), Path(out.svg)],  # noqa: F821
-                   snakemake.params.hardware)  # noqa: F821
+                   snakemake.params.hardware, snakemake.params.statistics["threshold"])  # noqa: F821

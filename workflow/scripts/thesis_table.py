@@ -7,4 +7,4 @@ from dlbench.tables.thesis import write
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     out, given = snakemake.output, snakemake.input  # noqa: F821
     write(Path(given.appendix), Path(given.runs), Path(out.csv), Path(out.ranks), Path(out.md), Path(out.appendix_a),
-          snakemake.params.thesis_gpus)  # noqa: F821
+          snakemake.params.thesis_gpus, snakemake.params.statistics["threshold"])  # noqa: F821

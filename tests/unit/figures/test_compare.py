@@ -1,4 +1,6 @@
 """Two result sets compared cell by cell, from their records or their runs.csv, by the command line."""
+import math
+import re
 import subprocess
 import sys
 
@@ -44,17 +46,30 @@ def sets(tmp_path):
     return a, b
 
 
-def test_each_cell_gets_its_ratio_and_significance_and_cells_of_one_set_are_listed(sets):
+def test_each_cell_gets_its_ratio_interval_and_verdict_and_cells_of_one_set_are_listed(sets):
     compared = compare.compare(compare.runs_of(sets[0]), compare.runs_of(sets[1]))
     speed = compared[compared["metric"] == "train_speed"].set_index("framework")
-    assert speed.loc["pytorch", "ratio"] == pytest.approx(150.333 / 102, rel=1e-3)
-    assert speed.loc["pytorch", "significant"]
-    assert speed.loc["tensorflow", "ratio"] == pytest.approx(211.667 / 215, rel=1e-3)
-    assert not speed.loc["tensorflow", "significant"]
+    pytorch, tensorflow = speed.loc["pytorch"], speed.loc["tensorflow"]
+    assert pytorch["ratio"] == pytest.approx(((150 * 152 * 149) / (100 * 104 * 102)) ** (1 / 3), rel=1e-9)
+    assert pytorch["ratio_low"] < pytorch["ratio"] < pytorch["ratio_high"] and pytorch["ratio_low"] > 1.05
+    assert pytorch["verdict"] == "faster" and pytorch["resolved"]
+    # 2 % slower at a cv of 7 %: neither a difference nor the same; the runs that would resolve it are named
+    assert tensorflow["ratio_low"] < 1 < tensorflow["ratio_high"] and not tensorflow["resolved"]
+    assert tensorflow["verdict"].startswith("not resolved (about ") and tensorflow["verdict"].endswith(
+        " runs each would resolve it)")
     assert speed.loc["caffe", "in"] == "A only" and speed.loc["caffe", "b_cell"] == "not in this set"
-    assert speed.loc["cntk", "in"] == "B only" and speed.loc["cntk", "b_cell"] == "90.50 ± 0.71 (n=2, cv 0.8%)"
+    assert speed.loc["caffe", "verdict"] == "not resolved (a cell has no value)"
+    assert speed.loc["cntk", "in"] == "B only" and speed.loc["cntk", "b_cell"].startswith("90.50 [")
     assert speed.loc["mxnet", "b_cell"] == "unavailable: not on this machine" and pd.isna(speed.loc["mxnet", "ratio"])
     assert "gpu_power" not in set(compared["metric"])  # neither set measured it
+
+
+def test_a_set_against_itself_is_never_called_faster_or_slower(sets):
+    """An A/A comparison: whatever the noise, the ratio's interval holds 1."""
+    runs = compare.runs_of(sets[0])
+    compared = compare.compare(runs, runs)
+    assert len(compared) and not compared["resolved"].any()
+    assert (compared.dropna(subset=["ratio"])["ratio"] == 1).all()
 
 
 def test_the_command_line_writes_the_table_and_figure(sets, tmp_path):
@@ -64,7 +79,8 @@ def test_the_command_line_writes_the_table_and_figure(sets, tmp_path):
                    env={"PYTHONPATH": str(ROOT / "workflow" / "scripts"), "PATH": "/usr/bin:/bin"})
     text = (out / "comparison.md").read_text()
     assert "# node (B) against laptop (A)" in text  # a directory called results is named by its parent
-    assert pd.read_csv(out / "comparison.csv").query("metric == 'train_speed'")["significant"].sum() == 1
+    assert pd.read_csv(out / "comparison.csv").query("metric == 'train_speed'")["resolved"].sum() == 1
+    assert re.search(r"\| faster +\|", text)
     svg = (out / "comparison_train_speed.svg").read_text()
     assert 'id="ratio pytorch mnist-generated lenet cpu fp32 train"' in svg and 'id="ratio cntk' not in svg
     assert "not in this set" in svg  # the cells of one set, listed below
@@ -130,10 +146,11 @@ def test_two_result_sets_of_different_configs_are_compared(tmp_path):
                    env={"PYTHONPATH": str(ROOT / "workflow" / "scripts"), "PATH": "/usr/bin:/bin"})
     speed = pd.read_csv(out / "comparison.csv").query("metric == 'train_speed'").set_index("network")
     # B over A, from each set's own records (which is faster is this machine's load, not the comparison's behaviour)
-    mean_speed = {side: runs.query("network == 'lenet' and task == 'train'")["train_speed"].mean()
-                  for side, runs in (("a", compare.runs_of(a)), ("b", compare.runs_of(b)))}
+    speeds = {side: runs.query("network == 'lenet' and task == 'train'")["train_speed"]
+              for side, runs in (("a", compare.runs_of(a)), ("b", compare.runs_of(b)))}
+    geometric = {side: math.prod(values) ** (1 / len(values)) for side, values in speeds.items()}
     assert speed.loc["lenet", "in"] == "both" and speed.loc["lenet", "a_n"] == 2
-    assert speed.loc["lenet", "ratio"] == pytest.approx(mean_speed["b"] / mean_speed["a"])
+    assert speed.loc["lenet", "ratio"] == pytest.approx(geometric["b"] / geometric["a"])
     assert speed.loc["mlp", "in"] == "B only" and speed.loc["mlp", "a_cell"] == "not in this set"
     assert "# large-batch (B) against small-batch (A)" in (out / "comparison.md").read_text()
     assert 'id="ratio pytorch mnist-synthetic lenet cpu fp32 train"' in (out / "comparison_train_speed.svg").read_text()
@@ -144,7 +161,8 @@ def test_the_cells_of_two_machines_are_compared_and_each_sides_machine_named(tmp
     b = results(tmp_path / "node", {"pytorch": [300, 310, 305]}, table=True, cpu="AMD EPYC 9654")
     speed = compare.compare(compare.runs_of(a), compare.runs_of(b)).query("metric == 'train_speed'").iloc[0]
     assert (speed["a_machine"], speed["b_machine"]) == ("Intel Core i7-8650U, 2 cores", "AMD EPYC 9654, 2 cores")
-    assert speed["in"] == "both" and speed["ratio"] == pytest.approx(305 / 102) and speed["significant"]
+    geometric = (300 * 310 * 305 / (100 * 104 * 102)) ** (1 / 3)
+    assert speed["in"] == "both" and speed["ratio"] == pytest.approx(geometric) and speed["verdict"] == "faster"
 
 
 @pytest.mark.parametrize(("content", "words"), [

@@ -1,4 +1,6 @@
 """The figures a reader looks at before the tables: heatmap, scaling, every step's time, memory side by side."""
+import re
+
 import pytest
 from dlbench import metrics
 from dlbench.figures.heatmap import heatmap
@@ -22,9 +24,21 @@ def test_the_heatmap_shows_speed_over_the_fastest_and_marks_missing_cells(tmp_pa
     heatmap(appendix(speed_runs()), "mnist-generated", "train_speed", [tmp_path / "h.svg"])
     svg = (tmp_path / "h.svg").read_text()
     assert 'id="heat tensorflow lenet cpu"' in svg and 'id="heat mxnet lenet cpu"' in svg
-    # the fastest 1.00, Caffe a third of it, the status where nothing was measured
-    for words in ("1.00", "0.33", "unavailable"):
+    # the fastest resolved above the others (two runs each, no spread): best; Caffe a third of it; the status where
+    # nothing was measured
+    for words in ("best", "0.33", "unavailable"):
         assert words in svg
+
+
+def test_the_heatmap_names_no_best_the_repetitions_do_not_resolve(tmp_path):
+    """PyTorch 1.00 and TensorFlow 0.99 on CIFAR10 AlexNet, from 125 ± 1 and 123 ± 4: no best, TensorFlow ≈."""
+    records = [{**record(framework, repetition=r, speed=speed), "path": f"{framework}{r}"}
+               for framework, speeds in (("pytorch", (124.0, 125.0, 126.0)), ("tensorflow", (119.0, 123.0, 127.0)),
+                                         ("caffe", (60.0, 61.0, 62.0)))
+               for r, speed in enumerate(speeds, 1)]
+    heatmap(appendix(runs_table(records)), "mnist-generated", "train_speed", [tmp_path / "h.svg"])
+    said = dict(re.findall(r'<g id="heat (\w+) lenet cpu">\s*<!-- (.*?) -->', (tmp_path / "h.svg").read_text()))
+    assert said == {"pytorch": "1.00", "tensorflow": "≈0.98", "caffe": "0.49"}
 
 
 def gpu_record(framework, device, speed, repetition=1, process_mib=None, allocator_mib=None, joules_per_image=None):
@@ -42,8 +56,8 @@ def test_the_energy_heatmap_sets_each_framework_against_the_one_that_took_least(
     heatmap(appendix(runs_table(records)), "mnist-generated", "gpu_energy_per_image",
                   [tmp_path / "e.svg"])
     svg = (tmp_path / "e.svg").read_text()
-    # PyTorch took the least (1.00), TensorFlow four times as much (0.25); MXNet measured none
-    assert all(words in svg for words in ("1.00", "0.25", "unavailable"))
+    # PyTorch took the least (best: resolved), TensorFlow four times as much (0.25); MXNet measured none
+    assert all(words in svg for words in ("best", "0.25", "unavailable"))
     assert 'id="heat mxnet lenet gpu1"' in svg and 'id="heat pytorch lenet cpu"' not in svg  # no CPU panel
 
 

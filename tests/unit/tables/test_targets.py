@@ -45,8 +45,10 @@ def test_each_cell_both_targets_ran_is_set_against_the_other_by_speed_and_by_tim
     assert found.loc[("total_time", "mnist"), "target_machine"] == "Tesla P100-PCIE-16GB"
     assert found.loc[("total_time", "mnist"), "baseline_machine"] == "Tesla K80"
     assert "mnist-generated" not in set(found.index.get_level_values("dataset"))  # the P100's training ran alone
+    # Two runs a side without spread: the interval is the ratio itself, beyond the threshold, resolved
+    assert (found["verdict"] == "faster").all() and found["speedup_text"].str.endswith("[1.8, 1.8]").all()
     reverse = targets.against(table, [("k80", "p100")])
-    assert reverse["speedup"].to_numpy() == pytest.approx(1 / 1.8)
+    assert reverse["speedup"].to_numpy() == pytest.approx(1 / 1.8) and (reverse["verdict"] == "slower").all()
 
 
 def test_the_accuracy_runs_stand_in_seed_003_s_layout_and_the_figure_draws_each_speed_up(runs, table, tmp_path):

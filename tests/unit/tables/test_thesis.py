@@ -45,6 +45,7 @@ def test_each_cell_stands_beside_the_thesis_with_what_differs(runs, tmp_path):
     ranks = thesis.rank_agreement(compared).set_index("metric")
     assert ranks.loc["train_speed", "frameworks"] == 3 and ranks.loc["train_speed", "spearman"] == pytest.approx(0.5)
     assert ranks.loc["train_speed", "swapped"] == "pytorch < tensorflow" and not ranks.loc["train_speed", "same_order"]
+    assert ranks.loc["train_speed", "not_resolved"] == ""
     runs.to_csv(tmp_path / "runs.csv", index=False)
     appendix(runs).to_csv(tmp_path / "appendix.csv", index=False)
     thesis.write(*(tmp_path / name for name in ("appendix.csv", "runs.csv", "t.csv", "r.csv", "t.md", "a.md")))
@@ -65,6 +66,20 @@ def test_each_cell_stands_beside_the_thesis_with_what_differs(runs, tmp_path):
     svg = (tmp_path / "t.svg").read_text()
     assert all(f'id="point {f} mnist-generated lenet"' in svg for f in OURS) and 'id="point mxnet' not in svg
     assert "not measured here (unavailable:" in svg and "no MXNet here" in svg  # the notes (wrapped)
+
+
+def test_only_pairs_the_repetitions_resolve_count_as_swaps_and_the_others_share_a_rank():
+    """PyTorch 4,764 ± 763 against TensorFlow 4,987 ± 468 on MNIST LeNet: the thesis has PyTorch ahead, our runs
+    cannot order the two, so nothing swapped; Caffe, resolved below both here and there, keeps the order."""
+    speeds = {"pytorch": (4000.0, 4764.0, 5528.0), "tensorflow": (4519.0, 4987.0, 5455.0), "caffe": (900.0, 1000.0,
+                                                                                                   1100.0)}
+    items = [{**record(framework, repetition=r, speed=speed), "path": f"{framework}{r}"}
+             for framework, values in speeds.items() for r, speed in enumerate(values, 1)]
+    runs = runs_table(items)
+    ranks = thesis.rank_agreement(thesis.comparison(appendix(runs), runs)).set_index("metric").loc["train_speed"]
+    assert ranks["same_order"] and ranks["swapped"] == "" and ranks["not_resolved"] == "pytorch ~ tensorflow"
+    # Our shared ranks (Caffe 1, the other two 2 and 2) against the thesis's three ranks
+    assert ranks["spearman"] == pytest.approx(pd.Series([1, 2, 2]).corr(pd.Series([1, 2, 3]), method="spearman"))
 
 
 def test_a_config_the_thesis_never_ran_still_gets_its_table_and_figure(tmp_path):

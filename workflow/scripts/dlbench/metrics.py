@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from .record.compute import BEATS_CEILING
 from .spec import gpu_count
+from .stats import CONFIDENCE
 from .tasks import TASKS
 
 
@@ -33,6 +34,19 @@ class Metric:
     # A record field with one value per GPU beside it (``<field>_per_gpu``): "sum" reads the field, the sum over the
     # run's GPUs; "mean" averages the per-GPU values, the reading of one card (the thesis's definition, maybe)
     over_gpus: str = "sum"
+    # Whether its cells' intervals and ratios are on the log scale (dlbench.stats): a speed's, a time's, a size's
+    # are; a share, an accuracy, a value that can be 0 or below are compared by their difference
+    log: bool = True
+
+    @property
+    def comparative(self) -> tuple[str, str]:
+        """The words for a cell above and below another: faster and slower for a speed, slower and faster for a
+        time, else higher and lower."""
+        if self.unit == "images/s":
+            return "faster", "slower"
+        if self.unit in ("s", "ms"):
+            return "slower", "faster"
+        return "higher", "lower"
 
 
 @dataclass(frozen=True)
@@ -43,12 +57,19 @@ class Flag:
     metrics: tuple[str, ...] = ()  # the metrics it bears on; none: every flagged one
 
 
+# The metrics measured over a run's timed window of steps
+WINDOW_METRICS = ("train_speed", "train_speed_median", "inference_speed", "cpu_per_wall", "achieved_tflops", "mfu",
+                  "ceiling_fraction", "gpu_power", "gpu_energy_per_image", "cpu_energy_per_image")
+
 # The marks of runs whose speed says less about the framework than about its surroundings: they waited
 # for their input, or other work shared their cores (dlbench.hardware.host), or their "nodes" were one machine.
 FLAGS = {"input_bound": Flag("input-bound", "input_wait", 0.05),
          "contended": Flag("contended", "contention_share", 0.10),
          "one_machine": Flag("nodes on one machine", "nodes_share_machine", 0.5),
-         "beats_ceiling": Flag("beats the ceiling", "ceiling_fraction", BEATS_CEILING, ("ceiling_fraction",))}
+         "beats_ceiling": Flag("beats the ceiling", "ceiling_fraction", BEATS_CEILING, ("ceiling_fraction",)),
+         # Its timed steps had not settled: a trend or a change point between their halves (dlbench.stats); it bears
+         # on what the timed window measures, not on the set-up before it or the latency calls after it
+         "not_steady": Flag("steps not steady", "unsteady_steps", 0.5, WINDOW_METRICS)}
 
 
 # A cell whose repetitions vary more than this (sd over mean) is marked: its mean is a rough one.
@@ -65,6 +86,13 @@ def caption_thresholds() -> dict[str, str]:
     return {"input_bound": percent(FLAGS["input_bound"].above), "contended": percent(FLAGS["contended"].above),
             "beats_ceiling": percent(FLAGS["beats_ceiling"].above - 1), "unsteady": percent(UNSTEADY)}
 
+def caption_statistics(statistics: dict) -> dict:
+    """The config's ``statistics`` (threshold, contended) and the words the captions print for them and for the
+    intervals' confidence (``95 %``, ``5 %``): the rules pass them to the captions and scripts as params."""
+    threshold = f"{statistics['threshold'] * 100:.3g} %"
+    return {**statistics, "confidence": percent(CONFIDENCE), "threshold_words": threshold}
+
+
 # The one place a metric is added. The thesis's three (speed, GPU memory, GPU power) first, ours then theirs: our
 # memory and power as peaks and over the timed window, theirs (seed 000's definitions) from the same samples.
 METRICS = {
@@ -72,8 +100,13 @@ METRICS = {
                           "images per second over the timed iterations (warm-up excluded), with the global batch, "
                           "from the training loop's own clock: each interval runs from one step's completion to "
                           "the next (accuracy runs: over all their epochs, the first steps included; profile runs: "
-                          "their steps without the profiler)", tasks=("train", "accuracy", "profile"), best="max",
-                          thesis="train_speed"),
+                          "their steps without the profiler; hatched beside it: the speed of the median step)",
+                          tasks=("train", "accuracy", "profile"), best="max", thesis="train_speed",
+                          beside="train_speed_median"),
+    "train_speed_median": Metric("timing", "images_per_second_median", "images/s",
+                                 "images per second of the median timed step (the batch over the median step time, "
+                                 "warm-up excluded): beside the window's speed, which a few slow steps pull down "
+                                 "and the median does not", tasks=("train",)),
     "inference_speed": Metric("timing", "images_per_second_mean", "images/s",
                               "images per second of forward passes without gradients at the case's batch size, "
                               "timed as training steps are (one batch in flight, warm-up excluded)",
@@ -144,14 +177,14 @@ METRICS = {
     "input_wait": Metric("timing", "input_wait_share", "share of timed time",
                          "the share of the timed iterations' time the training loop waited for its next batch "
                          f"(runs above {FLAGS['input_bound'].above:.0%} are marked input-bound)",
-                         tasks=("train", "accuracy"), steady=False),
+                         tasks=("train", "accuracy"), steady=False, log=False),
     "cpu_energy_per_image": Metric("power", "cpu_energy_per_image_j", "J/image",
                                    "CPU package and DRAM energy (RAPL) over the timed iterations divided by the "
                                    "images trained in them; the whole package's, other processes' work included",
                                    needs="rapl", best="min"),
     "test_accuracy": Metric("quality", "accuracy", "top-1",
                             "top-1 accuracy on the test split after the last epoch, scored from the framework's "
-                            "logits the same way in every framework", tasks=("accuracy",), flagged=False),
+                            "logits the same way in every framework", tasks=("accuracy",), flagged=False, log=False),
     "time_to_accuracy": Metric("quality", "time_to_accuracy_seconds", "s",
                                "seconds from the first training step to the end of the evaluation of the first epoch "
                                "whose test accuracy reached the case's target (training and evaluations)",
@@ -171,12 +204,12 @@ METRICS = {
                                                "seed 004's profiling overhead in seconds (its Figures 4-1 and 4-2): "
                                                "the whole profiled training's wall time less as many unprofiled "
                                                "steps' (below 0 where the profiler's cost is within the run's noise)",
-                                               tasks=("profile",), signed=True),
+                                               tasks=("profile",), signed=True, log=False),
     "unaccounted_share": Metric("profile", "unaccounted_share", "share of a profiled step",
                                 "the share of a profiled step's wall time that neither the layers' forward and "
                                 "backward times nor the optimizer's update account for (seed 004 found 38-54 %; "
                                 "below 0 where the framework's ops overlap)",
-                                tasks=("profile",), steady=False, signed=True),
+                                tasks=("profile",), steady=False, signed=True, log=False),
     "mfu": Metric("compute", "mfu", "fraction of peak",
                   "model FLOPs utilisation: achieved TFLOP/s over the peak of the run's devices from the hardware's "
                   "own numbers (GPU datasheets' dense rates; CPU cores × highest clock × FLOP per cycle), where "

@@ -25,7 +25,7 @@ from .formats import FRAMEWORK_FORMATS, WRITER_ENVIRONMENTS, damage_stamp, shard
 from .formats import MODULES as FORMATS
 from .hardware import node
 from .jobs import progress, scheduler, stages, summary
-from .metrics import METRICS, caption_thresholds, drawn
+from .metrics import METRICS, caption_statistics, caption_thresholds, drawn
 from .record import currency
 from .record.compute import processor
 from .registry import ENVIRONMENTS, FRAMEWORKS, REGISTRY
@@ -53,7 +53,7 @@ from .tasks import TASKS
 __all__ = [
     "CEILING", "ENVIRONMENTS", "FAMILIES", "FILE_FAMILIES", "FORMATS", "IMAGENET_LABEL", "INVALID", "METRICS",
     "NODE_FACTS", "RUN_RECORD", "SLURM_RESOURCES", "WILDCARDS", "WORKER_ENVIRONMENTS", "Plan", "build_threads",
-    "caption_thresholds",
+    "caption_statistics", "caption_thresholds",
     "case_key", "ceiling_device", "ceiling_of", "checked_conversion", "conda_file", "current_environment",
     "damage_stamps", "data_input", "datasets", "fetch_failed", "fetch_status", "files", "generated_archives",
     "gpu_count", "ilsvrc12", "launch", "node", "of_config", "parse_dataset_label", "progress", "record_current",

@@ -12,11 +12,22 @@ from ..tables import setting_order, settings
 from . import FRAMEWORK_COLOURS, framework_order, save, with_notes
 
 
+def interval_error(cell) -> list[list[float]] | None:
+    """A cell's 95 % interval as matplotlib's error bar below and above its estimate; none for one run."""
+    return None if pd.isna(cell["low"]) else [[cell["estimate"] - cell["low"]], [cell["high"] - cell["estimate"]]]
+
+
+def top(cell) -> float:
+    """Where a cell's bar and its error bar end."""
+    return cell["estimate"] if pd.isna(cell["high"]) else cell["high"]
+
+
 def bars(table: pd.DataFrame, dataset: str, network: str, metric: str, outputs: list[Path],
          hardware: Sequence[str] = ()) -> None:
     """Grouped bars of the appendix's cells of ``metric`` on a dataset and network: a group per device (and variant and
     task where there are several: tables.settings; targets in the order ``hardware`` names them), a bar per framework in
-    its colour; the cell's mean over its ok runs, error bars = sd. A cell with no value is marked in its slot with its
+    its colour; the cell's estimate over its ok runs, error bars its 95 % interval (dlbench.stats; none for a cell of
+    one run). A cell with no value is marked in its slot with its
     status, and the reasons are listed below the plot. A cell whose runs were input-bound, contended or unsteady is
     hatched and says so above its bar. Each bar's SVG id names its cell (``bar <framework> <setting>``)."""
     table = table[(table["dataset"] == dataset) & (table["network"] == network)
@@ -40,18 +51,17 @@ def bars(table: pd.DataFrame, dataset: str, network: str, metric: str, outputs: 
         x = slots.index(slot) - 0.4 + width * (frameworks.index(framework) + 0.5)
         if cell["n"]:
             own = width / 2 if beside else width
-            bar = ax.bar(x - (own / 2 if beside else 0), cell["mean"], own, capsize=3,
-                         yerr=None if pd.isna(cell["sd"]) else cell["sd"], color=FRAMEWORK_COLOURS[framework],
+            bar = ax.bar(x - (own / 2 if beside else 0), cell["estimate"], own, capsize=3,
+                         yerr=interval_error(cell), color=FRAMEWORK_COLOURS[framework],
                          label=framework, hatch="//" if cell["flags"] else None)
             bar.patches[0].set_gid(f"bar {framework} {slot}")
             partner = partners.loc[(framework, slot)] if beside and (framework, slot) in partners.index else None
             if partner is not None and partner["n"]:  # e.g. the allocator's peak beside the process's
-                extra = ax.bar(x + own / 2, partner["mean"], own, color=FRAMEWORK_COLOURS[framework], alpha=0.45,
-                               hatch="..", yerr=None if pd.isna(partner["sd"]) else partner["sd"], capsize=3)
+                extra = ax.bar(x + own / 2, partner["estimate"], own, color=FRAMEWORK_COLOURS[framework], alpha=0.45,
+                               hatch="..", yerr=interval_error(partner), capsize=3)
                 extra.patches[0].set_gid(f"beside {framework} {slot}")
             if cell["flags"]:  # the value says as much about the machine as about the framework
-                ax.annotate(cell["flags"].replace(", ", "\n"), (x, cell["mean"] + (0 if pd.isna(cell["sd"]) else
-                                                                                     cell["sd"])), xytext=(0, 3),
+                ax.annotate(cell["flags"].replace(", ", "\n"), (x, top(cell)), xytext=(0, 3),
                             textcoords="offset points", rotation=90, ha="center", va="bottom", fontsize=7,
                             color="darkorange", gid=f"flags {framework} {slot}")
         else:  # no bar, never a zero: the status where the bar would stand, in the framework's colour
@@ -72,5 +82,5 @@ def bars(table: pd.DataFrame, dataset: str, network: str, metric: str, outputs: 
     if not len(cells[cells["n"] > 0]):
         ax.set(yticks=[])
     elif (cells["flags"] != "").any():  # room above the bars for their flags
-        ax.set_ylim(top=(cells["mean"] + cells["sd"].fillna(0)).max() * 1.45)
+        ax.set_ylim(top=cells[cells["n"] > 0].apply(top, axis=1).max() * 1.45)
     save(fig, outputs)

@@ -1,9 +1,10 @@
 """Two result sets compared cell by cell: another machine, last month's run, another config.
 
-Per cell (dataset, network, framework, device, variant, task) and metric: each set's mean, spread and
-repetitions, the ratio B ÷ A, and whether the difference is significant (both sets have at least two ok
-runs and their ranges over the repetitions do not overlap). Cells only one set has are listed as such;
-a cell one set could not measure keeps that set's status and reason.
+Per cell (dataset, network, framework, device, variant, task) and metric: each set's estimate, 95 % interval and
+repetitions, the ratio B ÷ A with its 95 % interval, and the verdict (dlbench.stats.ratio: faster or slower where
+the interval excludes 1 and the ratio lies beyond the threshold, the same where the interval lies within it, else
+not resolved, with the repetitions that would resolve it). Cells only one set has are listed as such; a cell one set
+could not measure keeps that set's status and reason.
 """
 from __future__ import annotations
 
@@ -12,17 +13,19 @@ from pathlib import Path
 import matplotlib.ticker
 import pandas as pd
 
+from .. import stats
 from ..metrics import METRICS
 from ..record.io import load_records
-from ..tables import CELL_KEYS, markdown_table, ratio_words, read_runs
-from ..tables.appendix import appendix, measured
+from ..tables import CELL_KEYS, markdown_table, read_runs, verdict_columns
+from ..tables.appendix import appendix
 from ..tables.runs import runs_table
 from . import FRAMEWORK_COLOURS, save, with_notes
 
 SIDES = ("a", "b")
 KEYS = [key for key in CELL_KEYS if key != "machine"]  # two sets' cells are compared whatever they ran on
-FIELDS = ("machine", "mean", "sd", "n", "min", "max", "cell")
-COLUMNS = ["metric", "unit", *KEYS, *[f"{side}_{field}" for side in SIDES for field in FIELDS], "ratio", "significant",
+FIELDS = ("machine", "estimate", "low", "high", "n", "centre", "spread", "log", "cell")
+RATIO = ("ratio", "ratio_low", "ratio_high", "ratio_text", "verdict")
+COLUMNS = ["metric", "unit", *KEYS, *[f"{side}_{field}" for side in SIDES for field in FIELDS], *RATIO, "resolved",
            "in"]
 
 
@@ -37,61 +40,63 @@ def runs_of(results: Path) -> pd.DataFrame:
     return runs_table(load_records(records))
 
 
-def cells(runs: pd.DataFrame, metric: str, described: pd.DataFrame) -> pd.DataFrame:
-    """Per cell of ``metric``'s tasks: the mean, sd, n, min and max over its ok runs that measured it, and what
-    the cell says when none did (``described``: the runs' appendix, every metric's, made once per set)."""
-    runs = runs[runs["task"].isin(METRICS[metric].tasks)]
-    if not len(runs):
-        return pd.DataFrame(columns=[*CELL_KEYS, "mean", "sd", "n", "min", "max", "cell"])
-    stats = measured(runs, metric).groupby(CELL_KEYS)[metric].agg(["min", "max"])
-    texts = described.query("metric == @metric").set_index(CELL_KEYS)[["mean", "sd", "n", "cell"]]
-    return texts.join(stats).reset_index()
-
-
-def compare(a: pd.DataFrame, b: pd.DataFrame, metrics=tuple(METRICS)) -> pd.DataFrame:
-    """The runs of set A and of set B, cell by cell, for each of ``metrics`` either set has a value of."""
-    rows = []
-    described_a, described_b = appendix(a), appendix(b)
+def compare(a: pd.DataFrame, b: pd.DataFrame, metrics=tuple(METRICS), threshold: float = stats.THRESHOLD,
+            contended: str = "leave_out") -> pd.DataFrame:
+    """The runs of set A and of set B, cell by cell, for each of ``metrics`` either set has a value of: each set's
+    cells as its appendix makes them (``contended``: :func:`dlbench.tables.appendix.counted`), B's over A's with
+    its interval and verdict at ``threshold``; ``resolved``: the verdict is faster or slower (or higher, lower)."""
+    described_a, described_b = appendix(a, contended), appendix(b, contended)
+    out = []
     for metric in metrics:
-        joined = cells(a, metric, described_a).merge(cells(b, metric, described_b), on=KEYS, how="outer",
-                                                     suffixes=("_a", "_b"), indicator=True)
-        for row in joined.to_dict("records"):
-            if not (row["n_a"] > 0 or row["n_b"] > 0):
-                continue  # neither measured it (GPU power of CPU runs)
-            out = {"metric": metric, "unit": METRICS[metric].unit, **{key: row[key] for key in KEYS}}
-            for side in SIDES:
-                out.update({f"{side}_{field}": row[f"{field}_{side}"] for field in FIELDS[:-1]})
-                out[f"{side}_cell"] = row[f"cell_{side}"] if pd.notna(row[f"cell_{side}"]) else "not in this set"
-            out["ratio"] = out["b_mean"] / out["a_mean"]
-            out["significant"] = bool(out["a_n"] >= 2 and out["b_n"] >= 2
-                                      and (out["b_min"] > out["a_max"] or out["b_max"] < out["a_min"]))
-            out["in"] = {"both": "both", "left_only": "A only", "right_only": "B only"}[row["_merge"]]
-            rows.append(out)
-    return pd.DataFrame(rows, columns=COLUMNS)
+        sides = [described[described["metric"] == metric][[*KEYS, *FIELDS]] for described in (described_a,
+                                                                                               described_b)]
+        joined = sides[0].merge(sides[1], on=KEYS, how="outer", suffixes=("_a", "_b"), indicator=True)
+        joined = joined[(joined["n_a"] > 0) | (joined["n_b"] > 0)]  # neither measured it (GPU power of CPU runs)
+        if not len(joined):
+            continue
+        table = pd.DataFrame({"metric": metric, "unit": METRICS[metric].unit, **{key: joined[key] for key in KEYS}},
+                             index=joined.index)
+        for side in SIDES:
+            table = table.assign(**{f"{side}_{field}": joined[f"{field}_{side}"] for field in FIELDS})
+            table[f"{side}_cell"] = table[f"{side}_cell"].fillna("not in this set")
+            table[f"{side}_n"] = table[f"{side}_n"].fillna(0).astype(int)
+        ratios = [stats.ratio(*(_summary(row, side) for side in SIDES), threshold)
+                  for row in table.to_dict("records")]
+        table = table.assign(**verdict_columns(ratios, METRICS[metric].comparative),
+                             resolved=[r.verdict in (stats.HIGHER, stats.LOWER) for r in ratios],
+                             **{"in": joined["_merge"].map({"both": "both", "left_only": "A only",
+                                                            "right_only": "B only"}).astype(str)})
+        out.append(table)
+    return pd.concat(out, ignore_index=True)[COLUMNS] if out else pd.DataFrame(columns=COLUMNS)
 
 
-def markdown(compared: pd.DataFrame, label_a: str, label_b: str) -> str:
-    head = (f"# {label_b} (B) against {label_a} (A)\n\nRatio B ÷ A of the means over each cell's ok runs; "
-            "`significant`: both sets have at least two ok runs and their ranges (min-max over the repetitions) "
-            "do not overlap.\n\n")
-    shown = compared.assign(ratio=ratio_words(compared["ratio"]),
-                            significant=compared["significant"].map({True: "yes", False: ""}))
-    shown = shown[["metric", *KEYS, "a_machine", "a_cell", "b_machine", "b_cell", "ratio", "significant", "in"]].rename(
-        columns={"a_cell": f"A: {label_a}", "b_cell": f"B: {label_b}", "a_machine": "A's machine",
-                 "b_machine": "B's machine"})
+def _summary(row: dict, side: str) -> stats.Summary:
+    n = int(row[f"{side}_n"])
+    return stats.Summary(n, row[f"{side}_centre"], row[f"{side}_spread"], bool(row[f"{side}_log"]) if n else False)
+
+
+def markdown(compared: pd.DataFrame, label_a: str, label_b: str, threshold: float = stats.THRESHOLD) -> str:
+    head = (f"# {label_b} (B) against {label_a} (A)\n\nRatio B ÷ A of each cell's estimates with its 95 % "
+            f"interval, and the verdict (docs/statistics.md): faster or slower where the interval excludes 1 and the "
+            f"ratio lies beyond {threshold:.0%}, the same where the interval lies within ±{threshold:.0%}, else "
+            f"not resolved, with the runs per set that would resolve it.\n\n")
+    shown = compared[["metric", *KEYS, "a_machine", "a_cell", "b_machine", "b_cell", "ratio_text", "verdict",
+                      "in"]].rename(columns={"a_cell": f"A: {label_a}", "b_cell": f"B: {label_b}",
+                                             "a_machine": "A's machine", "b_machine": "B's machine",
+                                             "ratio_text": "B ÷ A [95 % CI]"})
     return head + (markdown_table(shown) if len(shown) else "The two sets have no metric in common.") + "\n"
 
 
 def write(a_dir: Path, b_dir: Path, out_dir: Path, label_a: str | None = None, label_b: str | None = None,
-          metric: str = "train_speed") -> list[Path]:
+          metric: str = "train_speed", threshold: float = stats.THRESHOLD, contended: str = "leave_out") -> list[Path]:
     """The comparison's table (CSV, Markdown) and a figure of ``metric``'s ratios into ``out_dir``."""
     label_a, label_b = label_a or set_name(a_dir), label_b or set_name(b_dir)
-    compared = compare(runs_of(a_dir), runs_of(b_dir))
+    compared = compare(runs_of(a_dir), runs_of(b_dir), threshold=threshold, contended=contended)
     out_dir.mkdir(parents=True, exist_ok=True)
     outputs = [out_dir / "comparison.csv", out_dir / "comparison.md", out_dir / f"comparison_{metric}.png",
                out_dir / f"comparison_{metric}.svg"]
     compared.to_csv(outputs[0], index=False)
-    outputs[1].write_text(markdown(compared, label_a, label_b))
+    outputs[1].write_text(markdown(compared, label_a, label_b, threshold))
     comparison_figure(compared[compared["metric"] == metric], label_a, label_b, outputs[2:])
     return outputs
 
@@ -104,9 +109,8 @@ def set_name(results: Path) -> str:
 
 def comparison_figure(compared: pd.DataFrame, label_a: str, label_b: str, outputs: list[Path]) -> None:
     """One metric of two result sets (dlbench.figures.compare): a bar per cell both measured, its ratio B ÷ A on a log
-    axis, the range of the ratio over the repetitions as error bars (B's min over A's max to B's max over A's
-    min), in its framework's colour; significant differences solid and starred, the others faint. Cells only
-    one set measured are listed below."""
+    axis, its 95 % interval as error bars (none where a set has one run), in its framework's colour; resolved
+    differences solid and starred, the others faint. Cells only one set measured are listed below."""
     both = compared.dropna(subset=["ratio"]).sort_values(["dataset", "network", "device", "variant", "task",
                                                           "framework"], ignore_index=True)
     one_side = compared[compared["ratio"].isna()]
@@ -116,13 +120,14 @@ def comparison_figure(compared: pd.DataFrame, label_a: str, label_b: str, output
     fig, (ax,) = with_notes(8, max(2.5, 0.28 * len(both) + 1.5), notes[:30] + (
         [f"... and {len(notes) - 30} more (comparison.csv)"] if len(notes) > 30 else []))
     for y, row in both.iterrows():
-        low, high = row["b_min"] / row["a_max"], row["b_max"] / row["a_min"]
+        bounds = not pd.isna(row["ratio_low"])
         ax.barh(y, row["ratio"] - 1, left=1, height=0.6, color=FRAMEWORK_COLOURS.get(row["framework"], "gray"),
-                alpha=1.0 if row["significant"] else 0.4, xerr=[[row["ratio"] - low], [high - row["ratio"]]],
+                alpha=1.0 if row["resolved"] else 0.4,
+                xerr=[[row["ratio"] - row["ratio_low"]], [row["ratio_high"] - row["ratio"]]] if bounds else None,
                 capsize=2, gid=f"ratio {row['framework']} {row['dataset']} {row['network']} {row['device']} "
                                f"{row['variant']} {row['task']}")
-        if row["significant"]:
-            ax.annotate("*", (high, y), xytext=(3, 0), textcoords="offset points", va="center")
+        if row["resolved"]:
+            ax.annotate("*", (row["ratio_high"], y), xytext=(3, 0), textcoords="offset points", va="center")
     if len(both):
         ax.set_yticks(range(len(both)), [f"{r.dataset} / {r.network} / {r.framework} / {r.device}"
                                          + ("" if r.variant == "fp32" else f" {r.variant}")
@@ -140,5 +145,5 @@ def comparison_figure(compared: pd.DataFrame, label_a: str, label_b: str, output
         ax.text(0.5, 0.5, "no cell was measured in both sets", ha="center", va="center", transform=ax.transAxes)
         ax.set(yticks=[])
     ax.set(title=f"{metric.replace('_', ' ')}: {label_b} (B) over {label_a} (A)",
-           xlabel="B ÷ A (1: the same; * significant: the ranges over the repetitions do not overlap)")
+           xlabel="B ÷ A with its 95 % interval (* resolved: the interval excludes 1, the ratio beyond the threshold)")
     save(fig, outputs)

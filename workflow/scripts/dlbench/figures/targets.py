@@ -12,8 +12,9 @@ from . import FRAMEWORK_COLOURS, framework_order, save, with_notes
 
 def targets_figure(speedups: pd.DataFrame, outputs: list[Path]) -> None:
     """A panel per pair of targets, metric and device, in :data:`FASTER_BY`'s order of metrics: a group per dataset
-    and network, a bar per framework in its colour, labelled with its speed-up; 1 (as fast) is the black line. A
-    machine of several in a target is named on its panel."""
+    and network, a bar per framework in its colour, labelled with its speed-up, its 95 % interval as error bars
+    (none where a side has one run), faint where the verdict is not faster or slower; 1 (as fast) is the black line.
+    A machine of several in a target is named on its panel."""
     shown = speedups.assign(panel=speedups["target"] + " over " + speedups["baseline"] + ", " + speedups["device"]
                             + ": " + speedups["metric"].str.replace("_", " ") + " (by " + speedups["metric"].map(
                                 lambda metric: "speed" if METRICS[metric].best == "max" else "time") + ")")
@@ -33,10 +34,13 @@ def targets_figure(speedups: pd.DataFrame, outputs: list[Path]) -> None:
         width = 0.8 / len(frameworks)
         for row in bars.itertuples():
             x = groups.index(f"{row.dataset}\n{row.network}") - 0.4 + width * (frameworks.index(row.framework) + 0.5)
+            bounds = None if pd.isna(row.speedup_low) else [[row.speedup - row.speedup_low],
+                                                            [row.speedup_high - row.speedup]]
             ax.bar(x, row.speedup, width, color=FRAMEWORK_COLOURS[row.framework], label=row.framework,
+                   yerr=bounds, capsize=2, alpha=1.0 if row.verdict in ("faster", "slower") else 0.4,
                    gid=f"speedup {row.framework} {row.dataset} {row.network} {row.metric} {row.target} {row.baseline}")
-            ax.annotate(f"×{row.speedup:.3g}", (x, row.speedup), xytext=(0, 2), textcoords="offset points",
-                        ha="center", fontsize=6)
+            ax.annotate(f"×{row.speedup:.3g}", (x, row.speedup if bounds is None else row.speedup_high),
+                        xytext=(0, 2), textcoords="offset points", ha="center", fontsize=6)
         ax.axhline(1, color="black", linewidth=0.8)
         handles = dict(zip(*reversed(ax.get_legend_handles_labels())))
         ax.legend([handles[f] for f in frameworks], frameworks, fontsize=7, loc="lower right")

@@ -1,9 +1,9 @@
 """The tables: one route from run records to numbers. The records become runs.csv (:mod:`.runs`), runs.csv
-becomes the appendix (:mod:`.appendix`: every metric's cells, mean ± sd), and the tables of cells (api_cost,
-accuracy, thesis) and the figures of cells (bars, heatmaps, scaling) read their numbers from the appendix (a cell's
-bar figures make their cell's rows of it from its records with the same two functions, so that rebuilding one waits
-for no other run). The tables and figures of a record's own series read the records: the layers table and its two
-figures (a profile run's steps), the iteration times and the accuracy curve.
+becomes the appendix (:mod:`.appendix`: every metric's cells, an estimate and its interval), and the tables of
+cells (api_cost, accuracy, thesis) and the figures of cells (bars, heatmaps, scaling) read their numbers from the
+appendix (a cell's bar figures make their cell's rows of it from its records with the same two functions, so that
+rebuilding one waits for no other run). The tables and figures of a record's own series read the records: the
+layers table and its two figures (a profile run's steps), the iteration times and the accuracy curve.
 
 Aggregation only reads records; it never writes beside them.
 """
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..metrics import METRICS
+from .. import stats
+from ..metrics import FLAGS, METRICS
 from ..spec import PRECISIONS, parse_variant
 from ..tasks import TASKS
 
@@ -39,6 +40,27 @@ def decimals(value: float) -> int:
 def ratio_words(ratios: pd.Series) -> list[str]:
     """Ratios as a table prints them: ``×1.23``, a dash where there is none."""
     return ["—" if pd.isna(value) else f"×{value:.3g}" for value in ratios]
+
+
+def summary(cell) -> stats.Summary:
+    """An appendix row's values as dlbench.stats summarises them (its n, centre, spread and scale)."""
+    n = int(cell["n"])
+    return stats.Summary(n, float(cell["centre"]), float(cell["spread"]), bool(cell["log"]) if n else False)
+
+
+def compared(baseline, cell, threshold: float = stats.THRESHOLD) -> stats.Ratio:
+    """Appendix row ``cell`` over appendix row ``baseline``: the ratio of their estimates, its 95 % interval and
+    verdict (:func:`dlbench.stats.ratio`)."""
+    return stats.ratio(summary(baseline), summary(cell), threshold)
+
+
+def verdict_columns(ratios: Sequence[stats.Ratio], words: tuple[str, str] = (stats.HIGHER, stats.LOWER)
+                    ) -> dict[str, list]:
+    """A table's columns for its ratios: each ratio, its interval's bounds, the ratio as text and the verdict in
+    ``words`` for above and below 1 (faster, slower: Metric.comparative), else the same, or not resolved and why."""
+    return {"ratio": [r.value for r in ratios], "ratio_low": [r.low for r in ratios],
+            "ratio_high": [r.high for r in ratios], "ratio_text": [r.text() for r in ratios],
+            "verdict": [r.words(*words) for r in ratios]}
 
 
 def several_machines(table: pd.DataFrame) -> bool:
@@ -117,7 +139,11 @@ def read_runs(runs_csv: Path) -> pd.DataFrame:
     for key, before_0_26 in (("hardware", ""), ("machine", NOT_RECORDED)):  # no target, no machine named
         if key not in runs:
             runs.insert(RUN_KEYS.index(key), key, before_0_26)
-    return runs
+    older = {**{metric: float("nan") for metric in METRICS if metric not in runs},  # an older dlbench's table
+             **{f"{metric}_reason": "not measured by the older dlbench that wrote this table" for metric in METRICS
+                if f"{metric}_reason" not in runs},
+             **{flag: False for flag in FLAGS if flag not in runs}}
+    return runs.assign(**older) if older else runs
 
 
 def read_appendix(appendix_csv: Path) -> pd.DataFrame:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import CELL_KEYS, decimals, markdown_table, read_appendix, read_runs, target_rank
+from .appendix import CELL_WORDS
 
 # Seed 003's published P100 and K80 results, set beside the accuracy runs of its cases
 SEED_003 = Path(__file__).parents[3] / "resources" / "seed003_published.csv"
@@ -86,4 +87,4 @@ def write_accuracy(runs_csv: Path, appendix_csv: Path, csv_out: Path, md_out: Pa
         wide = seed003_layout(appendix, metric, hardware)
         if len(wide):
             text += f"\n\n## {heading}, in seed 003's layout (mean over repetitions)\n\n" + markdown_table(wide)
-    md_out.write_text("# Accuracy and time to accuracy (mean ± sd over repetitions)\n\n" + text + "\n")
+    md_out.write_text(f"# Accuracy and time to accuracy ({CELL_WORDS})\n\n" + text + "\n")

@@ -1,14 +1,16 @@
 """The API-cost table, from the appendix."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
 
+from .. import stats
 from ..metrics import METRICS
 from ..registry import REGISTRY as FRAMEWORKS
 from ..spec import parse_variant, variant_label
-from . import CELL_KEYS, decimals, markdown_table, read_appendix, read_runs
+from . import CELL_KEYS, decimals, markdown_table, read_appendix, read_runs, summary, verdict_columns
 
 # The API-cost table's columns, (metric, task): what a higher-level API or runtime costs over the framework
 # it runs on (seed 002's question, answered for today), and where a run's time goes beside its loop's
@@ -18,7 +20,7 @@ API_COST_COLUMNS = (("latency_p50", "inference"), ("latency_p99", "inference"), 
                     ("first_step_time", "train"))
 
 
-# Seed 001's charts: milliseconds per step of training and of inference, the batch over the cell's mean speed
+# Seed 001's charts: milliseconds per step of training and of inference, the batch over the cell's speed
 STEP_MS_COLUMNS = {"train": "train_speed", "inference": "inference_speed"}
 
 
@@ -33,21 +35,19 @@ def peer_setting(setting: tuple) -> tuple:
     return tuple({**values, "variant": variant_label(precision, compiled, batch)}.values())
 
 
-def api_cost(table: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """From the appendix's long table: per dataset, network, device and variant, each framework's mean of
+def api_cost(table: pd.DataFrame, runs: pd.DataFrame | None = None, threshold: float = stats.THRESHOLD
+             ) -> pd.DataFrame:
+    """From the appendix's long table: per dataset, network, device and variant, each framework's estimate of
     every API_COST_COLUMNS column it measured and, for a framework that runs on another (the registry's
-    ``runs_on``: Keras on its backend, ONNX Runtime on PyTorch's export), that mean over the other's (Keras's fit
-    over its backend's own loop: :func:`peer_setting`). With ``runs`` (runs.csv, which has each run's batch): the
-    milliseconds per training and inference step (:data:`STEP_MS_COLUMNS`), as seed 001's charts give them."""
-    means = table.set_index([*SETTING_KEYS, "framework", "metric", "task"])["mean"]
-    if runs is not None:  # 1000 x batch / images per second: each cell's step from its mean speed
-        batches = runs.groupby([*SETTING_KEYS, "framework", "task"])["batch_size_global"].first()
-        for task, metric in STEP_MS_COLUMNS.items():
-            speeds = means[(means.index.get_level_values("metric") == metric)
-                           & (means.index.get_level_values("task") == task)]
-            batch = [batches.get((*key[:-2], key[-1]), float("nan")) for key in speeds.index]
-            steps = (1000 * pd.Series(batch, index=speeds.index) / speeds).rename(index={metric: "step_ms"})
-            means = pd.concat([means, steps])
+    ``runs_on``: Keras on its backend, ONNX Runtime on PyTorch's export), that estimate over the other's with the
+    ratio's 95 % interval and verdict at ``threshold`` (``<column> ratio``, ``ratio_low``, ``ratio_high``,
+    ``verdict``: dlbench.stats.ratio; Keras's fit over its backend's own loop: :func:`peer_setting`). With ``runs``
+    (runs.csv, which has each run's batch): the milliseconds per training and inference step
+    (:data:`STEP_MS_COLUMNS`), as seed 001's charts give them."""
+    cells = {key: summary(cell) for key, cell in table.set_index([*SETTING_KEYS, "framework", "metric", "task"])
+             .iterrows() if cell["n"]}
+    if runs is not None:
+        cells.update(_steps(cells, runs))
     order = list(FRAMEWORKS)
 
     def beside_its_peer(framework: str) -> tuple:  # each native framework, then those that run on it
@@ -59,10 +59,14 @@ def api_cost(table: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFr
             peer = FRAMEWORKS[framework].runs_on
             row = dict(zip(SETTING_KEYS, setting), framework=framework, runs_on=peer)
             for metric, task in [*API_COST_COLUMNS, *(("step_ms", task) for task in STEP_MS_COLUMNS)]:
-                mean = means.get((*setting, framework, metric, task), float("nan"))
-                row[f"{metric} {task}"] = mean
-                row[f"{metric} {task} ratio"] = mean / means.get((*peer_setting(setting), peer, metric, task),
-                                                                 float("nan"))
+                own = cells.get((*setting, framework, metric, task))
+                row[f"{metric} {task}"] = own.estimate if own else float("nan")
+                theirs = cells.get((*peer_setting(setting), peer, metric, task))
+                if own and theirs:
+                    found = stats.ratio(theirs, own, threshold)
+                    words = METRICS[metric].comparative if metric in METRICS else ("slower", "faster")
+                    row.update({f"{metric} {task} {column}": values[0] for column, values in
+                                verdict_columns([found], words).items()})
             rows.append(row)
     keys = [*SETTING_KEYS, "framework", "runs_on"]
     out = pd.DataFrame(rows) if rows else pd.DataFrame(columns=keys)
@@ -70,22 +74,41 @@ def api_cost(table: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFr
     return out.drop(columns=unmeasured)
 
 
+def _steps(cells: dict, runs: pd.DataFrame) -> dict:
+    """Each speed cell's milliseconds per step, 1000 x batch / images per second, as a cell of its own: on the log
+    scale its runs' spread is the speed's, its centre the batch's log less the speed's."""
+    batches = runs.groupby([*SETTING_KEYS, "framework", "task"])["batch_size_global"].first()
+    steps = {}
+    for task, metric in STEP_MS_COLUMNS.items():
+        for key, speed in cells.items():
+            batch = batches.get((*key[:-2], key[-1]))
+            if key[-2:] == (metric, task) and speed.log and batch and pd.notna(batch):
+                steps[(*key[:-2], "step_ms", task)] = stats.Summary(speed.n, math.log(1000 * batch) - speed.centre,
+                                                                    speed.spread, True)
+    return steps
+
+
 def api_cost_markdown(cost: pd.DataFrame) -> str:
-    """The API-cost table for a reader: one row per framework, each value with its ratio (×) where it has one."""
+    """The API-cost table for a reader: one row per framework, each value with its ratio over the framework it runs
+    on, that ratio's 95 % interval and verdict, where it has one."""
     columns = [f"{metric} {task}" for metric, task in [*(("step_ms", task) for task in STEP_MS_COLUMNS),
                                                        *API_COST_COLUMNS] if f"{metric} {task}" in cost]
     shown = cost[[*SETTING_KEYS, "framework", "runs_on"]].fillna({"runs_on": "—"})
+    nothing = pd.Series("", index=cost.index)
     for column in columns:
         metric, task = column.split()
         label = f"ms per {task} step" if metric == "step_ms" else f"{column} ({METRICS[metric].unit})"
-        ratios = cost.get(f"{column} ratio", pd.Series(float("nan"), index=cost.index))
+        ratios, verdicts = (cost.get(f"{column} {part}", nothing).fillna("") for part in ("ratio_text", "verdict"))
         shown[label] = [
-            "—" if pd.isna(value) else f"{value:,.{decimals(value)}f}" + ("" if pd.isna(ratio) else f" (×{ratio:.2f})")
-            for value, ratio in zip(cost[column], ratios)]
-    return ("# What an API costs, and where a run's time goes\n\n" + markdown_table(shown) + "\n")
+            "—" if pd.isna(value) else f"{value:,.{decimals(value)}f}" + (f" ({ratio}, {verdict})" if ratio else "")
+            for value, ratio, verdict in zip(cost[column], ratios, verdicts)]
+    return ("# What an API costs, and where a run's time goes\n\nEach value is its cell's estimate; beside it, "
+            "its ratio over the framework it runs on, the ratio's 95 % interval and verdict (docs/statistics.md)."
+            "\n\n" + markdown_table(shown) + "\n")
 
 
-def write_api_cost(appendix_csv: Path, runs_csv: Path, csv_out: Path, md_out: Path) -> None:
-    cost = api_cost(read_appendix(appendix_csv), read_runs(runs_csv))
+def write_api_cost(appendix_csv: Path, runs_csv: Path, csv_out: Path, md_out: Path,
+                   threshold: float = stats.THRESHOLD) -> None:
+    cost = api_cost(read_appendix(appendix_csv), read_runs(runs_csv), threshold)
     cost.to_csv(csv_out, index=False)
     md_out.write_text(api_cost_markdown(cost))

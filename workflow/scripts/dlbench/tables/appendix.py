@@ -1,5 +1,5 @@
-"""runs.csv -> the Appendix-A-style table (mean ± sd over repetitions), long and wide, and the scaling
-that the figures draw from it."""
+"""runs.csv -> the Appendix-A-style table (each cell's estimate and 95 % interval over its repetitions:
+dlbench.stats), long and wide, and the scaling that the figures draw from it."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -7,9 +7,24 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import stats
 from ..metrics import FLAGS, METRICS, UNSTEADY
 from ..spec import gpu_count, parse_device
-from . import CELL_KEYS, decimals, markdown_table, placements, read_runs, setting_order, settings, target_rank
+from . import (
+    CELL_KEYS,
+    compared,
+    decimals,
+    markdown_table,
+    placements,
+    read_runs,
+    setting_order,
+    settings,
+    target_rank,
+    verdict_columns,
+)
+
+# What a cell's text is, as the tables' titles say it
+CELL_WORDS = "estimate [95 % confidence interval] over repetitions"
 
 # What a speed-up holds fixed: the same framework's network on one dataset, in one precision
 SPEEDUP_KEYS = ["dataset", "network", "framework", "variant"]
@@ -30,38 +45,68 @@ def measured(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     return runs[(runs["status"] == "ok") & runs[metric].notna()]
 
 
-def appendix(runs: pd.DataFrame) -> pd.DataFrame:
-    """Long table: metric × dataset × network × framework × device, mean, sd, n (the ok runs that
-    measured it), and the cell text."""
+# What statistics.contended may say: whether a cell's contended runs count in its estimate
+CONTENDED = ("leave_out", "keep")
+
+
+def counted(runs: pd.DataFrame, metric: str, contended: str = "leave_out") -> tuple[pd.DataFrame, int]:
+    """The measured runs (:func:`measured`) whose values make the cell's estimate, and how many were left out: a
+    run flagged contended measured the other work beside it, so with ``leave_out`` it is left out wherever two or
+    more clean runs remain (an interval needs two); with ``keep``, or too few clean ones, every run counts."""
+    if contended not in CONTENDED:
+        raise ValueError(f"statistics.contended: {contended!r} is not one of {', '.join(CONTENDED)}")
+    values = measured(runs, metric)
+    if contended == "keep" or not METRICS[metric].flagged:
+        return values, 0
+    clean = values[~values["contended"].astype(bool)]
+    return (clean, len(values) - len(clean)) if 2 <= len(clean) < len(values) else (values, 0)
+
+
+COLUMNS = ["metric", "unit", *CELL_KEYS, "n", "runs", "left_out", "estimate", "low", "high", "mean", "sd", "cv",
+           "centre", "spread", "log", "cell", "flags"]
+
+
+def appendix(runs: pd.DataFrame, contended: str = "leave_out") -> pd.DataFrame:
+    """Long table: metric × dataset × network × framework × device; n, the ok runs that measured it and count
+    (:func:`counted`; ``left_out``, those that do not); the estimate and its 95 % interval (dlbench.stats: the
+    geometric mean on a metric's log scale), the descriptive mean, sd and cv, the summary a ratio needs (``centre``,
+    ``spread``, ``log``: :func:`dlbench.tables.summary`), and the cell text."""
     out = []
     for metric, definition in METRICS.items():
         for cell, group in runs[runs["task"].isin(definition.tasks)].groupby(CELL_KEYS, sort=True):
-            values = measured(group, metric)[metric].astype(float)
-            row = dict(zip(CELL_KEYS, cell), metric=metric, unit=definition.unit, n=len(values), runs=len(group))
+            kept, left_out = counted(group, metric, contended)
+            values = kept[metric].astype(float)
+            row = dict(zip(CELL_KEYS, cell), metric=metric, unit=definition.unit, n=len(values), runs=len(group),
+                       left_out=left_out)
             if len(values):
+                summary = stats.summarise(values, definition.log)
+                row["low"], row["high"] = stats.interval(summary)
+                row.update(estimate=summary.estimate, centre=summary.centre, spread=summary.spread, log=summary.log)
                 row["mean"], row["sd"] = values.mean(), values.std(ddof=1) if len(values) > 1 else float("nan")
                 row["cv"] = row["sd"] / abs(row["mean"]) if row["mean"] else float("nan")
                 unsteady = f"cv > {UNSTEADY:.0%}" if definition.steady and row["cv"] > UNSTEADY else ""
-                flagged = flag_text(group, metric) if definition.flagged else ""
+                left = measured(group, metric).index.difference(kept.index)  # their flags are not the estimate's
+                flagged = flag_text(group.drop(index=left), metric) if definition.flagged else ""
                 row["flags"] = ", ".join(mark for mark in (flagged, unsteady) if mark)
-                row["cell"] = _format(row["mean"], row["sd"], row["cv"], len(values), group) + (
-                    f" [{row['flags']}]" if row["flags"] else "")
+                row["cell"] = _format(row, group) + (f" [{row['flags']}]" if row["flags"] else "")
             else:
-                row["mean"] = row["sd"] = row["cv"] = float("nan")
                 row["flags"], row["cell"] = "", _why_missing(group, metric)
             out.append(row)
-    return pd.DataFrame(out, columns=["metric", "unit", *CELL_KEYS, "n", "runs", "mean", "sd", "cv", "cell", "flags"])
+    return pd.DataFrame(out, columns=COLUMNS)
 
 
-def _format(mean: float, sd: float, cv: float, n: int, group: pd.DataFrame) -> str:
-    """``1,234 ± 56 (n=3, cv 4.5%)``: the number of runs always, of how many where some did not count."""
-    digits = decimals(mean)
-    spread = "" if pd.isna(sd) else f" ± {sd:,.{digits}f}"
+def _format(row: dict, group: pd.DataFrame) -> str:
+    """``1,234 [1,180, 1,290] (n=3, cv 4.5%)``: the estimate and its 95 % interval (a cell of one run says it has
+    none), the number of runs always, of how many where some did not count, and why not."""
+    digits = decimals(row["estimate"])
+    bounds = "" if pd.isna(row["low"]) else f" [{row['low']:,.{digits}f}, {row['high']:,.{digits}f}]"
     others = group["status"][group["status"] != "ok"].value_counts()
     not_counted = "".join(f", {count} {status}" for status, count in sorted(others.items()))
-    missing = "" if n == len(group) else f" of {len(group)}{not_counted}"
-    variation = "" if pd.isna(cv) else f", cv {cv:.1%}"
-    return f"{mean:,.{digits}f}{spread} (n={n}{missing}{variation})"
+    if row["left_out"]:
+        not_counted += f", {row['left_out']} contended left out"
+    missing = "" if row["n"] == len(group) else f" of {len(group)}{not_counted}"
+    variation = ", no interval" if row["n"] == 1 else "" if pd.isna(row["cv"]) else f", cv {row['cv']:.1%}"
+    return f"{row['estimate']:,.{digits}f}{bounds} (n={row['n']}{missing}{variation})"
 
 
 def _why_missing(group: pd.DataFrame, metric: str) -> str:
@@ -90,13 +135,14 @@ def appendix_wide(table: pd.DataFrame, hardware: Sequence[str] = ()) -> pd.DataF
     return wide.reset_index()
 
 
-def write_appendix(runs_csv: Path, csv_out: Path, md_out: Path, tex_out: Path, hardware: Sequence[str] = ()) -> None:
-    table = appendix(read_runs(runs_csv))
+def write_appendix(runs_csv: Path, csv_out: Path, md_out: Path, tex_out: Path, hardware: Sequence[str] = (),
+                   contended: str = "leave_out") -> None:
+    table = appendix(read_runs(runs_csv), contended)
     table.to_csv(csv_out, index=False)
     wide = appendix_wide(table, hardware)
-    md_out.write_text("# Benchmark results (mean ± sd over repetitions)\n\n" + markdown_table(wide) + "\n")
+    md_out.write_text(f"# Benchmark results ({CELL_WORDS})\n\n" + markdown_table(wide) + "\n")
     tex_out.write_text(wide.to_latex(index=False, longtable=True, escape=True,
-                                     caption="Benchmark results: mean ± sd over repetitions (n = repetitions).",
+                                     caption=f"Benchmark results: {CELL_WORDS} (n = repetitions).",
                                      label="tab:appendix"))
 
 
@@ -115,13 +161,23 @@ def training_speeds(table: pd.DataFrame) -> pd.DataFrame:
 
 
 SPEEDUP_COLUMNS = [*SPEEDUP_KEYS, "hardware", "machine", "device", "placement", "baseline", "devices", "speedup",
-                   "efficiency", "flags"]
+                   "speedup_low", "speedup_high", "speedup_text", "verdict", "efficiency", "flags"]
 
 
-def scaling(table: pd.DataFrame) -> pd.DataFrame:
+def speedup(baseline: dict, cell: dict, devices: int, threshold: float) -> dict:
+    """A speed-up row: ``cell`` over ``baseline`` with its 95 % interval and verdict (faster, slower, the same, not
+    resolved: dlbench.stats.ratio at ``threshold``), and its efficiency (the speed-up ÷ ``devices``; none for one)."""
+    found = compared(baseline, cell, threshold)
+    columns = {name.replace("ratio", "speedup"): values[0]
+               for name, values in verdict_columns([found], ("faster", "slower")).items()}
+    return {**cell, "baseline": baseline["placement"], "devices": devices, **columns,
+            "efficiency": found.value / devices if devices > 1 else float("nan")}
+
+
+def scaling(table: pd.DataFrame, threshold: float = stats.THRESHOLD) -> pd.DataFrame:
     """From the appendix's long table, each training cell on several devices against the same framework's cell
-    on one of the same target and machine (the thesis's 2 GPUs ÷ 1 GPU): the speed-up and the efficiency
-    (speed-up ÷ devices)."""
+    on one of the same target and machine (the thesis's 2 GPUs ÷ 1 GPU): the speed-up with its interval and verdict
+    (:func:`speedup`) and the efficiency (speed-up ÷ devices)."""
     speed = training_speeds(table)
     one = speed.set_index([*SPEEDUP_KEYS, "hardware", "machine", "device"])
     rows = []
@@ -129,13 +185,12 @@ def scaling(table: pd.DataFrame) -> pd.DataFrame:
         baseline, devices = scale(cell["device"])
         key = (*(cell[k] for k in SPEEDUP_KEYS), cell["hardware"], cell["machine"], baseline)
         if devices > 1 and key in one.index:
-            speedup = cell["mean"] / one.at[key, "mean"]
-            rows.append({**cell, "baseline": one.at[key, "placement"], "devices": devices, "speedup": speedup,
-                         "efficiency": speedup / devices})
+            rows.append(speedup(one.loc[key].to_dict(), cell, devices, threshold))
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
 
 
-def gpu_over_cpu(table: pd.DataFrame, hardware: Sequence[str] = ()) -> pd.DataFrame:
+def gpu_over_cpu(table: pd.DataFrame, hardware: Sequence[str] = (), threshold: float = stats.THRESHOLD
+                 ) -> pd.DataFrame:
     """From the appendix's long table, each training cell on one GPU against the same framework's cell on one CPU
     process (the thesis's "20x-30x from CPU to GPU"): its own target's CPU where that ran it, else the first
     target's (in the order ``hardware`` names them, then by name) that did. The baseline column names it."""
@@ -148,6 +203,5 @@ def gpu_over_cpu(table: pd.DataFrame, hardware: Sequence[str] = ()) -> pd.DataFr
             continue
         base = min(cpus.get_group(key).to_dict("records"), key=lambda cpu: (
             cpu["hardware"] != cell["hardware"], target_rank(cpu["hardware"], hardware)))
-        rows.append({**cell, "baseline": base["placement"], "devices": 1, "speedup": cell["mean"] / base["mean"],
-                     "efficiency": float("nan")})
+        rows.append(speedup(base, cell, 1, threshold))
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)

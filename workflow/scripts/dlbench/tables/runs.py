@@ -6,6 +6,7 @@ from collections import Counter
 
 import pandas as pd
 
+from .. import stats
 from ..metrics import FLAGS, METRICS
 from ..registry import REGISTRY
 from ..spec import gpu_count, run_variant
@@ -114,6 +115,7 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
             reason = block.get("reasons", {}).get(field) or (
                 "not measured by the older dlbench that wrote this record" if unrecorded else "")
             row[f"{metric}_reason"] = first_line(reason) if row[metric] is None else ""
+        row.update(step_steadiness(record))
         row.update(flags(row))
         rows.append(row)
     columns = RUN_KEYS + ["status", "reason"]
@@ -133,6 +135,22 @@ def _with_unknown_machines_placed(table: pd.DataFrame) -> pd.Series:
         machines = known.get(tuple(row[cell]), [])
         return machines[0] if len(machines) == 1 else "unknown"
     return table.apply(placed, axis=1) if len(table) else table["machine"]
+
+
+# The tasks whose timed steps follow a warm-up and should have settled (an accuracy run's include its first steps)
+SETTLING_TASKS = ("train", "inference", "profile")
+
+
+def step_steadiness(record: dict) -> dict:
+    """Whether an ok run's timed steps (warm-up excluded) had settled (dlbench.stats.steady_state): the median
+    step's shift from their first half to their second, and ``unsteady_steps`` 1 where they had not, 0 where they
+    had; both None where the run is not ok, its task's steps include its first, or it timed too few to judge."""
+    run = record["run"]
+    judged = stats.steady_state(record["timing"]["iteration_seconds"][run["warmup_iterations"]:]) \
+        if record["status"] == "ok" and run["task"] in SETTLING_TASKS else None
+    if judged is None or judged.steady is None:
+        return {"steady_shift": None, "unsteady_steps": None}
+    return {"steady_shift": judged.shift, "unsteady_steps": float(not judged.steady)}
 
 
 def flags(row: dict) -> dict:

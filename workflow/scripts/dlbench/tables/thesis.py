@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import stats
 from ..config import FIGURE_4_5
 from ..hardware.gpu import IDLE_SAMPLE_SECONDS
 from ..metrics import METRICS
@@ -86,8 +87,10 @@ def setup_difference_rows() -> tuple[tuple[str, str, str], ...]:
 
 # A framework's releases stand apart (registry.Framework.release): each set beside the thesis's, never ranked together
 KEYS = ["metric", "dataset", "network", "framework", "release", "hardware", "device", "machine", "thesis_hardware"]
-COLUMNS = [*KEYS, "unit", "ours", "ours_mean", "n", "thesis", "ratio", "apples_to_oranges"]
-RANK_COLUMNS = [*(key for key in KEYS if key != "framework"), "frameworks", "spearman", "same_order", "swapped"]
+COLUMNS = [*KEYS, "unit", "ours", "ours_mean", "n", "ours_centre", "ours_spread", "ours_log", "thesis", "ratio",
+           "apples_to_oranges"]
+RANK_COLUMNS = [*(key for key in KEYS if key != "framework"), "frameworks", "spearman", "same_order", "swapped",
+                "not_resolved"]
 
 
 def reference(path: Path = APPENDIX_A) -> pd.DataFrame:
@@ -150,7 +153,8 @@ def comparison(appendix: pd.DataFrame, runs: pd.DataFrame, thesis: pd.DataFrame 
                          "framework": cell.framework, "release": cell.release, "hardware": cell.hardware,
                          "device": cell.device,
                          "machine": cell.machine, "thesis_hardware": column,
-                         "unit": cell.unit, "ours": cell.cell, "ours_mean": cell.mean, "n": cell.n, "thesis": theirs,
+                         "unit": cell.unit, "ours": cell.cell, "ours_mean": cell.mean, "n": cell.n,
+                         "ours_centre": cell.centre, "ours_spread": cell.spread, "ours_log": cell.log, "thesis": theirs,
                          "ratio": cell.mean / theirs, "apples_to_oranges": "; ".join(words)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -181,23 +185,33 @@ def differences(cell, column: str, runs: pd.DataFrame, theirs: float, metric: st
     return words
 
 
-def rank_agreement(compared: pd.DataFrame) -> pd.DataFrame:
-    """Per case, placement, our machine and thesis hardware: do the frameworks come out in the same order?
-    Spearman's rank correlation of our means and the thesis's over the frameworks both measured, and the pairs
-    whose order swapped (``a < b``: a is below b here, above it in the thesis)."""
+def rank_agreement(compared: pd.DataFrame, threshold: float = stats.THRESHOLD) -> pd.DataFrame:
+    """Per case, placement, our machine and thesis hardware: do the frameworks come out in the same order? Our
+    order counts only where our repetitions resolve it (dlbench.stats.ratio at ``threshold``): frameworks they
+    cannot order share a rank (Spearman's rank correlation is of those shared ranks and the thesis's), only a
+    resolved pair can have swapped (``a < b``: a resolved below b here, above it in the thesis), and the pairs our
+    runs leave unresolved are listed (``a ~ b``)."""
     both = compared.dropna(subset=["ours_mean", "thesis"])
     rows = []
     for key, group in both.groupby(RANK_COLUMNS[:RANK_COLUMNS.index("thesis_hardware") + 1], sort=True):
         if len(group) < 2:
             continue
         group = group.set_index("framework")
-        rho = group["ours_mean"].rank().corr(group["thesis"].rank())
-        swapped = [f"{a} {'<' if group.at[a, 'ours_mean'] < group.at[b, 'ours_mean'] else '>'} {b}"
-                   for a, b in combinations(sorted(group.index), 2)
-                   if (group.at[a, "ours_mean"] - group.at[b, "ours_mean"])
-                   * (group.at[a, "thesis"] - group.at[b, "thesis"]) < 0]
+        ours = {framework: stats.Summary(int(cell["n"]), cell["ours_centre"], cell["ours_spread"],
+                                         bool(cell["ours_log"])) for framework, cell in group.iterrows()}
+        shared = pd.Series(stats.ranks(ours, higher_first=False, threshold=threshold))  # 1: the lowest, ascending
+        theirs = group["thesis"].rank()
+        ordered = shared.nunique() > 1 and theirs.nunique() > 1  # else no correlation is defined
+        rho = shared.corr(theirs, method="spearman") if ordered else float("nan")
+        swapped, unresolved = [], []
+        for a, b in combinations(sorted(group.index), 2):
+            verdict = stats.ratio(ours[a], ours[b], threshold).verdict  # b over a
+            if verdict not in (stats.HIGHER, stats.LOWER):
+                unresolved.append(f"{a} ~ {b}")
+            elif (verdict == stats.HIGHER) == (group.at[b, "thesis"] < group.at[a, "thesis"]):
+                swapped.append(f"{a} {'<' if verdict == stats.HIGHER else '>'} {b}")
         rows.append(dict(zip(RANK_COLUMNS, key), frameworks=len(group), spearman=rho, same_order=not swapped,
-                         swapped=", ".join(swapped)))
+                         swapped=", ".join(swapped), not_resolved=", ".join(unresolved)))
     return pd.DataFrame(rows, columns=RANK_COLUMNS)
 
 
@@ -239,7 +253,7 @@ def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
     if (compared["release"] == "current").all():  # today's releases alone: no column to tell them apart
         shown, ranked = shown.drop(columns="release"), ranked.drop(columns="release")
     return ("# Our cells beside the thesis's (Appendix A)\n\n"
-            + markdown_table(shown.drop(columns=["ours_mean"]))
+            + markdown_table(shown.drop(columns=["ours_mean", "ours_centre", "ours_spread", "ours_log"]))
             + "\n\n## Do the frameworks come out in the same order?\n\n"
             + (markdown_table(ranked) if len(ranked) else "No case has two frameworks measured in both.")
             + setup)
@@ -283,9 +297,9 @@ def appendix_a(compared: pd.DataFrame, path: Path = APPENDIX_A) -> pd.DataFrame:
 
 
 def write(appendix_csv: Path, runs_csv: Path, csv_out: Path, ranks_out: Path, md_out: Path, appendix_a_out: Path,
-          thesis_gpus: dict[str, str] | None = None) -> None:
+          thesis_gpus: dict[str, str] | None = None, threshold: float = stats.THRESHOLD) -> None:
     compared = comparison(read_appendix(appendix_csv), read_runs(runs_csv), thesis_gpus=thesis_gpus)
-    ranks = rank_agreement(compared)
+    ranks = rank_agreement(compared, threshold)
     compared.to_csv(csv_out, index=False)
     ranks.to_csv(ranks_out, index=False)
     md_out.write_text(markdown(compared, ranks))
