@@ -234,7 +234,7 @@ def test_tables_figures_and_report(finished):
     # the menu names a figure's metric in words with its unit
     assert "train speed (images/s)" in report and "which framework: train speed (images/s)" in report
     # every figure and table has its caption (report/*.rst)
-    assert report.count("error bars one standard deviation") == bars
+    assert report.count("error bars its 95 % confidence interval") == bars
     assert "apples to oranges" in report and "Which framework, at a glance" in report
     assert "Every training step of every run" in report
     assert "Where a training step's time goes" in report and "Every profiled training step" in report
