@@ -16,7 +16,7 @@ import pandas as pd
 from .. import stats
 from ..metrics import METRICS
 from ..record.io import load_records
-from ..tables import CELL_KEYS, markdown_table, read_runs, verdict_columns
+from ..tables import CELL_KEYS, markdown_table, read_runs, summary, verdict_columns
 from ..tables.appendix import appendix
 from ..tables.runs import runs_table
 from . import FRAMEWORK_COLOURS, save, with_notes
@@ -60,7 +60,7 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, metrics=tuple(METRICS), threshold:
             table = table.assign(**{f"{side}_{field}": joined[f"{field}_{side}"] for field in FIELDS})
             table[f"{side}_cell"] = table[f"{side}_cell"].fillna("not in this set")
             table[f"{side}_n"] = table[f"{side}_n"].fillna(0).astype(int)
-        ratios = [stats.ratio(*(_summary(row, side) for side in SIDES), threshold)
+        ratios = [stats.ratio(*(summary(row, f"{side}_") for side in SIDES), threshold)
                   for row in table.to_dict("records")]
         table = table.assign(**verdict_columns(ratios, METRICS[metric].comparative),
                              resolved=[r.verdict in (stats.HIGHER, stats.LOWER) for r in ratios],
@@ -68,11 +68,6 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, metrics=tuple(METRICS), threshold:
                                                             "right_only": "B only"}).astype(str)})
         out.append(table)
     return pd.concat(out, ignore_index=True)[COLUMNS] if out else pd.DataFrame(columns=COLUMNS)
-
-
-def _summary(row: dict, side: str) -> stats.Summary:
-    n = int(row[f"{side}_n"])
-    return stats.Summary(n, row[f"{side}_centre"], row[f"{side}_spread"], bool(row[f"{side}_log"]) if n else False)
 
 
 def markdown(compared: pd.DataFrame, label_a: str, label_b: str, threshold: float = stats.THRESHOLD) -> str:

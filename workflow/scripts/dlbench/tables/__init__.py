@@ -42,10 +42,12 @@ def ratio_words(ratios: pd.Series) -> list[str]:
     return ["—" if pd.isna(value) else f"×{value:.3g}" for value in ratios]
 
 
-def summary(cell) -> stats.Summary:
-    """An appendix row's values as dlbench.stats summarises them (its n, centre, spread and scale)."""
-    n = int(cell["n"])
-    return stats.Summary(n, float(cell["centre"]), float(cell["spread"]), bool(cell["log"]) if n else False)
+def summary(cell, prefix: str = "") -> stats.Summary:
+    """An appendix row's values as dlbench.stats summarises them (its n, centre, spread and scale), read from the
+    columns named after ``prefix`` (``a_``: a comparison's set A)."""
+    n = int(cell[f"{prefix}n"])
+    return stats.Summary(n, float(cell[f"{prefix}centre"]), float(cell[f"{prefix}spread"]),
+                         bool(cell[f"{prefix}log"]) if n else False)
 
 
 def compared(baseline, cell, threshold: float = stats.THRESHOLD) -> stats.Ratio:
