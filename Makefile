@@ -49,7 +49,7 @@ system-packages:
 test-system-packages:
 	$(call apt_install,$(TEST_APT))
 
-.PHONY: run test test-slow test-all lint bench retry-failed compare report requirements-check gpu-check gpu-envs-check
+.PHONY: run test test-slow test-all lint bench retry-failed compare interleaved report requirements-check gpu-check gpu-envs-check
 run: system-packages $(VENV)/.workflow-installed
 	$(BIN)/snakemake --profile profiles/local --cores $(CORES) --resources gpu=$(GPUS) $(SNAKEMAKE_ARGS)
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html $(SNAKEMAKE_ARGS)
@@ -73,6 +73,13 @@ lint: $(VENV)/.test-installed
 # (writes results/comparison/: comparison.csv, comparison.md, comparison_train_speed.{png,svg}).
 compare: $(VENV)/.workflow-installed
 	$(BIN)/python workflow/scripts/compare_results.py $(A) $(B)
+
+# Two result sets measured on this machine in interleaved rounds (dlbench.jobs.rounds), for make compare to judge
+# the sets and not the machine's drift between them: an A/A check, or two configs on one machine.
+#   make interleaved A=<dir> B=<dir> CONFIG=<config> [CONFIG_B=<config>]     (then make compare A=<dir>/results ...)
+interleaved: $(VENV)/.workflow-installed
+	$(BIN)/python workflow/scripts/interleave.py $(A) $(B) --configfile $(CONFIG) \
+		$(if $(CONFIG_B),--configfile-b $(CONFIG_B)) --cores $(CORES) --gpus $(GPUS)
 
 # One report over the results of workflow runs on machines that could not share one (a laptop's, a GPU node's):
 #   make report RESULTS="<results dir> <results dir> ..." [MERGED=results-merged]

@@ -86,6 +86,19 @@ def test_a_ratio_on_the_threshold_itself_asks_for_more_runs_than_the_most_it_cou
     assert ratio.words() == f"not resolved (more than {stats.MOST_REPETITIONS} runs each would be needed)"
 
 
+def test_a_cell_over_a_published_value_takes_that_value_as_exact():
+    """The thesis's Appendix A gives one number per cell: our cell's interval over it, judged as a ratio is."""
+    cell = stats.summarise([1980.0, 2020.0, 2000.0])
+    faster = stats.over_published(cell, 1448.0)
+    assert faster.value == pytest.approx(cell.estimate / 1448) and faster.verdict == stats.HIGHER
+    assert (faster.low, faster.high) == pytest.approx(tuple(bound / 1448 for bound in stats.interval(cell)))
+    close = stats.over_published(stats.summarise([1900.0, 2100.0, 2000.0]), 1960.0)
+    assert close.verdict == stats.NOT_RESOLVED and close.needed > 3
+    assert close.words() == f"not resolved (about {close.needed} runs would resolve it)"
+    assert stats.over_published(cell, math.nan).words() == "not resolved (a cell has no value)"
+    assert stats.over_published(stats.summarise([2000.0]), 1448.0).why == "a cell of one run has no interval"
+
+
 def test_the_verdict_is_said_in_the_metrics_words():
     a, b = stats.summarise([100.0, 101.0, 99.0]), stats.summarise([150.0, 151.0, 149.0])
     assert stats.ratio(a, b).words("faster", "slower") == "faster"

@@ -15,9 +15,10 @@ from ...conftest import ROOT
 from ..tables.test_tables import record
 
 
-def results(directory, speeds: dict, table=False, cpu="a CPU"):
+def results(directory, speeds: dict, table=False, cpu="a CPU", ceiling=0.2):
     """A results directory with a record per (framework, repetition) speed, as the workflow lays them out, of runs
-    on ``cpu``; ``table``: only its runs.csv, as a set copied from another machine may be."""
+    on ``cpu`` whose ceiling measured ``ceiling`` TFLOP/s; ``table``: only its runs.csv, as a set copied from
+    another machine may be."""
     paths = []
     for framework, values in speeds.items():
         for repetition, speed in enumerate(values, 1):
@@ -25,6 +26,9 @@ def results(directory, speeds: dict, table=False, cpu="a CPU"):
             item = record(framework, repetition=repetition, speed=speed or 0.0, status=status,
                           reason="" if speed else "not on this machine")
             item["provenance"]["cpu_model"] = cpu
+            if speed:
+                compute = item["compute"]
+                compute.update(ceiling_tflops=ceiling, ceiling_fraction=compute["achieved_tflops"] / ceiling)
             case = directory / "runs" / framework / "mnist-generated" / "lenet" / "cpu" / "fp32" / "train"
             path = case / f"rep{repetition}.json"
             write_record(item, path)
@@ -70,6 +74,23 @@ def test_a_set_against_itself_is_never_called_faster_or_slower(sets):
     compared = compare.compare(runs, runs)
     assert len(compared) and not compared["resolved"].any()
     assert (compared.dropna(subset=["ratio"])["ratio"] == 1).all()
+
+
+@pytest.mark.parametrize("ceiling_b", [0.2, 0.25])
+def test_a_fraction_of_each_sets_own_ceiling_is_resolved_only_where_the_ceilings_agree(tmp_path, ceiling_b):
+    """Each set measures its ceiling once: where B's differs from A's, the interval of the ceiling fractions' ratio
+    lacks the ceilings' noise, and no verdict is drawn from it."""
+    a = results(tmp_path / "a", {"pytorch": [100, 104, 102]})
+    b = results(tmp_path / "b", {"pytorch": [150, 152, 149]}, ceiling=ceiling_b)
+    compared = compare.compare(compare.runs_of(a), compare.runs_of(b)).set_index("metric")
+    assert compared.loc["train_speed", "verdict"] == "faster"
+    fraction = compared.loc["ceiling_fraction"]
+    assert fraction["ratio"] == pytest.approx(compared.loc["train_speed", "ratio"] * 0.2 / ceiling_b)
+    if ceiling_b == 0.2:
+        assert fraction["verdict"] == "higher" and fraction["resolved"]
+    else:
+        assert fraction["verdict"] == ("not resolved (B's ceilings are ×1.25 A's: each is one measurement, whose "
+                                       "noise the interval does not hold)") and not fraction["resolved"]
 
 
 def test_the_command_line_writes_the_table_and_figure(sets, tmp_path):

@@ -34,7 +34,11 @@ def test_each_cell_stands_beside_the_thesis_with_what_differs(runs, tmp_path):
     speed = compared[compared["metric"] == "train_speed"].set_index("framework")
     assert set(speed.index) == {"pytorch", "tensorflow", "caffe", "mxnet"}  # keras-torch: not in the thesis
     assert set(speed["thesis_hardware"]) == {"cpu_e5-2630_12or20cores"}
-    assert speed.loc["pytorch", "thesis"] == 1448 and speed.loc["pytorch", "ratio"] == pytest.approx(2000 / 1448)
+    # Ours over the thesis's one published value: our cell's estimate (the geometric mean) and interval over it
+    pytorch = speed.loc["pytorch"]
+    assert pytorch["thesis"] == 1448 and pytorch["ratio"] == pytest.approx((1980 * 2020) ** 0.5 / 1448)
+    assert 1.05 < pytorch["ratio_low"] < pytorch["ratio"] < pytorch["ratio_high"] and pytorch["verdict"] == "faster"
+    assert pd.isna(speed.loc["mxnet", "ratio_low"]) and speed.loc["mxnet", "verdict"].startswith("not resolved")
     assert speed.loc["caffe", "thesis"] == 572
     assert pd.isna(speed.loc["mxnet", "ratio"]) and speed.loc["mxnet", "ours"] == "unavailable: no MXNet here"
     words = speed.loc["pytorch", "apples_to_oranges"]

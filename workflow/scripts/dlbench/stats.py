@@ -17,6 +17,7 @@ term and names the methods).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Mapping, Sequence
@@ -82,6 +83,7 @@ class Ratio:
     verdict: str
     needed: int | None = None
     why: str = ""  # why there is no interval (a cell of one run)
+    each: bool = True  # whether ``needed`` is of both cells (a ratio of two), else of the one (over a published value)
 
     def words(self, higher: str = HIGHER, lower: str = LOWER) -> str:
         """The verdict as a table prints it, in the metric's words for higher and lower (faster, slower)."""
@@ -92,9 +94,10 @@ class Ratio:
             return f"{said} ({self.why})"
         if self.needed is None:
             return said
+        each = " each" if self.each else ""
         if self.needed > MOST_REPETITIONS:
-            return f"{said} (more than {MOST_REPETITIONS} runs each would be needed)"
-        return f"{said} (about {self.needed} runs each would resolve it)"
+            return f"{said} (more than {MOST_REPETITIONS} runs{each} would be needed)"
+        return f"{said} (about {self.needed} runs{each} would resolve it)"
 
     def text(self) -> str:
         """``×1.23 [1.10, 1.38]``; ``×1.23`` where there is no interval."""
@@ -132,6 +135,33 @@ def ratio(a: Summary, b: Summary, threshold: float = THRESHOLD, confidence: floa
         low, high = math.exp(difference - half), math.exp(difference + half)
     else:
         low, high = 1 + (difference - half) / a.centre, 1 + (difference + half) / a.centre
+    judged = _judged(value, low, high, threshold)
+    if judged.verdict != NOT_RESOLVED:
+        return judged
+    return dataclasses.replace(judged, needed=repetitions_needed(a, b, threshold, confidence))
+
+
+def over_published(cell: Summary, published: float, threshold: float = THRESHOLD,
+                   confidence: float = CONFIDENCE) -> Ratio:
+    """A cell over a published number that comes without a spread (the thesis's Appendix A): the cell's estimate
+    and interval over it, judged as :func:`ratio` judges, the number taken as exact."""
+    if not cell.n or not published > 0:
+        return Ratio(math.nan, math.nan, math.nan, NOT_RESOLVED, why="a cell has no value")
+    if cell.n < 2:
+        return Ratio(cell.estimate / published, math.nan, math.nan, NOT_RESOLVED,
+                     why="a cell of one run has no interval")
+    low, high = (bound / published for bound in interval(cell, confidence))
+    judged = _judged(cell.estimate / published, low, high, threshold)
+    if judged.verdict != NOT_RESOLVED:
+        return judged
+    effect = abs(cell.centre - math.log(published)) if cell.log else abs(cell.estimate / published - 1)
+    variance = cell.spread ** 2 if cell.log else (cell.spread / published) ** 2
+    return dataclasses.replace(judged, each=False, needed=_runs_to_resolve(effect, variance, threshold, cell.log,
+                                                                           _t_quantiles(confidence, 1)))
+
+
+def _judged(value: float, low: float, high: float, threshold: float) -> Ratio:
+    """The verdict of a ratio and its interval (module docstring): higher or lower, the same, or not resolved."""
     bound = math.log1p(threshold)  # a factor of 1 + threshold either way, symmetric on the log scale
     effect = math.log(value) if value > 0 else -math.inf
     excludes_one = low > 1 or high < 1
@@ -139,7 +169,7 @@ def ratio(a: Summary, b: Summary, threshold: float = THRESHOLD, confidence: floa
         return Ratio(value, low, high, HIGHER if value > 1 else LOWER)
     if low > 0 and abs(math.log(low)) < bound and abs(math.log(high)) < bound:
         return Ratio(value, low, high, SAME)
-    return Ratio(value, low, high, NOT_RESOLVED, needed=repetitions_needed(a, b, threshold, confidence))
+    return Ratio(value, low, high, NOT_RESOLVED)
 
 
 def repetitions_needed(a: Summary, b: Summary, threshold: float = THRESHOLD, confidence: float = CONFIDENCE) -> int:
@@ -148,18 +178,25 @@ def repetitions_needed(a: Summary, b: Summary, threshold: float = THRESHOLD, con
     ``MOST_REPETITIONS + 1`` where even that many would not (an estimate on the threshold itself)."""
     log = a.log and b.log
     effect = abs(b.centre - a.centre) if log else abs(b.centre - a.centre) / abs(a.centre)
+    variance = (a.spread ** 2 + b.spread ** 2) if log else (a.spread ** 2 + b.spread ** 2) / a.centre ** 2
+    return _runs_to_resolve(effect, variance, threshold, log, _t_quantiles(confidence, 2))
+
+
+def _runs_to_resolve(effect: float, variance: float, threshold: float, log: bool, quantiles: np.ndarray) -> int:
+    """The fewest runs n (from 2) whose interval, ``quantiles[n - 2]`` times the standard error of ``variance``
+    over n runs, would resolve ``effect``: exclude 0 where it lies beyond the threshold, else stay within it."""
     bound = math.log1p(threshold) if log else threshold
     room = effect if effect > bound else bound - effect  # what the interval's half-width must fall below
-    variance = (a.spread ** 2 + b.spread ** 2) if log else (a.spread ** 2 + b.spread ** 2) / a.centre ** 2
     runs = np.arange(2, MOST_REPETITIONS + 1)
-    enough = runs[_t_quantiles(confidence) * np.sqrt(variance / runs) < room]
+    enough = runs[quantiles * np.sqrt(variance / runs) < room]
     return int(enough[0]) if len(enough) else MOST_REPETITIONS + 1
 
 
 @functools.cache
-def _t_quantiles(confidence: float) -> np.ndarray:
-    """Student's t quantile of two cells of n runs each (2n - 2 degrees of freedom), for n from 2 to the most."""
-    return stats.t.ppf((1 + confidence) / 2, 2 * np.arange(2, MOST_REPETITIONS + 1) - 2)
+def _t_quantiles(confidence: float, cells: int) -> np.ndarray:
+    """Student's t quantile of ``cells`` cells of n runs each (n - 1 degrees of freedom each), for n from 2 to the
+    most."""
+    return stats.t.ppf((1 + confidence) / 2, cells * (np.arange(2, MOST_REPETITIONS + 1) - 1))
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ could not measure keeps that set's status and reason.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 from pathlib import Path
 
 import matplotlib.ticker
@@ -25,6 +27,9 @@ SIDES = ("a", "b")
 KEYS = [key for key in CELL_KEYS if key != "machine"]  # two sets' cells are compared whatever they ran on
 FIELDS = ("machine", "estimate", "low", "high", "n", "centre", "spread", "log", "cell")
 RATIO = ("ratio", "ratio_low", "ratio_high", "ratio_text", "verdict")
+# A metric over a denominator each set measures once (the metric of its numerator, the denominator's name): its
+# ratio's interval holds the runs' noise but not the denominator's, which differs between sets as much as a run does
+ONE_MEASUREMENT_DENOMINATOR = {"ceiling_fraction": ("achieved_tflops", "ceilings")}
 COLUMNS = ["metric", "unit", *KEYS, *[f"{side}_{field}" for side in SIDES for field in FIELDS], *RATIO, "resolved",
            "in"]
 
@@ -62,12 +67,37 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, metrics=tuple(METRICS), threshold:
             table[f"{side}_n"] = table[f"{side}_n"].fillna(0).astype(int)
         ratios = [stats.ratio(*(summary(row, f"{side}_") for side in SIDES), threshold)
                   for row in table.to_dict("records")]
+        if metric in ONE_MEASUREMENT_DENOMINATOR:
+            ratios = _unjudged_denominators(ratios, table, a, b, metric)
         table = table.assign(**verdict_columns(ratios, METRICS[metric].comparative),
                              resolved=[r.verdict in (stats.HIGHER, stats.LOWER) for r in ratios],
                              **{"in": joined["_merge"].map({"both": "both", "left_only": "A only",
                                                             "right_only": "B only"}).astype(str)})
         out.append(table)
     return pd.concat(out, ignore_index=True)[COLUMNS] if out else pd.DataFrame(columns=COLUMNS)
+
+
+def _unjudged_denominators(ratios: list[stats.Ratio], table: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame,
+                           metric: str) -> list[stats.Ratio]:
+    """``metric``'s ratios, not resolved where the two sets divided by different denominators (each set's ceiling,
+    measured once): the interval holds the runs' spread, not the denominators'."""
+    numerator, name = ONE_MEASUREMENT_DENOMINATOR[metric]
+
+    def denominators(runs: pd.DataFrame) -> pd.Series:
+        measured = runs.assign(denominator=runs[numerator] / runs[metric]).dropna(subset=["denominator"])
+        return measured.groupby(KEYS, dropna=False)["denominator"].median()
+
+    sides = [denominators(runs) for runs in (a, b)]
+    judged = []
+    for key, ratio in zip(table[KEYS].itertuples(index=False, name=None), ratios, strict=True):
+        found = [side.get(key) for side in sides]
+        if None in found or math.isnan(ratio.value) or math.isclose(*found, rel_tol=1e-6):
+            judged.append(ratio)
+            continue
+        judged.append(dataclasses.replace(ratio, verdict=stats.NOT_RESOLVED, needed=None, why=(
+            f"B's {name} are ×{found[1] / found[0]:.3g} A's: each is one measurement, whose noise the "
+            f"interval does not hold")))
+    return judged
 
 
 def markdown(compared: pd.DataFrame, label_a: str, label_b: str, threshold: float = stats.THRESHOLD) -> str:

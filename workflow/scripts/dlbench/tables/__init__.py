@@ -37,11 +37,6 @@ def decimals(value: float) -> int:
     return 0 if abs(value) >= 100 else 2 if abs(value) >= 1 else 3
 
 
-def ratio_words(ratios: pd.Series) -> list[str]:
-    """Ratios as a table prints them: ``×1.23``, a dash where there is none."""
-    return ["—" if pd.isna(value) else f"×{value:.3g}" for value in ratios]
-
-
 def summary(cell, prefix: str = "") -> stats.Summary:
     """An appendix row's values as dlbench.stats summarises them (its n, centre, spread and scale), read from the
     columns named after ``prefix`` (``a_``: a comparison's set A)."""

@@ -13,7 +13,8 @@ from ..hardware.gpu import IDLE_SAMPLE_SECONDS
 from ..metrics import METRICS
 from ..registry import base_of
 from ..spec import dataset_classes, gpu_count, parse_dataset_label
-from . import CELL_KEYS, decimals, markdown_table, ratio_words, read_appendix, read_runs
+from . import CELL_KEYS, decimals, markdown_table, read_appendix, read_runs, verdict_columns
+from . import summary as cell_summary
 from .runs import release
 from .thesis_definitions import chosen, decide, evidence, summary
 
@@ -88,7 +89,7 @@ def setup_difference_rows() -> tuple[tuple[str, str, str], ...]:
 # A framework's releases stand apart (registry.Framework.release): each set beside the thesis's, never ranked together
 KEYS = ["metric", "dataset", "network", "framework", "release", "hardware", "device", "machine", "thesis_hardware"]
 COLUMNS = [*KEYS, "unit", "ours", "ours_mean", "n", "ours_centre", "ours_spread", "ours_log", "thesis", "ratio",
-           "apples_to_oranges"]
+           "ratio_low", "ratio_high", "ratio_text", "verdict", "apples_to_oranges"]
 RANK_COLUMNS = [*(key for key in KEYS if key != "framework"), "frameworks", "spearman", "same_order", "swapped",
                 "not_resolved"]
 
@@ -122,9 +123,10 @@ def thesis_columns(device: str, thesis_gpu: str | None) -> tuple[str, ...]:
 
 
 def comparison(appendix: pd.DataFrame, runs: pd.DataFrame, thesis: pd.DataFrame | None = None,
-               thesis_gpus: dict[str, str] | None = None) -> pd.DataFrame:
+               thesis_gpus: dict[str, str] | None = None, threshold: float = stats.THRESHOLD) -> pd.DataFrame:
     """One row per (our cell, thesis hardware it is set beside) for the thesis's metrics: our cell as the
-    appendix writes it, its mean, the thesis's value, ours ÷ theirs, and what makes the two differ.
+    appendix writes it, its mean, the thesis's value, ours ÷ theirs with our cell's 95 % interval over their one
+    published value and its verdict at ``threshold`` (dlbench.stats.over_published), and what makes the two differ.
     ``thesis_gpus``: the thesis GPU each of the config's hardware targets names (config hardware[].thesis)."""
     thesis = reference() if thesis is None else thesis
     thesis_gpus = thesis_gpus or {}
@@ -155,7 +157,10 @@ def comparison(appendix: pd.DataFrame, runs: pd.DataFrame, thesis: pd.DataFrame 
                          "machine": cell.machine, "thesis_hardware": column,
                          "unit": cell.unit, "ours": cell.cell, "ours_mean": cell.mean, "n": cell.n,
                          "ours_centre": cell.centre, "ours_spread": cell.spread, "ours_log": cell.log, "thesis": theirs,
-                         "ratio": cell.mean / theirs, "apples_to_oranges": "; ".join(words)})
+                         **{column: values[0] for column, values in verdict_columns(
+                             [stats.over_published(cell_summary(cell._asdict()), theirs, threshold)],
+                             METRICS[cell.metric].comparative).items()},
+                         "apples_to_oranges": "; ".join(words)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -247,13 +252,14 @@ def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
     shown = compared.assign(
         thesis_hardware=compared["thesis_hardware"].map(HARDWARE_WORDS),
         thesis=[("—" if pd.isna(value) else f"{value:,.0f}") for value in compared["thesis"]],
-        ratio=ratio_words(compared["ratio"]))
+        ratio=compared["ratio_text"])
     ranked = ranks.assign(thesis_hardware=ranks["thesis_hardware"].map(HARDWARE_WORDS),
                           spearman=ranks["spearman"].round(2))
     if (compared["release"] == "current").all():  # today's releases alone: no column to tell them apart
         shown, ranked = shown.drop(columns="release"), ranked.drop(columns="release")
     return ("# Our cells beside the thesis's (Appendix A)\n\n"
-            + markdown_table(shown.drop(columns=["ours_mean", "ours_centre", "ours_spread", "ours_log"]))
+            + markdown_table(shown.drop(columns=["ours_mean", "ours_centre", "ours_spread", "ours_log", "ratio_low",
+                                                "ratio_high", "ratio_text"]))
             + "\n\n## Do the frameworks come out in the same order?\n\n"
             + (markdown_table(ranked) if len(ranked) else "No case has two frameworks measured in both.")
             + setup)
@@ -298,7 +304,8 @@ def appendix_a(compared: pd.DataFrame, path: Path = APPENDIX_A) -> pd.DataFrame:
 
 def write(appendix_csv: Path, runs_csv: Path, csv_out: Path, ranks_out: Path, md_out: Path, appendix_a_out: Path,
           thesis_gpus: dict[str, str] | None = None, threshold: float = stats.THRESHOLD) -> None:
-    compared = comparison(read_appendix(appendix_csv), read_runs(runs_csv), thesis_gpus=thesis_gpus)
+    compared = comparison(read_appendix(appendix_csv), read_runs(runs_csv), thesis_gpus=thesis_gpus,
+                          threshold=threshold)
     ranks = rank_agreement(compared, threshold)
     compared.to_csv(csv_out, index=False)
     ranks.to_csv(ranks_out, index=False)
