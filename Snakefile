@@ -23,7 +23,7 @@ include: "rules/aggregate.smk"
 
 # Cheap aggregation runs where Snakemake runs, not as cluster jobs; so do downloads, because a
 # cluster's compute nodes often cannot reach the internet.
-localrules: all, node_facts, fetch, runs_table, timings_table, appendix_table, api_cost_table, accuracy_table,
+localrules: all, node_facts, repetitions, fetch, runs_table, timings_table, appendix_table, api_cost_table, accuracy_table,
     layers_table, thesis_table, figure, accuracy_curve, layers_figure, heatmap, thesis_figure, iteration_times,
     scaling_figure, targets_table, targets_figure
 
@@ -40,19 +40,19 @@ onstart:
 # measurement is a job that succeeded in writing its record. Then each stage's time, from Snakemake's log.
 onsuccess:
     plan.progress.stop()
-    print(plan.summary.summarise(RUNS))
+    print(run_summary())
     print("dlbench stages:", plan.stages.write_stages(log, rule_files(), Path("results/stages.md")))
 
 
 onerror:
     plan.progress.stop()
-    print(plan.summary.summarise(RUNS))
+    print(run_summary())
     print("dlbench stages:", plan.stages.write_stages(log, rule_files(), Path("results/stages.md")))
 
 
 rule all:
     input:
-        RUNS,
+        all_runs,
         "results/tables/runs.csv",
         "results/timings.md",
         "results/tables/appendix.csv",

@@ -6,7 +6,7 @@ series, its every step's time, accuracy curve and layers, from the records)."""
 
 rule runs_table:
     input:
-        RUNS,
+        all_runs,
     output:
         report("results/tables/runs.csv", caption="../report/runs.rst", category="Tables",
                labels={"table": "every run"}),
@@ -20,7 +20,7 @@ rule runs_table:
 
 rule timings_table:
     input:
-        RUNS,
+        all_runs,
     output:
         csv="results/timings.csv",
         md=report("results/timings.md", caption="../report/timings.rst", category="Tables",

@@ -1,18 +1,20 @@
 """Config validation, the benchmark matrix, and the input functions the rules share: each the plan's answer
 (dlbench.plan), wrapped where Snakemake has a say (ancient, checkpoints, the job's main process)."""
+import dataclasses
 import functools
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
-from snakemake.exceptions import WorkflowError
+from snakemake.exceptions import IncompleteCheckpointException, WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dlbench import plan  # noqa: E402
 from dlbench.plan import (CEILING, FAMILIES, FILE_FAMILIES, FORMATS, IMAGENET_LABEL, METRICS, NODE_FACTS,  # noqa: E402
-                          RUN_RECORD, WORKER_ENVIRONMENTS, caption_statistics, caption_thresholds, datasets, ilsvrc12,
-                          whole_dataset)
+                          REPETITIONS_DECISION, RUN_RECORD, WORKER_ENVIRONMENTS, caption_statistics,
+                          caption_thresholds, datasets, ilsvrc12, whole_dataset)
 
 
 def log_line(line):
@@ -28,7 +30,47 @@ TARGETS, CASES, CLASS_SUBSETS, HARDWARE_ORDER = PLAN.targets, PLAN.cases, PLAN.c
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 BUILD_VENVS = config["environment"] == "venv" and not USE_CONDA  # per-framework pip virtualenvs
 ENVS = Path(workflow.basedir) / "envs"  # beside the Snakefile, so that --directory elsewhere finds them
-RUNS = PLAN.records()
+
+
+def decided_runs(key):
+    """A case's runs in all, where its repetitions are a target: the repetitions checkpoint's decision; the runs it
+    adds join the progress lines."""
+    runs = plan.files.read_json(Path(checkpoints.repetitions.get(**PLAN.wildcards(key)).output[0]))["runs"]
+    if workflow.is_main_process:
+        plan.progress.expect([(path, run_spec(SimpleNamespace(**PLAN.wildcards(key), repetition=repetition)))
+                              for repetition, path in enumerate(PLAN.records([key], {key: runs}.get), 1)
+                              if repetition > PLAN.repetitions.min])
+    return runs
+
+
+def runs(keys=None):
+    """The records of the cases ``keys`` (all by default), with those the repetitions checkpoints add. Every
+    undecided case's decision is awaited at once (a checkpoint's get raises for one), so that their first runs go
+    on side by side."""
+    decided, undecided = {}, []
+    for key in (CASES if keys is None else keys):
+        if PLAN.adapts(key):
+            try:
+                decided[key] = decided_runs(key)
+            except IncompleteCheckpointException as incomplete:
+                undecided.append(incomplete.targetfile)
+    if undecided:
+        raise IncompleteCheckpointException(checkpoints.repetitions.rule, undecided)
+    return PLAN.records(keys, decided.get)
+
+
+def all_runs(wildcards):
+    return runs()
+
+
+def decided_on_disk(key):
+    """After the run: a case's runs in all where its repetitions decision was written, else None."""
+    path = Path(REPETITIONS_DECISION.format(**PLAN.wildcards(key)))
+    return plan.files.read_json(path)["runs"] if path.exists() else None
+
+
+def run_summary():
+    return PLAN.run_summary(decided_on_disk, log_line)
 
 
 def menu_label(wildcards, before=""):
@@ -266,11 +308,16 @@ def runs_at_once():
 
 
 def cell_records(wildcards):
-    return PLAN.records_of(wildcards.dataset, wildcards.network)
+    return runs(PLAN.cases_of(wildcards.dataset, wildcards.network))
 
 
 def train_records(wildcards):
-    return PLAN.records_of(wildcards.dataset, wildcards.network, ("train",))
+    return runs(PLAN.cases_of(wildcards.dataset, wildcards.network, ("train",)))
+
+
+def first_runs(wildcards):
+    """A case's first runs, which its repetitions decision is planned from."""
+    return PLAN.records([plan.case_key(case(wildcards))])
 
 
 def accuracy_records(wildcards):

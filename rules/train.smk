@@ -50,6 +50,24 @@ checkpoint node_facts:
         "../workflow/scripts/node_facts.py"
 
 
+checkpoint repetitions:
+    """With repetitions as a target: from a train or inference case's first runs, how many it makes in all
+    (dlbench.repetitions)."""
+    input:
+        first_runs,
+    output:
+        REPETITIONS_DECISION,
+    log:
+        "logs/repetitions/{framework}/{dataset}/{network}/{placement}/{variant}/{task}.log",
+    params:
+        target=lambda wildcards: dataclasses.asdict(PLAN.repetitions),  # a changed target decides again
+        contended=config["statistics"]["contended"],
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/plan_repetitions.py"
+
+
 rule ceiling:
     """Once per node (its identity: dlbench.hardware.node) and precision: the best dense-product rate of one device,
     which ceiling_fraction divides by."""

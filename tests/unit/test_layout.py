@@ -18,7 +18,7 @@ LAYERS = [
     {"record"},  # a run's record
     {"metrics", "run", "jobs"},  # what the tables report; a run's processes; the workflow's jobs
     {"tables"},
-    {"figures", "checks"},
+    {"figures", "checks", "repetitions"},  # what the tables draw and check; how many runs a case's noise needs
     {"plan"},  # what the rules wire
 ]
 

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 import yaml
+from dlbench.record import currency
 from dlbench.spec import RunSpec
 
 from ..conftest import ROOT
@@ -277,7 +278,7 @@ def test_a_record_is_current_only_while_its_spec_and_what_ran_it_are_unchanged(t
 
     assert rerun() == sorted(records)  # none made yet; the dry run writes each record's stamp
     for record in records:  # each record as its run would make it: its spec and what ran it
-        held = json.loads((workdir / "results" / ".current" / record.removeprefix("results/")).read_text())
+        held = json.loads((workdir / currency.stamp_path(record)).read_text())
         (workdir / record).parent.mkdir(parents=True)
         (workdir / record).write_text(json.dumps({"run": held["run"], "provenance": {
             "fingerprints": held["fingerprints"]}}))
@@ -304,3 +305,15 @@ def test_a_record_is_current_only_while_its_spec_and_what_ran_it_are_unchanged(t
     config["benchmarks"][0]["batch_size"] = 32
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     assert rerun() == sorted(records)
+
+
+def test_records_of_one_case_named_on_the_command_line_are_planned_together(tmp_path):
+    """Each record's currency stamp is written while Snakemake builds the DAG; one case's records named together
+    (their stamps in one directory, which Snakemake lists once) were each but the first missing an input."""
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(
+        {"frameworks": ["pytorch"], "repetitions": 3, "environment": "current",
+         "benchmarks": [{"dataset": "mnist", "data": "synthetic", **QUICK}]}))
+    records = [f"results/runs/pytorch/mnist-synthetic/lenet/cpu/fp32/train/rep{r}.json" for r in (1, 2, 3)]
+    planned = snakemake(tmp_path, "--dry-run", *records)
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    assert sorted(re.findall(r"output: (results/runs/\S+\.json)", planned.stdout)) == records

@@ -43,6 +43,9 @@ def repetitions(configfile: Path) -> int:
             given = (yaml.safe_load(source.read_text()) or {}).get("repetitions")
         except (OSError, yaml.YAMLError) as error:
             parser.error(f"{source}: {error}")
+        if isinstance(given, dict):
+            parser.error(f"{source}: repetitions: a target ({given}) decides its runs within one invocation; "
+                         "interleaved rounds need a whole number")
         if given is not None:
             if isinstance(given, bool) or not isinstance(given, int) or given < 1:
                 parser.error(f"{source}: repetitions: {given!r} is not a whole number of at least 1")

@@ -58,3 +58,17 @@ def test_each_run_written_since_the_start_gives_a_line_with_the_share_done_and_t
     assert out.getvalue().splitlines()[2].startswith("dlbench [3/3 100 %] pytorch mnist-generated lenet cpu fp32 "
                                                      "train rep3: unreadable (")
     assert "left" not in out.getvalue().splitlines()[2] and not watcher.pending
+
+
+def test_runs_planned_after_the_start_join_the_count_once(tmp_path):
+    specs = [dataclasses.replace(SPEC, repetition=k) for k in (1, 2, 3, 4)]
+    paths = [_path(tmp_path, spec) for spec in specs]
+    runs = [(str(path), dataclasses.asdict(spec)) for path, spec in zip(paths, specs, strict=True)]
+    out = io.StringIO()
+    watcher = progress.Watcher(progress.plan(runs[:2]), parallel=1, out=out)
+    write_record(record(repetition=4), paths[3])  # made before: not a run of this invocation
+    watcher.expect(progress.plan(runs[1:]))  # rep2 watched already
+    assert watcher.total == 3
+    write_record(record(repetition=3), paths[2])
+    watcher.poll()
+    assert out.getvalue().startswith("dlbench [1/3  33 %] pytorch mnist-generated lenet cpu fp32 train rep3: ok")

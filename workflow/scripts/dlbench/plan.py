@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import config as dlbench_config
-from . import datasets, files, formats
+from . import datasets, files, formats, repetitions
 from .config import SLURM_RESOURCES, ConfigError
 from .datasets import FAMILIES, FILE_FAMILIES, fetch_failed, ilsvrc12
 from .envs import (
@@ -28,6 +28,7 @@ from .jobs import progress, scheduler, stages, summary
 from .metrics import METRICS, caption_statistics, caption_thresholds, drawn
 from .record import currency
 from .record.compute import processor
+from .record.io import load_records
 from .registry import ENVIRONMENTS, FRAMEWORKS, REGISTRY
 from .run import launch
 from .spec import (
@@ -52,8 +53,8 @@ from .tasks import TASKS
 # this module alone (tests/unit/test_plan.py holds them to it)
 __all__ = [
     "CEILING", "ENVIRONMENTS", "FAMILIES", "FILE_FAMILIES", "FORMATS", "IMAGENET_LABEL", "INVALID", "METRICS",
-    "NODE_FACTS", "RUN_RECORD", "SLURM_RESOURCES", "WILDCARDS", "WORKER_ENVIRONMENTS", "Plan", "build_threads",
-    "caption_statistics", "caption_thresholds",
+    "NODE_FACTS", "REPETITIONS_DECISION", "RUN_RECORD", "SLURM_RESOURCES", "WILDCARDS", "WORKER_ENVIRONMENTS",
+    "Plan", "build_threads", "caption_statistics", "caption_thresholds",
     "case_key", "ceiling_device", "ceiling_of", "checked_conversion", "conda_file", "current_environment",
     "damage_stamps", "data_input", "datasets", "fetch_failed", "fetch_status", "files", "generated_archives",
     "gpu_count", "ilsvrc12", "launch", "node", "of_config", "parse_dataset_label", "progress", "record_current",
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
 
 # A placement is the device, after its hardware target's name where the config names targets (p100@gpu1)
 RUN_RECORD = "results/runs/{framework}/{dataset}/{network}/{placement}/{variant}/{task}/rep{repetition}.json"
+REPETITIONS_DECISION = repetitions.DECISION
 CEILING = "results/ceilings/{processor}-{precision}.json"  # processor: cpu or gpu, after the target's name
 FIGURE_FORMATS = ("png", "svg")
 # The environments whose framework runs in a worker of its own Python, and the worker's script (workers/)
@@ -107,6 +109,7 @@ class Plan:
 
     def __init__(self, config: dict, merged: dict | None = None):
         self.config, self.merged = config, merged or {}
+        self.repetitions = repetitions.target(config)
         self.targets = dlbench_config.targets(config)
         self.cases: dict[tuple, Case] = {}
         self.case_records: dict[tuple, list[str]] = {}
@@ -127,19 +130,45 @@ class Plan:
         self.trained = [case for case in self.cases.values() if case.task == "train"]
         self.target_pairs = dlbench_config.target_pairs(config, self.hardware_order)
 
-    def _repetitions(self, key: tuple) -> list[str]:
-        framework, dataset, network, placement, variant, task = key
-        return [RUN_RECORD.format(framework=framework, dataset=dataset, network=network, placement=placement,
-                                  variant=variant, task=task, repetition=repetition)
-                for repetition in range(1, self.config["repetitions"] + 1)]
+    def _repetitions(self, key: tuple, first: int = 1, last: int | None = None) -> list[str]:
+        """The case's records of repetitions ``first`` to ``last`` (by default its first ``min``)."""
+        return [RUN_RECORD.format(**self.wildcards(key), repetition=repetition)
+                for repetition in range(first, (last or self.repetitions.min) + 1)]
 
-    def records(self, keys=None) -> list[str]:
+    @staticmethod
+    def wildcards(key: tuple) -> dict[str, str]:
+        """A case's wildcards by name (those of its records' and its repetitions decision's path)."""
+        return dict(zip(("framework", "dataset", "network", "placement", "variant", "task"), key))
+
+    def adapts(self, key: tuple) -> bool:
+        """Whether the case's runs after its first ``min`` wait on its repetitions decision (dlbench.repetitions)."""
+        return not self.merged and self.repetitions.adapts(key[5])
+
+    def records(self, keys=None, decided=None) -> list[str]:
         """The records of the cases ``keys`` (all by default), every repetition (with ``merge``: every record the
-        merged directories hold of them)."""
-        return [path for key in (self.cases if keys is None else keys) for path in self.case_records[key]]
+        merged directories hold of them). A case whose repetitions are a target has its first ``min``, and with
+        ``decided`` (key -> its runs in all, the repetitions checkpoint's; None: not decided) those after them."""
+        keys = list(self.cases if keys is None else keys)
+        more = {key: decided(key) for key in keys if decided and self.adapts(key)}
+        return [path for key in keys for path in self.case_records[key]
+                + (self._repetitions(key, self.repetitions.min + 1, more[key]) if more.get(key) else [])]
+
+    def run_summary(self, decided, log) -> str:
+        """Said as the workflow ends: how many runs are ok, failed or unavailable (dlbench.jobs.summary), and with
+        repetitions as a target which cases reached it (dlbench.repetitions.reached); ``decided`` as for
+        :meth:`records`, ``log`` where an unreadable record is named."""
+        lines = [summary.summarise(self.records(decided=decided))]
+        if adapted := [key for key in self.cases if self.adapts(key)]:
+            records = {key: load_records([path for path in self.records([key], decided) if Path(path).exists()],
+                                         log=log) for key in adapted}
+            lines.append(repetitions.reached(records, self.repetitions, self.config["statistics"]["contended"]))
+        return "\n".join(lines)
+
+    def cases_of(self, dataset: str, network: str, tasks=tuple(TASKS)) -> list[tuple]:
+        return [key for key in self.cases if key[1:3] == (dataset, network) and key[5] in tasks]
 
     def records_of(self, dataset: str, network: str, tasks=tuple(TASKS)) -> list[str]:
-        return self.records(key for key in self.cases if key[1:3] == (dataset, network) and key[5] in tasks)
+        return self.records(self.cases_of(dataset, network, tasks))
 
     def node_facts(self, measured: dict | None) -> NodeFacts:
         """What decides the figures drawn: the merged records', else the node's (``measured`` by the node_facts job)."""

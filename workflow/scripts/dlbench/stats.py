@@ -11,6 +11,8 @@ term and names the methods).
   estimate lies beyond the practical threshold (asv's factor, Criterion.rs's noise threshold), the same where the
   whole interval lies within the threshold, else not resolved, with the repetitions per cell that would resolve it
   at the spread observed: :func:`ratio`.
+- **Repetitions as a target**: Stein's two-stage procedure plans, from a cell's first runs, the runs whose interval
+  would reach a width: :func:`runs_for_width`.
 - **Steady state** within a run: its timed steps' first half against their second (Mann-Whitney U) and their
   trend (Kendall's tau); a run whose median step moved by more than the threshold, significantly, had not settled
   (Barrett et al., "Virtual Machine Warmup Blows Hot and Cold", OOPSLA 2017): :func:`steady_state`.
@@ -180,6 +182,26 @@ def repetitions_needed(a: Summary, b: Summary, threshold: float = THRESHOLD, con
     effect = abs(b.centre - a.centre) if log else abs(b.centre - a.centre) / abs(a.centre)
     variance = (a.spread ** 2 + b.spread ** 2) if log else (a.spread ** 2 + b.spread ** 2) / a.centre ** 2
     return _runs_to_resolve(effect, variance, threshold, log, _t_quantiles(confidence, 2))
+
+
+def runs_for_width(first: Summary, width: float, confidence: float = CONFIDENCE) -> int:
+    """Stein's two-stage sample size ("A two-sample test for a linear hypothesis whose power is independent of the
+    variance", Ann. Math. Statist. 1945): the runs in all whose interval's half-width would be at most ``width`` of
+    the estimate (a factor of 1 + ``width`` on the log scale), from the spread of the ``first`` runs and Student's
+    t at their own degrees of freedom, never fewer than they are. ``MOST_REPETITIONS + 1`` past the most."""
+    if first.n < 2 or math.isnan(first.spread):
+        raise ValueError(f"a first stage of {first.n} run(s) has no spread to plan from")
+    bound = math.log1p(width) if first.log else width * abs(first.centre)
+    quantile = stats.t.ppf((1 + confidence) / 2, first.n - 1)
+    runs = math.ceil((quantile * first.spread / bound) ** 2) if bound > 0 else math.inf
+    return max(first.n, min(runs, MOST_REPETITIONS + 1))
+
+
+def half_width(summary: Summary, confidence: float = CONFIDENCE) -> float:
+    """The interval's half-width as a fraction of the estimate (on the log scale the factor's excess over 1, high
+    over estimate minus 1); nan for fewer than two runs."""
+    low, high = interval(summary, confidence)
+    return high / summary.estimate - 1 if summary.log else (high - low) / 2 / abs(summary.estimate)
 
 
 def _runs_to_resolve(effect: float, variance: float, threshold: float, log: bool, quantiles: np.ndarray) -> int:

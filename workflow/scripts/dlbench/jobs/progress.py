@@ -126,6 +126,7 @@ class Watcher(threading.Thread):
         super().__init__(daemon=True, name="dlbench-progress")  # ends with Snakemake's process
         self.pending, self.parallel, self.out = list(planned), parallel, out
         self.total, self.started = len(planned), time.time()
+        self.watched = {run.record for run in planned}
         self.done, self.paced_seconds, self.first_done_at = 0, 0.0, None
         self._stopped = threading.Event()
 
@@ -152,6 +153,15 @@ class Watcher(threading.Thread):
             left = pace * sum(pending.seconds for pending in self.pending)
             print(finished_line(run, record, error, self.done, self.total, left), file=self.out, flush=True)
 
+    def expect(self, planned: list[Planned]) -> None:
+        """Runs planned after the start (a repetitions decision's), watched as the first are; one not yet watched
+        and whose record is still to be made counts once."""
+        for run in planned:
+            if run.record not in self.watched and not run.record.exists():
+                self.watched.add(run.record)
+                self.pending.append(run)
+                self.total += 1
+
     def run(self) -> None:
         while self.pending and not self._stopped.wait(POLL_SECONDS):
             self.poll()
@@ -174,6 +184,12 @@ def start(runs: list[tuple[str, dict]], parallel: int, out=sys.stdout) -> Watche
     watcher.start()
     _watching.append(watcher)
     return watcher
+
+
+def expect(runs: list[tuple[str, dict]]) -> None:
+    """More runs to watch (record path, spec), planned after the start: a repetitions checkpoint's."""
+    for watcher in _watching:
+        watcher.expect(plan(runs))
 
 
 def stop() -> None:

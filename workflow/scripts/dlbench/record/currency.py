@@ -7,7 +7,7 @@ worker protocol), and of its task's module with the task modules it imports. A R
 changes none of them; LeNet's description changes LeNet's records' in every framework; ``backends/mxnet.py`` changes
 MXNet's.
 
-Snakemake sees currency through a stamp per record (``results/.current/<the record's path>``), an input of the run:
+Snakemake sees currency through a stamp per record (:func:`stamp_path`), an input of the run:
 written when the expected spec or fingerprints change, and dated after the record where the record is not current
 (Snakemake reruns an output older than its input), before it where it is.
 """
@@ -86,7 +86,11 @@ def staleness(record: dict, asked: dict) -> str | None:
 
 
 def stamp_path(record_path: Path) -> Path:
-    return Path(STAMPS) / Path(record_path).relative_to("results")
+    """``results/.current/<the record's path without .json>/stamp.json``: a directory per record, because the main
+    process writes a stamp while Snakemake builds its DAG, and Snakemake takes a directory it has listed once for
+    all that is in it (its inventory): a stamp beside another record's, written after that one's was checked, was
+    missing to it (two records named on the command line)."""
+    return Path(STAMPS) / Path(record_path).relative_to("results").with_suffix("") / "stamp.json"
 
 
 def stamp(record_path: Path, spec: RunSpec, log=print) -> Path:
