@@ -187,7 +187,9 @@ class _MinibatchSource:
     """Training (sweep after sweep): batches of zeros. One sweep: the map file's images in order, their labels
     one-hot, then an empty minibatch, as CNTK's source ends."""
 
-    def __init__(self, deserializer, randomize, max_sweeps):
+    def __init__(self, deserializer, randomize, max_sweeps, multithreaded_deserializer):
+        # CNTK's default (None: multithreaded for an image reader) is never what the worker means
+        assert isinstance(multithreaded_deserializer, bool), multithreaded_deserializer
         self.streams = types.SimpleNamespace(features="features", labels="labels")
         self.deserializer, self.max_sweeps, self.position = deserializer, max_sweeps, 0
         assert randomize == (max_sweeps == INFINITELY_REPEAT), "one sweep in order, or random sweeps"

@@ -106,6 +106,17 @@ def test_the_worker_reads_the_map_file_from_the_format_directory(tmp_path, stand
     assert result["status"] == "ok", result["reason"]
 
 
+@pytest.mark.parametrize(("device", "loader_workers", "multithreaded"), [("cpu", 0, False), ("gpu1", 4, True)])
+def test_the_reader_decodes_on_one_thread_where_the_run_s_cores_all_train(tmp_path, device, loader_workers,
+                                                                          multithreaded):
+    """CNTK's image reader decodes on several threads by default; on a CPU run, whose cores train (no loader
+    workers), those took the step's cores and made its spikes (CHANGELOG 0.48.0)."""
+    spec = _spec(dataset="mnist-generated", device=device, loader_workers=loader_workers,
+                 data_dir=str(cntk_format(tmp_path, "mnist", 16, 4)))
+    config = cntk_backend.worker_config(spec, networks.network("lenet", "mnist"), tmp_path)
+    assert config["multithreaded_reader"] is multithreaded
+
+
 def cntk_format(tmp_path: Path, family: str, train_images: int, test_images: int) -> Path:
     datasets.generate(family, tmp_path / "raw", train_images=train_images, test_images=test_images, seed=3)
     datasets.unpack(family, tmp_path / "raw", tmp_path / "data")

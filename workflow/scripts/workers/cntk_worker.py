@@ -127,7 +127,8 @@ def image_source(config, map_file, train):
     """CNTK's ImageDeserializer on a map file, as CNTK's CIFAR-10 and ImageNet examples read it: for training,
     a random crop to the stored size (with its flip) of colour images, in random order, sweep after sweep; for
     evaluation, the centre crop, in the map file's order, one sweep; then scale to the input, mean image
-    subtracted. Where a case resizes (input_size), the mean image (the stored size's) is subtracted before the
+    subtracted; decoded on one thread or, with ``multithreaded_reader`` (the run has loader workers), on several.
+    Where a case resizes (input_size), the mean image (the stored size's) is subtracted before the
     scale, linear interpolation as the other frameworks' bilinear, to the input's channels (grey made RGB)."""
     import cntk as C
     from cntk.io import transforms
@@ -144,7 +145,8 @@ def image_source(config, map_file, train):
     # The reader's OpenCV 3.1 needs Ubuntu 16.04's libjpeg8, libpng12, ..., installed in the environment.
     missing = dlbench_module("envs/image_reader_libraries").preload(sys.prefix)
     try:
-        return C.io.MinibatchSource(deserializer, randomize=train, max_sweeps=C.io.INFINITELY_REPEAT if train else 1)
+        return C.io.MinibatchSource(deserializer, randomize=train, max_sweeps=C.io.INFINITELY_REPEAT if train else 1,
+                                    multithreaded_deserializer=config["multithreaded_reader"])
     except RuntimeError as error:
         if "Plugin not found" not in str(error):
             raise

@@ -167,7 +167,11 @@ def worker_config(spec: RunSpec, description: networks.Network, scratch: Path) -
               "learning_rate": spec.learning_rate, "optimizer": asdict(networks.optimizer(spec.network)),
               "threads": max(1, spec.threads // count), "gpus": spec.gpus, "profile": spec.task == "profile",
               "synthetic_images": None, "synthetic_labels": None, "input_scale": None,
-              "map_file": None, "test_map_file": None, "mean_file": None}
+              "map_file": None, "test_map_file": None, "mean_file": None,
+              # CNTK's image reader decodes on as many threads as the machine has cores unless told otherwise: on a
+              # CPU run (no loader workers) that burst took the cores the step trains on, and the steps it hit ran
+              # 2 to 6 times their median (CHANGELOG 0.48.0); one decoding thread, prefetching beside the step
+              "multithreaded_reader": spec.loader_workers > 0}
     if spec.data_mode == "synthetic":
         return {**config, **worker.synthetic_batch_files(spec, description, scratch)}
     data = Path(spec.data_dir).absolute()
