@@ -192,6 +192,7 @@ PLANS = {
         Job("format_throughput.py", ("--rounds", "2")),
         Job("memory_format.py", ("--network", "resnet50", "--family", "cifar10", "--batch", "16", "--precisions",
                                  "fp32", "--warmup", "3", "--timed", "10", "--rounds", "2")),
+        Job("aa_comparison.py", ("--rounds", "2")),  # .test/config-aa twice, about 3 minutes each
     ],
     "cuda": [
         Job("framework_overhead.py", ("--device", "cuda", *_LENET, "--dataset", "mnist", "--batch", "64",
@@ -205,6 +206,7 @@ PLANS = {
         Job("format_throughput.py", ("--rounds", "2")),
         Job("memory_format.py", ("--device", "gpu1", "--network", "resnet50", "--family", "imagenet", "--batch",
                                  "64", "--precisions", "fp32,bf16", "--rounds", "2")),
+        Job("aa_comparison.py", ("--rounds", "2")),
     ],
     "smoke": [
         Job("framework_overhead.py", (*_LENET, "--dataset", "mnist", "--batch", "8", "--warmup", "1", "--timed", "2",
@@ -217,6 +219,8 @@ PLANS = {
                                   "--timed", "2", "--rounds", "1")),
         Job("memory_format.py", (*_LENET, "--family", "mnist", "--batch", "8", "--warmup", "1", "--timed", "2",
                                  "--rounds", "1", "--precisions", "fp32")),
+        Job("aa_comparison.py", ("--networks", "lenet", "--tasks", "train", "--repetitions", "2", "--iterations", "4",
+                                 "--rounds", "1")),
     ],
 }
 CEILING = {"cpu": ("cpu", ["fp32"]), "cuda": ("gpu", ["fp32", "tf32", "bf16"]), "smoke": ("cpu", ["fp32"])}
