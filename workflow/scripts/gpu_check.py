@@ -42,7 +42,7 @@ else:
     if workflow.returncode != 0:
         print(f"the check's workflow failed (exit {workflow.returncode}); verdicts of the runs it made:")
     records = load_records(sorted((args.directory / "results" / "runs").rglob("rep*.json")))
-    found = acceptance.verdicts(records, acceptance.tf32_probe())
+    found = acceptance.verdicts(records, acceptance.tf32_probe(), benchmarks=ROOT / acceptance.BENCHMARKS)
 text = (f"GPU acceptance check: {node}, {datetime.now(UTC):%Y-%m-%d}, dlbench {dlbench_version()} "
         f"({git_commit() or 'commit unknown'})\n\n" + acceptance.table(found) + "\n")
 print(text)

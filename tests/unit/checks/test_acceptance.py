@@ -4,6 +4,7 @@ it is unavailable."""
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 from dlbench.checks import acceptance
 from dlbench.record.io import load_records, write_record
@@ -39,8 +40,9 @@ def test_numbers_that_hold_pass_every_check(tmp_path):
                                    gpu_record(framework="keras-jax", process=700.0)])
     found = acceptance.verdicts(records, {"device": "GPU", "fp32_error": 2e-7, "tf32_error": 4e-4})
     assert {verdict.check for verdict in found} == {*acceptance.RECORD_CHECKS, acceptance.TF32_CHECK,
-                                                     acceptance.HARNESS.check}
-    assert [v for v in found if v.verdict != "pass"] == [acceptance.HARNESS]  # not measured on a GPU yet
+                                                     acceptance.HARNESS_CHECK}
+    (harness,) = [v for v in found if v.verdict != "pass"]  # no make bench table given
+    assert harness.check == acceptance.HARNESS_CHECK and harness.verdict.startswith("unavailable: not measured")
     ratio = next(v for v in found if v.check == "real ÷ synthetic")
     assert ratio.value == pytest.approx(0.98) and ratio.cell == "pytorch lenet mnist gpu1 fp32"
 
@@ -91,3 +93,20 @@ def test_without_a_gpu_every_verdict_is_unavailable(tmp_path):
     assert all("unavailable: no GPU" in row for row in rows), rows
     assert (tmp_path / "gpu-check" / "gpu-check.md").read_text().startswith("GPU acceptance check: no GPU")
     assert not (tmp_path / "gpu-check" / "results").exists()
+
+
+def test_the_harness_s_cost_is_make_bench_s_measurement_on_a_gpu(tmp_path):
+    """Its rows of a CUDA case with a goal, each judged as make bench judged it; CPU rows and the splits without a
+    goal are not the GPU's."""
+    lenet, resnet = "lenet/mnist, batch 64, cuda, 4 threads", "resnet50/cifar10, batch 128, cuda, 4 threads"
+    rows = [{"framework": "pytorch", "case": lenet, "median": 0.991, "goal": ">= 0.98", "goal_met": "met"},
+            {"framework": "pytorch", "case": resnet, "median": 0.95, "goal": ">= 0.98", "goal_met": "missed"},
+            {"framework": "pytorch", "case": lenet, "median": 0.97, "goal": None, "goal_met": None},
+            {"framework": "mxnet", "case": "lenet/mnist, batch 64, cpu, 2 threads", "median": 0.99, "goal": ">= 0.98",
+             "goal_met": "cannot tell (unsteady)"}]
+    rows = [{"benchmark": "framework_overhead", **row} for row in rows]
+    pd.DataFrame(rows).to_csv(tmp_path / "benchmarks.csv", index=False)
+    found = acceptance.harness_verdicts(tmp_path / "benchmarks.csv")
+    assert [(v.cell, v.value, v.verdict) for v in found] == [
+        (f"pytorch {lenet}", 0.991, "pass"), (f"pytorch {resnet}", 0.95, "FAIL")]
+    assert acceptance.harness_verdicts(tmp_path / "none.csv")[0].verdict.startswith("unavailable: not measured")

@@ -11,6 +11,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
@@ -130,9 +131,24 @@ RECORD_CHECKS: dict[str, Callable[[list[dict]], list[Verdict]]] = {
     "keras-jax LeNet process memory": jax_lenet_memory,
 }
 TF32_CHECK = "TF32 off in fp32"
-# Not yet measured here: benchmarks/framework_overhead.py compares the harness with a bare loop on CPU only.
-HARNESS = Verdict("harness ÷ bare loop", "", None, "≥ 0.98",
-                  "unavailable: benchmarks/framework_overhead.py measures it on CPU only so far")
+HARNESS_CHECK = "harness ÷ bare loop"
+BENCHMARKS = "results/benchmarks.csv"  # make bench's table, in the checkout
+
+
+def harness_verdicts(benchmarks: Path | None) -> list[Verdict]:
+    """The harness's cost on a GPU as ``make bench DEVICE=cuda`` measured it (``benchmarks``, its table: the
+    framework_overhead rows of a CUDA case that have a goal), a row each; else one row saying it is not measured."""
+    if benchmarks is not None and benchmarks.exists():
+        table = pd.read_csv(benchmarks)
+        rows = table[(table["benchmark"] == "framework_overhead") & table["goal"].notna()
+                     & table["case"].str.contains(", cuda,", regex=False)]
+        found = [Verdict(HARNESS_CHECK, f"{row.framework} {row.case}", row.median, row.goal,
+                         {"met": "pass", "missed": "FAIL"}.get(row.goal_met, f"unavailable: {row.goal_met}"))
+                 for row in rows.itertuples()]
+        if found:
+            return found
+    return [Verdict(HARNESS_CHECK, "", None, ">= 0.98", "unavailable: not measured on a GPU here (make bench "
+                                                         f"DEVICE=cuda writes it to {benchmarks or BENCHMARKS})")]
 
 
 def tf32_probe(size: int = 2048) -> dict:
@@ -160,18 +176,20 @@ def tf32_verdict(probe: dict) -> Verdict:
                    f"< {TF32_ERROR_FP32:g} (TF32 on: {probe['tf32_error']:.1e})", holds)
 
 
-def verdicts(records: list[dict], probe: dict | None, unavailable: str | None = None) -> list[Verdict]:
+def verdicts(records: list[dict], probe: dict | None, unavailable: str | None = None,
+             benchmarks: Path | None = None) -> list[Verdict]:
     """Every check's rows; a check with none (its runs missing or failed) is one row saying so; with
-    ``unavailable`` (no GPU), every check is one row saying that."""
+    ``unavailable`` (no GPU), every check is one row saying that. The harness's cost is ``make bench``'s table's
+    (``benchmarks``: :func:`harness_verdicts`)."""
     if unavailable:
         return [Verdict(check, "", None, "", f"unavailable: {unavailable}")
-                for check in [*RECORD_CHECKS, TF32_CHECK, HARNESS.check]]
+                for check in [*RECORD_CHECKS, TF32_CHECK, HARNESS_CHECK]]
     found = []
     for check, judge in RECORD_CHECKS.items():
         found += judge(records) or [Verdict(check, "", None, "", "unavailable: no ok GPU run it applies to "
                                                                    "(see the runs' records)")]
     found.append(tf32_verdict(probe) if probe else Verdict(TF32_CHECK, "", None, "", "unavailable: not probed"))
-    return [*found, HARNESS]
+    return [*found, *harness_verdicts(benchmarks)]
 
 
 def table(found: list[Verdict]) -> str:
