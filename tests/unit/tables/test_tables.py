@@ -98,6 +98,18 @@ def test_appendix_reports_mean_sd_and_n_or_the_reason(records, tmp_path):
     assert cntk["cell"] == f"unavailable: {CNTK_REASON}" and cntk["n"] == 0
     memory = table.query("metric == 'gpu_memory' and framework == 'pytorch'").iloc[0]
     assert memory["cell"] == "unavailable: CPU run (no GPU used)"
+    # the LaTeX table holds the same cells: each of its rows, unescaped, is a row of the appendix
+    latex = {r"\%": "%", r"\_": "_", r"\textgreater{}": ">", r"\textless{}": "<", r"\&": "&"}
+    rows = []
+    for line in (tmp_path / "a.tex").read_text().splitlines():
+        if line.endswith("\\\\") and " & " in line and not line.startswith("\\"):
+            for escaped, plain in latex.items():
+                line = line.replace(escaped, plain)
+            rows.append(tuple(cell.strip() for cell in line.removesuffix("\\\\").split(" & ")))
+    cells = table[["metric", "unit", "dataset", "network", "framework", "cell"]]
+    header = tuple(cells.columns[:-1]) + ("cpu",)  # a longtable repeats it on each page
+    assert header in rows
+    assert sorted(row for row in rows if row != header) == sorted(map(tuple, cells.astype(str).to_numpy()))
     markdown = (tmp_path / "a.md").read_text()
     assert "| 110 [87, 138] (n=3, cv 9.1%) [cv > 5%]" in markdown and CNTK_REASON in markdown
     assert r"\begin{longtable}" in (tmp_path / "a.tex").read_text()
