@@ -23,9 +23,9 @@ include: "rules/aggregate.smk"
 
 # Cheap aggregation runs where Snakemake runs, not as cluster jobs; so do downloads, because a
 # cluster's compute nodes often cannot reach the internet.
-localrules: all, node_facts, repetitions, fetch, runs_table, timings_table, appendix_table, api_cost_table, accuracy_table,
-    layers_table, thesis_table, figure, accuracy_curve, layers_figure, heatmap, thesis_figure, iteration_times,
-    scaling_figure, targets_table, targets_figure
+localrules: all, node_facts, repetitions, fetch, runs_table, timings_table, appendix_table, api_cost_table,
+    accuracy_table, layers_table, thesis_table, figure, accuracy_curve, layers_figure, heatmap, thesis_figure,
+    iteration_times, scaling_figure, targets_table, targets_figure
 
 
 # Before the first job: how many runs, about how long; then a line per finished run (dlbench.jobs.progress). Local

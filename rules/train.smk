@@ -60,7 +60,7 @@ checkpoint repetitions:
     log:
         "logs/repetitions/{framework}/{dataset}/{network}/{placement}/{variant}/{task}.log",
     params:
-        target=lambda wildcards: dataclasses.asdict(PLAN.repetitions),  # a changed target decides again
+        target=dataclasses.asdict(PLAN.repetitions),  # a changed target decides again
         contended=config["statistics"]["contended"],
     conda:
         "../envs/workflow.yaml"

@@ -187,9 +187,11 @@ def start(runs: list[tuple[str, dict]], parallel: int, out=sys.stdout) -> Watche
 
 
 def expect(runs: list[tuple[str, dict]]) -> None:
-    """More runs to watch (record path, spec), planned after the start: a repetitions checkpoint's."""
+    """More runs to watch (record path, spec), planned after the start: a repetitions checkpoint's. Snakemake asks
+    for a decision each time it evaluates an input function; only runs not yet watched are estimated (which reads
+    their cell's records)."""
     for watcher in _watching:
-        watcher.expect(plan(runs))
+        watcher.expect(plan([run for run in runs if Path(run[0]) not in watcher.watched]))
 
 
 def stop() -> None:
