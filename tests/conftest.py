@@ -30,6 +30,53 @@ IN_FRAMEWORK = ROOT / "tests" / "in_framework"
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 
+# The fake GPU node (pytest --fake-gpu-node): one H100 on driver 580 in its nvidia-smi and NVML, and torch reporting
+# a CUDA build, for every process of the session (tests/fake_gpu_node)
+FAKE_GPU_NODE = ROOT / "tests" / "fake_gpu_node"
+# The test being set up and run (pytest_runtest_setup), which framework_environment holds to its needs_env marker
+CURRENT_TEST: list[pytest.Item] = []
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fake-gpu-node", action="store_true",
+                     help="run the tests on a fake GPU node: nvidia-smi and NVML list one H100 on driver 580, torch "
+                          "reports a CUDA build (tests/fake_gpu_node)")
+
+
+def pytest_configure(config):
+    if not config.getoption("--fake-gpu-node"):
+        return
+    python = str(FAKE_GPU_NODE / "python")
+    os.environ["PATH"] = os.pathsep.join([str(FAKE_GPU_NODE / "bin"), os.environ["PATH"]])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [python, os.environ.get("PYTHONPATH")]))
+    sys.path.insert(0, python)
+    sys.modules.pop("pynvml", None)  # the fake's, from now on
+    import fake_node
+
+    fake_node.report_cuda_build()
+
+
+def pytest_collection_modifyitems(config, items):
+    """needs_env on the tests that use an environment's fixture; needs_gpu and needs_no_gpu tests skipped, saying
+    why, on a node that is not what they need."""
+    from dlbench.envs import node_gpus
+
+    fake, gpus = config.getoption("--fake-gpu-node"), node_gpus()
+    for item in items:
+        if ENVIRONMENT_FIXTURES & set(item.fixturenames):
+            item.add_marker("needs_env")
+        if item.get_closest_marker("needs_gpu") and (fake or not gpus):
+            item.add_marker(pytest.mark.skip(reason="needs a GPU: " + (
+                "the fake GPU node's GPU runs no code" if fake else "nvidia-smi lists none on this node")))
+        if item.get_closest_marker("needs_no_gpu") and gpus:
+            item.add_marker(pytest.mark.skip(reason=f"needs a node without GPUs: nvidia-smi lists {len(gpus)}"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    CURRENT_TEST[:] = [item]
+
+
 # Test files that start the same services (a Slurm cluster's daemons, /etc/slurm's config, the two nodes' network
 # namespaces): one pytest-xdist worker runs them, one after another
 ONE_WORKER = {"tests/workflow/test_slurm.py": "slurm", "tests/workflow/test_slurm_nodes.py": "slurm"}
@@ -146,10 +193,19 @@ def shared_environments():
         yield Path(root)
 
 
-@functools.cache
 def framework_environment(framework: str) -> dict:
     """The framework's environment as the workflow's framework_venv job builds it (:func:`shared_environments`),
-    built here if missing; once a session. Its build log: .venvs/<framework>-tests.log."""
+    built here if missing; once a session. Its build log: .venvs/<framework>-tests.log. Only for a test marked
+    ``needs_env`` (a fixture of :data:`ENVIRONMENT_FIXTURES` marks its tests), which ``-m "not needs_env"``
+    leaves out on a machine where nothing is built yet."""
+    assert CURRENT_TEST and CURRENT_TEST[-1].get_closest_marker("needs_env"), (
+        f"{CURRENT_TEST[-1].nodeid if CURRENT_TEST else 'a fixture'} builds the {framework} environment: mark it "
+        f"needs_env")
+    return _built_environment(framework)
+
+
+@functools.cache
+def _built_environment(framework: str) -> dict:
     from dlbench.envs import build_environment, shared_root
 
     logs = ROOT / ".venvs"
@@ -159,6 +215,13 @@ def framework_environment(framework: str) -> dict:
                                    log, shared_root=shared_root())
     assert status["status"] == "ok", status["reason"]  # PyPI reaches this machine: fail, never skip
     return status
+
+
+# Fixtures that build a framework's environment: the tests that use them, directly or through another fixture, are
+# marked needs_env (pytest_collection_modifyitems)
+ENVIRONMENT_FIXTURES = {"mxnet_python", "tensorflow_python", "caffe_python", "cntk_worker_python",
+                        "mxnet_1_2_worker_python", "tensorflow_1_9_worker_python", "pytorch_1_0_worker_python",
+                        "jax_python"}
 
 
 def _framework_python(framework: str) -> str:

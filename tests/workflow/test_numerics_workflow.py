@@ -7,6 +7,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from dlbench import envs
 
 from ..conftest import ROOT
 from .test_workflow import snakemake
@@ -23,10 +24,14 @@ def test_precision_and_compile_are_axes_of_the_benchmark(tmp_path, record_schema
     its numerics, and the appendix puts a cell's four variants side by side."""
     shutil.copy(ROOT / ".test" / "config-numerics" / "config.yaml", tmp_path / "config.yaml")
     snakemake(tmp_path)
-    for environment in ("pytorch", "tensorflow", "mxnet"):  # no GPU here: CPU builds, asked of the frameworks
+    for environment in ("pytorch", "tensorflow", "mxnet"):  # the builds this node's GPUs call for
         built = json.loads((tmp_path / ".venvs" / environment / "environment.json").read_text())
-        assert (built["framework_build"], built["requirements"]) == ("cpu", f"{environment}.requirements.txt")
-        assert built["choice"] == "CPU build: nvidia-smi lists no GPU on this node"
+        requirements, choice = envs.choose_requirements(ROOT / "envs" / f"{environment}.requirements.txt",
+                                                        envs.node_gpus(), envs.node_compute_capabilities(),
+                                                        envs.node_driver())
+        assert (built["requirements"], built["choice"]) == (requirements.name, choice)
+        # asked of the framework: a CPU build from the CPU file, a CUDA one from a CUDA file
+        assert (built["framework_build"] == "cpu") == (requirements.name == f"{environment}.requirements.txt")
     compilers = {"pytorch": "torch.compile", "tensorflow": "XLA (tf.function jit_compile)"}
     always = {"pytorch": None, "tensorflow": "tf.function graph", "mxnet": "Gluon hybridize (static graph)"}
     for framework in ("pytorch", "tensorflow", "mxnet"):

@@ -48,6 +48,7 @@ def test_every_registered_frameworks_builder_is_counted_against_the_descriptions
 
 
 @pytest.mark.slow
+@pytest.mark.needs_env
 def test_every_network_has_the_same_trainable_parameters_in_every_framework(request):
     expected = {}
     for name, sizings in networks.SIZINGS.items():
@@ -104,6 +105,7 @@ def test_tensorflow_reads_the_tfrecords_back_and_batches_them(tmp_path, tensorfl
 
 
 @pytest.mark.slow
+@pytest.mark.needs_env
 @pytest.mark.parametrize("framework", ["tensorflow", "mxnet"])
 def test_data_parallel_training_splits_the_global_batch(tmp_path, framework, request):
     python = request.getfixturevalue(f"{framework}_python")

@@ -208,6 +208,7 @@ def test_without_python_3_6_the_cntk_environment_is_unavailable(tmp_path, monkey
 
 
 @pytest.mark.slow
+@pytest.mark.needs_env
 @pytest.mark.parametrize("environment", ["cntk", "cntk-2.5"])  # today's CNTK 2.7 and the thesis's 2.5.1
 def test_real_cntk_builds_every_network_with_its_parameter_count(environment, tmp_path):
     cntk_worker_python = framework_environment(environment)["worker_python"]

@@ -1,7 +1,7 @@
 """cuDNN called directly (seed 002's hand-written cuDNN LeNet): on a GPU, the calls compute PyTorch's logits from
 PyTorch's weights at any batch size and a real inference run is measured; where there is no GPU (here), a run is
-unavailable and says why, and networks it has no calls for are refused by name. The GPU tests run where PyTorch
-sees a GPU (``pytest tests/unit/backends/test_cudnn_calls.py`` on a GPU node); elsewhere they are skipped."""
+unavailable and says why, and networks it has no calls for are refused by name. The GPU tests (needs_gpu) run on a
+node with an NVIDIA GPU (``pytest tests/unit/backends/test_cudnn_calls.py`` there); elsewhere they are skipped."""
 import jsonschema
 import pytest
 import torch
@@ -9,8 +9,6 @@ from dlbench import networks
 from dlbench.backends import Unavailable, cudnn_calls
 
 from ..run.test_monitor import run, spec
-
-gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU with PyTorch's cuDNN")
 
 
 def test_a_cpu_run_is_unavailable_and_says_why(tmp_path, record_schema):
@@ -35,7 +33,7 @@ def test_networks_without_calls_are_refused_by_name(name, variant, message):
         cudnn_calls.Network(description, named.leaves, "fp32")
 
 
-@gpu
+@pytest.mark.needs_gpu
 @pytest.mark.parametrize("name,variant,precision", [
     ("lenet", "mnist", "fp32"), ("mlp", "mnist", "fp32"), ("alexnet_bn", "cifar10", "fp32"),
     ("cifar10_cnn", "cifar10", "fp32"), ("lenet", "mnist", "tf32")])
@@ -65,7 +63,7 @@ def test_the_calls_compute_pytorchs_logits_at_any_batch_size(name, variant, prec
     cudnn.close()
 
 
-@gpu
+@pytest.mark.needs_gpu
 def test_a_real_cudnn_inference_run(tmp_path, record_schema):
     record = run(tmp_path, spec(framework="cudnn", task="inference", device="gpu1", iterations=40,
                                 warmup_iterations=5, latency_calls=100))

@@ -31,6 +31,7 @@ def test_keras_trains_through_fit_and_each_step_is_timed(tmp_path, request, reco
     assert np.isfinite(record["quality"]["final_loss"])
 
 
+@pytest.mark.needs_env
 @pytest.mark.parametrize("framework,python", [("keras-tensorflow", "tensorflow_python"), ("keras-jax", "jax_python")])
 def test_fit_on_the_other_keras_backends(tmp_path, request, framework, python):
     record = run(tmp_path, spec(framework=framework, network="mlp", keras_fit=True, iterations=12, warmup_iterations=2),

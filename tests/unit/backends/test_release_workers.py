@@ -88,6 +88,7 @@ def _described(name: str) -> dict:
             for case, description in _sizings()}
 
 
+@pytest.mark.needs_env
 def test_each_thesis_release_builds_every_network_as_described_and_steps_each_optimizer(release, tmp_path):
     name, module, python = release
     assert _built(tmp_path, python, module) == _described(name)
@@ -140,6 +141,7 @@ def _run(tmp_path, **changes) -> dict:
     return result
 
 
+@pytest.mark.needs_env
 def test_the_runner_trains_infers_and_scores_each_thesis_release_in_its_worker(tmp_path, release, mnist, request,
                                                                                monkeypatch):
     name, module, _ = release
@@ -172,6 +174,7 @@ def test_an_lstm_on_the_thesis_s_mxnet_is_unavailable_saying_why(tmp_path, mxnet
     assert result["reason"] == UNAVAILABLE["mxnet-1.2", "lstm/text"]
 
 
+@pytest.mark.needs_env
 @pytest.mark.parametrize("name", [name for name in FRAMEWORKS if name != "pytorch-1.0"])  # a CUDA build: the next
 def test_a_gpu_run_on_the_cpu_build_is_unavailable_before_its_worker_starts(tmp_path, name, request, monkeypatch):
     python = request.getfixturevalue(FRAMEWORKS[name][1])
@@ -219,6 +222,7 @@ def test_tensorflow_1_9_profiles_each_layer_by_its_trace_as_seed_004_did(tmp_pat
     assert all(step["dense1"] > 0 and step["relu1"] == 0 for step in updates)  # whose weights, by name
 
 
+@pytest.mark.needs_env
 @pytest.mark.parametrize("name", ["keras2-tensorflow", "keras2-mxnet"])
 def test_keras_2_trains_through_model_fit_on_either_backend_as_seed_001_did(tmp_path, name, mnist, request,
                                                                               monkeypatch):
@@ -237,6 +241,7 @@ def test_keras_2_trains_through_model_fit_on_either_backend_as_seed_001_did(tmp_
         assert 0 < fitted["final_loss"] < 10
 
 
+@pytest.mark.needs_env
 @pytest.mark.parametrize("name", ["tensorflow-1.9", "keras2-tensorflow", "keras2-mxnet"])
 def test_the_lstm_trains_on_each_thesis_release_that_builds_it(tmp_path, name, request, monkeypatch):
     """Sequences go to the worker as they are (no image's NHWC transpose); keras-mxnet unrolls the LSTM on MXNet 1.2,

@@ -1,6 +1,7 @@
 """The GPU acceptance check's verdicts, on records of a fake GPU node read back through the record schema:
 numbers that hold pass, numbers that cannot be true FAIL, and on a machine without a GPU every check says
 it is unavailable."""
+import os
 import subprocess
 import sys
 
@@ -84,13 +85,18 @@ def test_a_check_with_no_run_to_judge_says_so_and_each_run_that_did_not_run_is_n
 
 
 def test_without_a_gpu_every_verdict_is_unavailable(tmp_path):
-    """make gpu-check on this machine: nothing runs, and it says why."""
+    """make gpu-check on a node without a GPU driver (an NVML that says so, whatever this node has): nothing runs,
+    and it says why."""
+    (tmp_path / "pynvml.py").write_text("class NVMLError(Exception):\n    pass\n\n\n"
+                                        "def nvmlInit():\n    raise NVMLError('Driver Not Loaded')\n")
+    node = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, str(ROOT / "workflow" / "scripts" / "gpu_check.py"), "--directory",
-                           str(tmp_path / "gpu-check")], capture_output=True, text=True, check=False, timeout=120)
+                           str(tmp_path / "gpu-check")], capture_output=True, text=True, check=False, timeout=120,
+                          env=node)
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "verdict" not in line]
     assert len(rows) == len(acceptance.RECORD_CHECKS) + 2
-    assert all("unavailable: no GPU" in row for row in rows), rows
+    assert all("unavailable: no GPU (NVML: Driver Not Loaded)" in row for row in rows), rows
     assert (tmp_path / "gpu-check" / "gpu-check.md").read_text().startswith("GPU acceptance check: no GPU")
     assert not (tmp_path / "gpu-check" / "results").exists()
 

@@ -17,6 +17,7 @@ from dlbench.spec import RunSpec
 from dlbench.tasks import window_marks
 
 from ...conftest import ROOT
+from ..hardware.test_gpu import FakeNVML
 
 
 def spec(**changes):
@@ -60,8 +61,8 @@ def test_a_real_run_records_timing_memory_and_provenance(tmp_path, record_schema
     assert record["memory"]["gpu_process_peak_mib"] is None
     assert record["memory"]["reasons"]["gpu_process_peak_mib"] == "CPU run (no GPU used)"
     # a CPU run: the host's counters a few times a second and on the window's marks, not the GPUs' 20
-    # (Sampler says why)
-    assert record["power"]["samples"] >= 2 and 1 < record["power"]["sample_hz"] < 20 / 2
+    # (Sampler says why); a busy machine wakes the sampler later, never sooner
+    assert record["power"]["samples"] >= 2 and record["power"]["sample_hz"] < 20 / 2
     assert record["quality"]["final_loss"] > 0
     provenance = record["provenance"]
     assert provenance["packages"]["torch"] and provenance["python"] and provenance["cores"] >= 1
@@ -126,10 +127,11 @@ def test_a_framework_this_machine_cannot_run_is_unavailable(tmp_path, monkeypatc
 
 
 def test_a_gpu_run_without_a_gpu_is_unavailable(tmp_path, record_schema):
-    record = run(tmp_path, spec(device="gpu1"))
+    """On a node whose NVML has no driver loaded, whatever this node has."""
+    record = run(tmp_path, spec(device="gpu1"), nvml=FakeNVML(fail_init=True))
     jsonschema.validate({k: v for k, v in record.items() if k != "path"}, record_schema)
     assert record["status"] == "unavailable"
-    assert record["reason"].startswith("gpu1 needs 1 GPU(s); this node has 0 (NVML: ")
+    assert record["reason"] == "gpu1 needs 1 GPU(s); this node has 0 (NVML: Driver Not Loaded)"
     assert record["memory"]["reasons"]["gpu_device_peak_mib"] == record["reason"]
 
 
@@ -342,8 +344,8 @@ def test_a_cpu_run_s_monitor_wakes_seldom_inside_its_window(tmp_path):
     sampler, times, (start, end) = _sampled(tmp_path, 20, 1.5, 2.5, 0.3)
     before = [time for time in times if time < start]
     inside = [time for time in times if start < time < end]
-    assert len(before) >= 3  # at 4 Hz (fewer when the machine is loaded)
-    assert len(inside) <= 1 + 3  # the open mark's and one a second
+    assert before  # the first sample's, and more at 4 Hz (fewer when the machine is loaded)
+    assert len(inside) <= 1 + 3  # the open mark's and one a second (a busy machine wakes it later, never sooner)
     assert sampler.interval == 1 / Sampler.HOST_HZ and sampler.window_interval == 1.0
 
 

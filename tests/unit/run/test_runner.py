@@ -1,5 +1,6 @@
-"""The training loop's clock, against a simulated asynchronous device."""
-import statistics
+"""The training loop's clock, against a simulated asynchronous device whose steps stamp when they were dispatched
+and finished: the loop's intervals are checked by the order and containment of those stamps, never by how long a
+step took, which a busy machine stretches (what must be timed is make bench's)."""
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -15,13 +16,16 @@ class AsynchronousDevice:
     def __init__(self):
         self.queue = ThreadPoolExecutor(max_workers=1)
         self.pending = []
-        self.finished_at = []
+        self.finished_at = []  # time.time(), beside the timed window's epochs
+        self.dispatched, self.finished = [], []  # time.perf_counter(), the loop's clock
 
     def _run(self):
         time.sleep(DEVICE_SECONDS)
         self.finished_at.append(time.time())
+        self.finished.append(time.perf_counter())
 
     def step(self):
+        self.dispatched.append(time.perf_counter())
         time.sleep(DISPATCH_SECONDS)
         self.pending.append(self.queue.submit(self._run))
         return self.pending[-1].result
@@ -41,9 +45,12 @@ def test_the_device_computes_while_python_dispatches_the_next_step():
     wall = time.perf_counter() - start
     times = timing["iteration_seconds"]
     assert len(times) == 30 and len(device.finished_at) == 30
-    # Waiting for every step before dispatching the next would take dispatch + device time each.
-    assert statistics.median(times[5:]) < DEVICE_SECONDS + DISPATCH_SECONDS / 2
-    assert abs(sum(times) - wall) < 0.01  # nothing between the steps escapes the clock
+    # A loop that waited for each step before dispatching the next would dispatch none before the one before it had
+    # finished; this one waits only at its progress lines (every third step here)
+    overlapped = sum(device.dispatched[k + 1] < device.finished[k] for k in range(29))
+    assert overlapped >= 29 - 10, overlapped
+    # nothing between the steps escapes the clock: its intervals hold the first dispatch to the last finish
+    assert device.finished[-1] - device.dispatched[0] <= sum(times) <= wall
 
 
 def test_the_timed_window_holds_exactly_the_timed_steps():
@@ -54,7 +61,8 @@ def test_the_timed_window_holds_exactly_the_timed_steps():
     assert window["start_epoch"] < device.finished_at[5]
     assert window["end_epoch"] >= device.finished_at[-1]
     assert abs(window["seconds"] - sum(timing["iteration_seconds"][5:])) < 1e-9
-    assert abs(window["seconds"] - (window["end_epoch"] - window["start_epoch"])) < 0.005
+    # from the last warm-up step's finish to the last step's, which the device ran one after another
+    assert 15 * DEVICE_SECONDS <= window["seconds"] <= window["end_epoch"] - device.finished_at[4]
 
 
 def test_without_warm_up_the_window_opens_before_the_first_step():
@@ -77,6 +85,7 @@ class StampingDevice(AsynchronousDevice):
         return self.stamps[-1]
 
     def step(self):
+        self.dispatched.append(time.perf_counter())
         time.sleep(DISPATCH_SECONDS)
         future = self.queue.submit(self._run)
         self.pending.append(future)
@@ -101,7 +110,9 @@ def test_stamped_steps_are_clocked_by_their_stamps_and_waited_for_only_at_the_pr
     assert all(abs(times[index] - (stamps[index] - stamps[index - 1])) < 1e-9 for index in range(1, 40))
     # one wait at each line, at the warm-up's end and at the loop's: a wait for each step would block 40 times
     assert device.blocking_waits <= 12
-    assert 0 < wall - sum(times) < 0.05  # the steps' intervals, up to the last one's stamp, are the loop's time
+    # the steps' intervals, up to the last one's stamp, are the loop's time: they start between the test's start and
+    # the first dispatch
+    assert start <= stamps[-1] - sum(times) <= device.dispatched[0] and sum(times) <= wall
     window = timing["timed_window"]
     assert abs(window["seconds"] - (stamps[-1] - stamps[4])) < 1e-9
 

@@ -43,6 +43,7 @@ def _converted(root, format_name, python, family="mnist"):
 
 
 @pytest.mark.slow
+@pytest.mark.needs_env
 @pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "mxnet", "caffe", "keras-jax"])
 def test_each_framework_trains_whole_epochs_and_scores_the_whole_test_split(framework, generated_mnist, request):
     python = {"pytorch": sys.executable, "tensorflow": "tensorflow_python", "mxnet": "mxnet_python",

@@ -193,6 +193,7 @@ PLANS = {
         Job("memory_format.py", ("--network", "resnet50", "--family", "cifar10", "--batch", "16", "--precisions",
                                  "fp32", "--warmup", "3", "--timed", "10", "--rounds", "2")),
         Job("aa_comparison.py", ("--rounds", "2")),  # .test/config-aa twice, about 3 minutes each
+        Job("contention.py", ("--rounds", "3")),
     ],
     "cuda": [
         Job("framework_overhead.py", ("--device", "cuda", *_LENET, "--dataset", "mnist", "--batch", "64",
@@ -207,6 +208,7 @@ PLANS = {
         Job("memory_format.py", ("--device", "gpu1", "--network", "resnet50", "--family", "imagenet", "--batch",
                                  "64", "--precisions", "fp32,bf16", "--rounds", "2")),
         Job("aa_comparison.py", ("--rounds", "2")),
+        Job("contention.py", ("--rounds", "3")),
     ],
     "smoke": [
         Job("framework_overhead.py", (*_LENET, "--dataset", "mnist", "--batch", "8", "--warmup", "1", "--timed", "2",
@@ -221,6 +223,7 @@ PLANS = {
                                  "--rounds", "1", "--precisions", "fp32")),
         Job("aa_comparison.py", ("--networks", "lenet", "--tasks", "train", "--repetitions", "2", "--iterations", "4",
                                  "--rounds", "1")),
+        Job("contention.py", ("--rounds", "1", "--iterations", "60")),
     ],
 }
 CEILING = {"cpu": ("cpu", ["fp32"]), "cuda": ("gpu", ["fp32", "tf32", "bf16"]), "smoke": ("cpu", ["fp32"])}

@@ -1,0 +1,36 @@
+"""The fake GPU node's one description: what its ``nvidia-smi`` and its ``pynvml`` say (one H100 on driver 580, CUDA
+13.0), and the CUDA build its torch reports."""
+GPU = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-00000000-fake-h100-0000-000000000000",
+       "compute_cap": "9.0", "memory_mib": 81559, "used_mib": 0, "power_w": 70.0}
+DRIVER = "580.65.06"
+CUDA_DRIVER = 13000  # NVML's form of 13.0
+TORCH_CUDA = "13.0"
+
+
+def report_cuda_build():
+    """torch reports the CUDA build PyPI's Linux wheel is (``torch.version.cuda``), whatever build is installed: a
+    finder that loads ``torch.version`` as the real ones do, then sets its ``cuda``."""
+    import importlib.abc
+    import importlib.machinery
+    import sys
+
+    if "torch.version" in sys.modules:  # imported already (pytest's own process)
+        sys.modules["torch.version"].cuda = TORCH_CUDA
+        return
+
+    class CudaBuild(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name != "torch.version":
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is not None:
+                load = spec.loader.exec_module
+
+                def exec_module(module):
+                    load(module)
+                    module.cuda = TORCH_CUDA
+
+                spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, CudaBuild())
