@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 # The fake GPU node (pytest --fake-gpu-node): one H100 on driver 580 in its nvidia-smi and NVML, and torch reporting
 # a CUDA build, for every process of the session (tests/fake_gpu_node)
 FAKE_GPU_NODE = ROOT / "tests" / "fake_gpu_node"
+HOOKS = ROOT / "tests" / "hooks"  # what the tests' sitecustomize files change in a run's own process
 # The test being set up and run (pytest_runtest_setup), which framework_environment holds to its needs_env marker
 CURRENT_TEST: list[pytest.Item] = []
 
@@ -46,10 +47,10 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     if not config.getoption("--fake-gpu-node"):
         return
-    python = str(FAKE_GPU_NODE / "python")
+    python = [str(FAKE_GPU_NODE / "python"), str(HOOKS)]
     os.environ["PATH"] = os.pathsep.join([str(FAKE_GPU_NODE / "bin"), os.environ["PATH"]])
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [python, os.environ.get("PYTHONPATH")]))
-    sys.path.insert(0, python)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [*python, os.environ.get("PYTHONPATH")]))
+    sys.path[:0] = python
     sys.modules.pop("pynvml", None)  # the fake's, from now on
     import fake_node
 

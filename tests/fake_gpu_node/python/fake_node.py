@@ -7,30 +7,9 @@ CUDA_DRIVER = 13000  # NVML's form of 13.0
 TORCH_CUDA = "13.0"
 
 
+
 def report_cuda_build():
-    """torch reports the CUDA build PyPI's Linux wheel is (``torch.version.cuda``), whatever build is installed: a
-    finder that loads ``torch.version`` as the real ones do, then sets its ``cuda``."""
-    import importlib.abc
-    import importlib.machinery
-    import sys
+    """torch reports the CUDA build PyPI's Linux wheel is (``torch.version.cuda``), whatever build is installed."""
+    from after_import import after_import
 
-    if "torch.version" in sys.modules:  # imported already (pytest's own process)
-        sys.modules["torch.version"].cuda = TORCH_CUDA
-        return
-
-    class CudaBuild(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name != "torch.version":
-                return None
-            spec = importlib.machinery.PathFinder.find_spec(name, path)
-            if spec is not None:
-                load = spec.loader.exec_module
-
-                def exec_module(module):
-                    load(module)
-                    module.cuda = TORCH_CUDA
-
-                spec.loader.exec_module = exec_module
-            return spec
-
-    sys.meta_path.insert(0, CudaBuild())
+    after_import("torch.version", lambda module: setattr(module, "cuda", TORCH_CUDA))
