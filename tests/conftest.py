@@ -4,6 +4,7 @@ import functools
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -272,6 +273,12 @@ def pytorch_1_0_worker_python():
 @pytest.fixture(scope="session")
 def jax_python():
     return _framework_python("jax")
+
+
+def svg_text(path: Path) -> str:
+    """The words a figure shows: matplotlib draws text as glyph paths, each text preceded by a comment of its words;
+    those, their lines joined by spaces (a note wrapped over lines reads as one)."""
+    return " ".join(" ".join(words.split()) for words in re.findall(r"<!-- (.*?) -->", path.read_text(), re.DOTALL))
 
 
 def run_in(python: str, script: str, *args) -> dict:

@@ -1,13 +1,18 @@
 """make report: one runs table, appendix, figures and HTML report over the results of two workflow runs on
 machines that could not share one, read where they lie; two directories that call one target two machines are
 refused before any job."""
+import math
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 import yaml
+from dlbench.checks import report_check
 
 from ..conftest import ROOT
 from ..unit.tables.test_merge import on_cpu, results_dir
@@ -20,6 +25,19 @@ def make_report(merged: Path, *results: Path) -> subprocess.CompletedProcess:
                f"BIN={Path(sys.executable).parent}", f"RESULTS={' '.join(map(str, results))}", f"MERGED={merged}",
                "CORES=2"]
     return subprocess.run(command, capture_output=True, text=True, check=False, timeout=1200)
+
+
+def cell_of(values: list[float]) -> tuple[float, float, float, int]:
+    """A cell worked out again from its runs by scipy: the geometric mean and the Student's t 95 % interval on
+    the log scale (docs/statistics.md)."""
+    logs = np.log(values)
+    low, high = scipy.stats.t.interval(0.95, len(logs) - 1, loc=logs.mean(), scale=scipy.stats.sem(logs))
+    return math.exp(logs.mean()), math.exp(low), math.exp(high), len(values)
+
+
+def shown_cell(text: str) -> tuple[float, float, float, int]:
+    estimate, low, high, n = re.match(r"([\d.]+) \[([\d.]+), ([\d.]+)\] \(n=(\d+)", text).groups()
+    return float(estimate), float(low), float(high), int(n)
 
 
 @pytest.mark.slow
@@ -40,6 +58,14 @@ def test_one_report_over_two_machines_results(tmp_path):
     assert (merged / "results" / "figures" / "mnist-generated" / "lenet" / "train_speed.svg").exists()
     report = (merged / "report.html").read_text(errors="replace")  # the files in it are encoded
     assert "mnist-generated / lenet" in report and "appendix.md" in report
+    # what the report shows: the appendix on disk, its cells those of the runs (101, 102 and 301, 302 images/s)
+    shown = report_check.embedded(merged / "report.html")["results/tables/appendix.md"].decode()
+    assert shown == appendix
+    row = next(line for line in shown.splitlines() if line.startswith("| train_speed "))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[:5] == ["train_speed", "images/s", "mnist-generated", "lenet", "pytorch"]
+    assert [shown_cell(cell) for cell in cells[5:]] == [pytest.approx(cell_of([101.0, 102.0]), rel=0.01),
+                                                       pytest.approx(cell_of([301.0, 302.0]), rel=0.01)]
     assert {path: path.read_bytes() for path in tmp_path.rglob("rep*.json") if merged not in path.parents} == before
     assert not (laptop / "results" / "tables").exists()  # nothing written beside the merged records
 

@@ -15,7 +15,7 @@ import yaml
 from dlbench.record import currency
 from dlbench.spec import RunSpec
 
-from ..conftest import ROOT
+from ..conftest import ROOT, svg_text
 
 QUICK = {"networks": ["lenet"], "batch_size": 16, "iterations": 12, "warmup_iterations": 2}
 
@@ -61,7 +61,11 @@ def test_a_dataset_that_cannot_be_fetched_yields_failed_records_and_tables(unfet
     assert ok["status"] == "ok"
     appendix = (workdir / "results" / "tables" / "appendix.md").read_text()
     assert "failed: dataset mnist could not be had" in appendix
-    assert (workdir / "results" / "figures" / "mnist" / "lenet" / "train_speed.png").exists()
+    # the failed cell's figure: its status where the bar would stand, and why below the plot
+    figure = workdir / "results" / "figures" / "mnist" / "lenet" / "train_speed"
+    assert figure.with_suffix(".png").exists() and 'id="missing pytorch cpu"' in figure.with_suffix(".svg").read_text()
+    drawn = svg_text(figure.with_suffix(".svg"))
+    assert "pytorch: failed" in drawn and "pytorch / cpu: failed: dataset mnist could not be had" in drawn
 
 
 @pytest.mark.slow

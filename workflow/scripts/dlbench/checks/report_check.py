@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import base64
 import io
+import json
 from pathlib import Path
 
 from PIL import Image, ImageStat
@@ -37,6 +38,15 @@ def blank(png: bytes) -> bool:
     """Whether a screenshot shows (almost) nothing: one colour, or nearly so."""
     image = Image.open(io.BytesIO(png)).convert("L")
     return ImageStat.Stat(image).stddev[0] < 2.0 or len(image.getcolors(maxcolors=1 << 16) or range(1 << 16)) < 3
+
+
+def embedded(report: Path) -> dict[str, bytes]:
+    """Each result's file as the report carries it (Snakemake's ``<script id="results">``: a data URI per result),
+    by its path in the workflow's directory: what a reader of the report is shown, read without a browser."""
+    html, declaration = report.read_text(), "var results = "
+    start = html.index(declaration, html.index('<script id="results">')) + len(declaration)
+    results, _ = json.JSONDecoder().raw_decode(html, start)
+    return {path: base64.b64decode(result["data_uri"].split(",", 1)[1]) for path, result in results.items()}
 
 
 def check(report: Path, screenshots: Path, timeout: float = 60.0) -> tuple[list[str], list[str]]:
