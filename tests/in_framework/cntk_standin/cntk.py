@@ -1,5 +1,6 @@
-"""A stand-in for the part of CNTK 2.7's Python API that the CNTK worker calls, for tests on a
-machine without CPython 3.6 (CNTK's wheels are cp36 only). It is no CNTK: it tracks shapes and
+"""A stand-in for the part of CNTK 2.7's Python API that the CNTK worker calls, for the tests of the runner's
+protocol with its worker and of its failure paths (what the real CNTK computes is tested with the real CNTK,
+tests/unit/backends/test_cntk.py). It is no CNTK: it tracks shapes and
 parameters by CNTK's rules (ConvolveGeometry: automatic padding gives one output per stride-th
 input position; without it, the windows inside the input, rounded down unless ceil_out_dim; a
 kernel larger than its input is refused, padded or not, as CNTK 2.7 does), reads the map and mean files as
