@@ -3,6 +3,7 @@
 ``GradScaler``), as PyTorch's AMP recipe has it."""
 from __future__ import annotations
 
+import atexit
 import bisect
 import contextlib
 import functools
@@ -135,6 +136,11 @@ def _process_group(spec: RunSpec) -> tuple[int, int]:
         raise Unavailable(f"{spec.device}: one GPU per process ({spec.processes * spec.gpus}xgpu1) is wired, "
                           "not several")
     distributed.init_process_group("nccl" if spec.gpus else "gloo")
+    # Left to the interpreter's teardown, gloo's threads may still hold tensors of finished work, and freeing them
+    # then aborts the process (SIGABRT; pytorch/pytorch#179291): a 2xcpu run's second rank, after the first had
+    # written an ok result, under a loaded make test. Destroyed while the interpreter is whole, as PyTorch's
+    # documentation asks of every trainer process.
+    atexit.register(distributed.destroy_process_group)
     return distributed.get_rank(), world
 
 
