@@ -1,8 +1,8 @@
 """Run by tests/unit/datasets/test_known_pixels.py in a framework's environment: the first batch of the test split
 as the framework's own input pipeline delivers it to the network (normalised, in the framework's layout), and its
-labels, printed as JSON. Usage: python test_split_batch.py FRAMEWORK ARGUMENTS.json, the arguments being the run's
-spec (CNTK: the worker's path and its config instead, since its Python 3.6 imports no dlbench; this file is
-Python 3.6 too)."""
+labels, printed as JSON. Usage: python evaluation_batch.py FRAMEWORK ARGUMENTS.json, the arguments being the run's
+spec, and with "convert" a format this environment writes, from the unpacked dataset (CNTK: the worker's path and
+its config instead, since its Python 3.6 imports no dlbench; this file is Python 3.6 too)."""
 import importlib.util
 import json
 import os

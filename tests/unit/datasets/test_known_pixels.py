@@ -6,7 +6,6 @@ every image must arrive with its label, its channels in the order the framework 
 
 The pixels say where they belong: red rises with the column, green with the row, and blue is the image's own
 value, so that a transposition, a channel swap or a mixed-up label each changes what is read."""
-import io
 import json
 import sys
 import tarfile
@@ -38,29 +37,17 @@ def _row(image: np.ndarray) -> np.ndarray:
     return np.concatenate([red.ravel(), green.ravel(), blue.ravel()])
 
 
-def _legacy_pickle(content: dict) -> bytes:
-    """As the real files are pickled (numpy 1.x's module path, which MXNet's numpy < 1.26 loads too)."""
-    buffer = io.BytesIO()
-    datasets._LegacyNumpyPickler(buffer, protocol=2).dump(content)
-    return buffer.getvalue()
-
-
 def write_known_archive(raw_dir):
     """cifar-10-python.tar.gz: test image k labelled k; training images of the same form (numbers 0 to 9)."""
     raw_dir.mkdir(parents=True)
     batches = {"test_batch": range(TEST_IMAGES), **{f"data_batch_{i + 1}": (2 * i, 2 * i + 1) for i in range(5)}}
+    # pickled and archived as generate() does (numpy 1.x's module path, which MXNet's numpy < 1.26 loads too)
     with tarfile.open(raw_dir / "cifar-10-python.tar.gz", "w:gz") as tar:
         for name, numbers in batches.items():
-            payload = _legacy_pickle({b"batch_label": name.encode(), b"labels": list(numbers),
-                                      b"data": np.stack([_row(known_image(k)) for k in numbers]),
-                                      b"filenames": [f"{k}.png".encode() for k in numbers]})
-            info = tarfile.TarInfo(f"{datasets.CIFAR10_DIR}/{name}")
-            info.size = len(payload)
-            tar.addfile(info, io.BytesIO(payload))
-        meta = _legacy_pickle({b"label_names": [f"class_{i}".encode() for i in range(10)]})
-        info = tarfile.TarInfo(f"{datasets.CIFAR10_DIR}/batches.meta")
-        info.size = len(meta)
-        tar.addfile(info, io.BytesIO(meta))
+            datasets._add_pickle(tar, name, {b"batch_label": name.encode(), b"labels": list(numbers),
+                                             b"data": np.stack([_row(known_image(k)) for k in numbers]),
+                                             b"filenames": [f"{k}.png".encode() for k in numbers]})
+        datasets._add_pickle(tar, "batches.meta", {b"label_names": [f"class_{i}".encode() for i in range(10)]})
 
 
 @pytest.fixture(scope="module")
