@@ -91,7 +91,7 @@ def keras_steps(rule, rate):
     inputs = keras.layers.Input((len(GRADIENT),))
     model = keras.models.Model(inputs, keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")(inputs))
     # the target in the loss, at no weight: keras-mxnet binds only the labels its graph reads
-    model.compile(worker.optimizer(rule, rate), loss=lambda target, output: output + 0 * target)
+    model.compile(worker.optimizer(rule, rate), loss=lambda target, output: output + 0 * target, **worker.placement(0))
     for _ in range(2):
         model.train_on_batch(np.array([GRADIENT], np.float32), np.zeros((1, 1), np.float32))
     return model.get_weights()[0][:, 0].tolist()

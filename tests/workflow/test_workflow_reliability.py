@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 import yaml
 from dlbench.record import currency
@@ -179,6 +180,36 @@ def test_a_changed_setting_reruns_the_runs_it_changes(finished, field):
 
 
 @pytest.mark.slow
+def test_a_record_found_stale_runs_again_and_where_it_does_not_is_never_aggregated(finished):
+    """Snakemake 9 reruns for a newer input only where the input's content changed: a record edited (its backend's
+    fingerprint changed, its speed tripled), or another cell's record put in its place, the config unchanged, is
+    planned again. Where Snakemake is told not to rerun it (here --allowed-rules runs_table), the runs table leaves it
+    out and its log names it."""
+    workdir, config = finished
+    record = workdir / TRAINED
+    kept, kept_times = record.read_bytes(), record.stat()
+    try:
+        edited = json.loads(kept)
+        edited["provenance"]["fingerprints"]["backend"] = "0" * 64
+        edited["timing"]["images_per_second_mean"] *= 3
+        record.write_text(json.dumps(edited))
+        assert list(scheduled(workdir, config)) == [TRAINED]
+        tables = snakemake(workdir, "--allowed-rules", "runs_table", "--", "results/tables/runs.csv")
+        assert tables.returncode == 0, tables.stderr[-3000:]
+        runs = pd.read_csv(workdir / "results" / "tables" / "runs.csv")
+        assert len(runs) == len(FINISHED) - 1 and "train" not in set(runs.loc[runs["network"] == "lenet", "task"])
+        assert (f"left out: {TRAINED} is not current (its backend's code or registry entry changed) and was not run "
+                "again") in (workdir / "logs" / "aggregate" / "runs_table.log").read_text()
+        record.write_bytes((workdir / INFERRED).read_bytes())  # the inference cell's record, in the training cell
+        assert list(scheduled(workdir, config)) == [TRAINED]
+    finally:
+        record.write_bytes(kept)
+        os.utime(record, ns=(kept_times.st_atime_ns, kept_times.st_mtime_ns))
+        (workdir / "results" / "tables" / "runs.csv").unlink(missing_ok=True)
+    assert scheduled(workdir, config) == {}
+
+
+@pytest.mark.slow
 def test_an_upgraded_framework_reruns_every_run(finished, tmp_path):
     """environment: current runs the frameworks in Snakemake's interpreter: a distribution installed there
     (here one more on the path) changes what the runs measure."""
@@ -254,9 +285,9 @@ def test_a_run_on_a_damaged_conversion_converts_it_again_first(tmp_path):
 @pytest.mark.slow
 def test_a_record_is_current_only_while_its_spec_and_what_ran_it_are_unchanged(tmp_path):
     """Decided from the records themselves: in a copy of the workflow whose records stand in place (planted, each
-    what its run would hold), a README edit reruns nothing; LeNet's description reruns LeNet's records in every
-    framework; TensorFlow's backend reruns TensorFlow's; with Snakemake's metadata lost, a changed batch size
-    reruns what it changes."""
+    what its run would hold), a README edit reruns nothing; LeNet's description reruns every record (networks.py is
+    code they all import), LeNet's named for their network; a comment in TensorFlow's backend reruns nothing, a
+    statement TensorFlow's records; with Snakemake's metadata lost, a changed batch size reruns what it changes."""
     import shutil
 
     copy_ = tmp_path / "dlbench"
@@ -278,6 +309,8 @@ def test_a_record_is_current_only_while_its_spec_and_what_ran_it_are_unchanged(t
                                "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores",
                                "2", "--dry-run", *records], capture_output=True, text=True, check=False, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
+        rerun.why = dict(re.findall(r"dlbench: (results/runs/\S+\.json) is not current \((.*)\): it runs again",
+                                    done.stdout + done.stderr))
         return sorted(re.findall(r"output: (results/runs/\S+\.json)", done.stdout))
 
     assert rerun() == sorted(records)  # none made yet; the dry run writes each record's stamp
@@ -296,13 +329,17 @@ def test_a_record_is_current_only_while_its_spec_and_what_ran_it_are_unchanged(t
     networks = copy_ / "workflow" / "scripts" / "dlbench" / "networks.py"
     networks.write_text(networks.read_text().replace("Conv(20, 5), MaxPool(2, 2), Conv(50, 5)",
                                                      "Conv(21, 5), MaxPool(2, 2), Conv(50, 5)"))
-    assert rerun() == sorted(record for record in records if "/lenet/" in record)
+    assert rerun() == sorted(records)  # networks.py is code every run imports (dlbench.record.currency)
+    assert "network" not in rerun.why[RUN.format("mnist-synthetic", "mlp", "train")]
+    assert rerun.why[RUN.format("mnist-synthetic", "lenet", "train")].startswith("its network's description changed")
     networks.write_text(networks.read_text().replace("Conv(21, 5)", "Conv(20, 5)"))
     assert rerun() == []
     backend = copy_ / "workflow" / "scripts" / "dlbench" / "backends" / "tensorflow.py"
     backend.write_text(backend.read_text() + "\n# edited\n")
+    assert rerun() == []  # a comment
+    backend.write_text(backend.read_text() + "EDITED = True\n")
     assert rerun() == sorted(record for record in records if "/tensorflow/" in record)
-    backend.write_text(backend.read_text().removesuffix("\n# edited\n"))
+    backend.write_text(backend.read_text().removesuffix("\n# edited\nEDITED = True\n"))
     assert rerun() == []
 
     shutil.rmtree(workdir / ".snakemake" / "metadata", ignore_errors=True)

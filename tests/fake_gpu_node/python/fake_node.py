@@ -9,7 +9,12 @@ TORCH_CUDA = "13.0"
 
 
 def report_cuda_build():
-    """torch reports the CUDA build PyPI's Linux wheel is (``torch.version.cuda``), whatever build is installed."""
+    """torch reports the CUDA build PyPI's Linux wheel is (``torch.version.cuda``) where a CPU build is installed; a
+    CUDA build (torch 1.0's only wheel, CUDA 9.0) reports its own."""
     from after_import import after_import
 
-    after_import("torch.version", lambda module: setattr(module, "cuda", TORCH_CUDA))
+    def cuda_build(module):
+        if module.cuda is None:
+            module.cuda = TORCH_CUDA
+
+    after_import("torch.version", cuda_build)

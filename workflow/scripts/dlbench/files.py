@@ -7,24 +7,48 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import tempfile
 from pathlib import Path
 
 
-def write_json(path: Path, data, indent: int | None = None) -> None:
-    """Write ``data`` beside ``path`` and rename it into place: a full disk or a kill mid-write leaves the
-    previous file (or none), never half of one. A ``.gz`` path is gzip-compressed."""
+def write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to a new file beside ``path`` and rename it into place: a full disk or a kill mid-write leaves
+    the previous file (or none), never half of one; and no link is followed. The new file is made with ``O_CREAT |
+    O_EXCL`` under a name of its own (:func:`tempfile.mkstemp`), so that a link planted where a fixed name such as
+    ``<path>.part`` would be writes nothing through it, and the rename replaces a link at ``path`` itself, never its
+    target: on a results directory others can write to, a planted link overwrites no file of theirs."""
     path = Path(path)
-    partial = path.with_name(path.name + ".part")
-    text = (json.dumps(data, indent=indent) + "\n").encode()
+    descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     try:
-        with open(partial, "wb") as stream:
-            stream.write(gzip.compress(text) if path.suffix == ".gz" else text)
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
-        partial.replace(path)
+        os.chmod(partial, 0o666 & ~_umask())  # mkstemp's 0600 made as an open() would make it
+        os.replace(partial, path)
     except BaseException:
-        partial.unlink(missing_ok=True)
+        Path(partial).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process's umask, read without setting it (os.umask sets it, for every thread at once)."""
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
+    except (OSError, StopIteration):  # not Linux, or before Linux 4.7
+        return 0o022
+
+
+def write_text(path: Path, text: str) -> None:
+    """:func:`write_bytes` of ``text`` in UTF-8."""
+    write_bytes(path, text.encode())
+
+
+def write_json(path: Path, data, indent: int | None = None) -> None:
+    """:func:`write_bytes` of ``data`` as JSON; a ``.gz`` path gzip-compressed."""
+    text = (json.dumps(data, indent=indent) + "\n").encode()
+    write_bytes(path, gzip.compress(text) if Path(path).suffix == ".gz" else text)
 
 
 class Unreadable(ValueError):

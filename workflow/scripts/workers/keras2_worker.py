@@ -246,6 +246,13 @@ class MXNetReader:
             yield nhwc(images.asnumpy()), labels.asnumpy()
 
 
+def placement(gpus):
+    """model.compile's options that place the model on ``gpus`` (0: the CPU; 1: the first GPU): keras-mxnet, given no
+    context, takes the first GPU nvidia-smi lists (mx.test_utils.list_gpus) whatever the run's device; TensorFlow's
+    session places it."""
+    return {"context": gpus} if BACKEND == "mxnet" else {}
+
+
 class Worker:
     def __init__(self, config, rank):
         self.config = config
@@ -253,11 +260,9 @@ class Worker:
             raise Unavailable("Keras 2's multi-GPU model (keras.utils.multi_gpu_model) is not built; the native "
                               "backends run on N GPUs")
         np.random.seed(config["seed"])
-        compile_options = {}
         if BACKEND == "mxnet":
             backend_worker.mx.random.seed(config["seed"])
             backend_worker.contexts(config["gpus"])  # the GPU tried: refused by name
-            compile_options["context"] = config["gpus"]  # 0: the CPU; 1: the first GPU
         else:
             tf = backend_worker.tf
             tf.set_random_seed(config["seed"])
@@ -269,7 +274,7 @@ class Worker:
                 raise Unavailable(f"TensorFlow {tf.__version__} sees no GPU (tf.test.is_gpu_available())")
         self.model = build(config["plan"], config["input_shape"])
         self.model.compile(optimizer(config["optimizer"], config["learning_rate"]), loss=logits_loss,
-                           **compile_options)
+                           **placement(config["gpus"]))
         self.parameters = trainable_parameters(self.model)
         if config["synthetic_images"]:
             resident = (nhwc(np.load(config["synthetic_images"])), np.load(config["synthetic_labels"]))

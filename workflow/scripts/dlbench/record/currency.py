@@ -1,15 +1,29 @@
 """Whether a run's record is current: what it measured is what the config and the code ask now, decided from the
 record itself (its spec and the fingerprints of what ran it), not only from Snakemake's metadata, which is a cache.
 
-A record's fingerprints are the SHA-256 of its network's description (as the builders read it), of its framework's
-backend module with the backend modules it imports (and, for a framework in a worker, its worker's script and the
-worker protocol), and of its task's module with the task modules it imports. A README or another framework's backend
-changes none of them; LeNet's description changes LeNet's records' in every framework; ``backends/mxnet.py`` changes
-MXNet's.
+A record's fingerprints are SHA-256 digests of what shaped its numbers:
 
-Snakemake sees currency through a stamp per record (:func:`stamp_path`), an input of the run:
-written when the expected spec or fingerprints change, and dated after the record where the record is not current
-(Snakemake reruns an output older than its input), before it where it is.
+- ``network``: its network's description, as the builders read it;
+- ``backend``: its framework's registry entry and the code of its backend module with every module of the package
+  that module imports, transitively (and, for a framework in a worker, its worker's script and the worker protocol);
+- ``task``: the code of its task's module, with what it imports;
+- ``harness``: the code of the monitor (the job's process: the sampler, the record's arithmetic) and the runner
+  (the run's process: the input clock, the timed loop), with what they import.
+
+"Code" is each module's syntax tree without its docstrings (:func:`code_of`): a comment or a docstring changes no
+fingerprint; any statement does, in any module a run's processes import, lazily or not. A backend and a task are
+imported by name (``backends.load``), so another framework's backend or another task is in none of a record's
+fingerprints. Two choices, made for the direction that wastes work and never keeps a stale number:
+``networks.py`` (the layers' arithmetic, the builders' walk, the FLOP counts, and every network's description) is
+followed like any module, so an edit of one network's description reruns every network's records (the ``network``
+fingerprint says which changed); the registry counts by the framework's own entry, so that adding a framework
+(one entry) reruns none of the others.
+
+Snakemake sees currency through a stamp per record (:func:`stamp_path`), an input of the run: written when the
+expected spec or fingerprints change, and dated after the record where the record is not current (Snakemake reruns
+an output older than its input), before it where it is. A stale record's stamp also holds why and the digest of the
+record it judged, so that its content differs from the stamp the record was made against: Snakemake 9 reruns for a
+newer input only where its content changed.
 """
 from __future__ import annotations
 
@@ -21,7 +35,7 @@ import json
 import os
 from pathlib import Path
 
-from .. import datasets
+from .. import datasets, files
 from ..paths import PACKAGE_ROOT
 from ..registry import REGISTRY
 from ..spec import RunSpec
@@ -37,30 +51,87 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+# The modules a run's own processes start from: the monitor in the job's, the runner in the run's
+HARNESS = (PACKAGE / "run" / "monitor.py", PACKAGE / "run" / "runner.py")
+# Modules a fingerprint counts by the value a record's run takes from them, not by their code (see the module's text)
+REGISTRY_MODULE = PACKAGE / "registry.py"
+
+
+def _package_modules(dotted: str) -> list[Path]:
+    """The files of the package that importing ``dlbench.<dotted>`` runs (each package's ``__init__.py`` on the way,
+    then the module); none where ``dotted`` is no module or package of it (a function's name, another package)."""
+    found, place = [], PACKAGE
+    for part in filter(None, dotted.split(".")):
+        place = place / part
+        files = [path for path in (place / "__init__.py", place.with_suffix(".py")) if path.exists()]
+        if not files:
+            return []
+        found += files
+    return found
+
+
 @functools.cache
-def _sources(module: Path) -> tuple[Path, ...]:
-    """The module and the modules of its own package it imports (``from . import x``, ``from .x import y``)."""
-    found = [module]
+def _imports(module: Path) -> tuple[Path, ...]:
+    """The package's modules that ``module`` imports, anywhere in it (a function's import too): ``from . import x``,
+    ``from ..x import y`` (``y`` where it is a module), ``import dlbench.x``, ``from dlbench.x import y``."""
+    inside = module.parent.relative_to(PACKAGE).parts
+    found = []
     for node in ast.walk(ast.parse(module.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            names = [node.module] if node.module else [alias.name for alias in node.names]
-            found += [module.parent / f"{name.split('.')[0]}.py" for name in names]
-    return tuple(dict.fromkeys(path for path in found if path.exists()))
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(inside[:len(inside) - node.level + 1] + ((node.module,) if node.module else ()))
+            elif (node.module or "").split(".")[0] == "dlbench":
+                base = node.module.removeprefix("dlbench").lstrip(".")
+            else:
+                continue
+            found += _package_modules(base)
+            found += [path for alias in node.names for path in _package_modules(f"{base}.{alias.name}")]
+        elif isinstance(node, ast.Import):
+            found += [path for alias in node.names if alias.name.split(".")[0] == "dlbench"
+                      for path in _package_modules(alias.name.removeprefix("dlbench").lstrip("."))]
+    return tuple(dict.fromkeys(found))
+
+
+def closure(*modules: Path) -> list[Path]:
+    """``modules`` and every module of the package they import, transitively; the registry's entries count apart."""
+    seen: dict[Path, None] = {}
+    pending = list(modules)
+    while pending:
+        module = pending.pop()
+        if module in seen or module == REGISTRY_MODULE:
+            continue
+        seen[module] = None
+        pending += _imports(module) if module.is_relative_to(PACKAGE) else ()
+    return sorted(seen)
+
+
+def code_of(module: Path) -> str:
+    """The module's syntax tree without its docstrings: what its statements do, not its comments or its text."""
+    tree = ast.parse(module.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body \
+                and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) \
+                and isinstance(node.body[0].value.value, str):
+            node.body = node.body[1:] or [ast.Pass()]
+    return ast.dump(tree)
 
 
 @functools.cache
-def _code_fingerprint(module: Path, *more: Path) -> str:
-    return _sha256(b"".join(path.read_bytes() for path in (*_sources(module), *more)))
+def _code_fingerprint(*modules: Path, value: str = "") -> str:
+    return _sha256("".join(f"{path.name}\n{code_of(path)}\n" for path in closure(*modules)).encode() + value.encode())
 
 
 def fingerprints(spec: RunSpec) -> dict[str, str]:
-    """What ran the run, as fingerprints: its network's description, its backend's code, its task's code."""
+    """What ran the run, as fingerprints (see the module's text): its network's description, its backend's code and
+    registry entry, its task's code, the harness's code."""
     description = datasets.description(spec.network, spec.family, spec.input_size, spec.classes)
     framework = REGISTRY[spec.framework]
     worker = (WORKERS / framework.worker, WORKERS / WORKER_PROTOCOL) if framework.worker else ()
     return {"network": _sha256(repr(description).encode()),
-            "backend": _code_fingerprint(PACKAGE / "backends" / f"{framework.module}.py", *worker),
-            "task": _code_fingerprint(PACKAGE / "tasks" / f"{spec.task}.py")}
+            "backend": _code_fingerprint(PACKAGE / "backends" / f"{framework.module}.py", *worker,
+                                         value=repr(framework)),
+            "task": _code_fingerprint(PACKAGE / "tasks" / f"{spec.task}.py"),
+            "harness": _code_fingerprint(*HARNESS)}
 
 
 def expected(spec: RunSpec) -> dict:
@@ -73,6 +144,11 @@ DEFAULTS = {field.name: field.default for field in dataclasses.fields(RunSpec)
             if field.default is not dataclasses.MISSING}
 
 
+# Each fingerprint's part of a run, in the words of a stale record's reason
+FINGERPRINTED = {"network": "its network's description", "backend": "its backend's code or registry entry",
+                 "task": "its task's code", "harness": "the harness's code"}
+
+
 def staleness(record: dict, asked: dict) -> str | None:
     """Why ``record`` is not what ``asked`` (:func:`expected`) asks; None where it is. A setting a record of an
     older dlbench leaves out counts as its default."""
@@ -80,7 +156,7 @@ def staleness(record: dict, asked: dict) -> str | None:
     differs = [f"{key} {run.get(key, DEFAULTS.get(key))!r} (now {value!r})" for key, value in asked["run"].items()
                if run.get(key, DEFAULTS.get(key)) != value]
     held = (record.get("provenance") or {}).get("fingerprints") or {}
-    differs += [f"its {what}'s code or description changed" if held.get(what) else f"no {what} fingerprint"
+    differs += [f"{FINGERPRINTED[what]} changed" if held.get(what) else f"no {what} fingerprint"
                 for what, value in asked["fingerprints"].items() if held.get(what) != value]
     return "; ".join(differs) or None
 
@@ -98,20 +174,34 @@ def stamp(record_path: Path, spec: RunSpec, log=print) -> Path:
     current; its date set so that Snakemake reruns the record exactly when it is not current."""
     record_path, path = Path(record_path), stamp_path(record_path)
     asked = expected(spec)
-    text = json.dumps(asked, sort_keys=True, indent=1)
     try:
-        record = json.loads(record_path.read_text())
+        held = record_path.read_bytes()
+        record = json.loads(held)
     except (OSError, ValueError):
         record = None  # none yet, or damaged: the run makes it (again) whatever its stamp's date
     why = staleness(record, asked) if isinstance(record, dict) else None
+    stale = {"stale": {"why": why, "record_sha256": _sha256(held)}} if why else {}
+    text = json.dumps({**asked, **stale}, sort_keys=True, indent=1)
     unchanged = path.exists() and path.read_text() == text
     if unchanged and not why:
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    files.write_text(path, text)
     if record is not None and not why:  # current: the stamp predates it, as if written before the run
         recorded = record_path.stat().st_mtime_ns
         os.utime(path, ns=(recorded - 10**9, recorded - 10**9))
     elif why:
         log(f"dlbench: {record_path} is not current ({why}): it runs again")
     return path
+
+
+def judged_stale(record_path: Path) -> str | None:
+    """Why the record as it lies now was found not current when the workflow last judged it, where it has not been
+    made again since (Snakemake did not rerun it: another rerun trigger, ``--touch``, a job left out): its stamp's
+    words. None where it was current, or has been made again, or lies outside this workflow's results."""
+    try:
+        path = stamp_path(record_path)
+        judged = json.loads(path.read_text()).get("stale")
+        return judged["why"] if judged and judged["record_sha256"] == _sha256(Path(record_path).read_bytes()) else None
+    except (ValueError, OSError):  # not under results/, no stamp yet, or a stamp of an older dlbench
+        return None

@@ -17,6 +17,7 @@ from ..hardware.peaks import Peak
 from ..paths import PACKAGE_ROOT
 from ..spec import SETUP_FIELDS, RunSpec, placement_label, run_variant
 from . import compute
+from .currency import judged_stale
 
 SCHEMA_VERSION = 6
 
@@ -112,13 +113,17 @@ def read_record(path: Path) -> dict:
 
 
 def load_records(paths, log=print) -> list[dict]:
-    """The readable records of ``paths``; each left out is named, with why, through ``log``."""
+    """The readable records of ``paths`` that are current; each left out is named, with why, through ``log``. A
+    record the workflow found not current and did not make again is never averaged with current ones."""
     records = []
     for path in paths:
         try:
             record = read_record(path)
         except files.Unreadable as error:
             log(f"left out: {error}")
+            continue
+        if why := judged_stale(path):
+            log(f"left out: {path} is not current ({why}) and was not run again")
             continue
         record["path"] = str(path)
         records.append(record)

@@ -1,0 +1,54 @@
+"""Files dlbench writes: whole or not at all, and never through a link planted where it writes (a lab's shared,
+group-writable results directory), by its one write primitive (dlbench.files.write_bytes)."""
+import json
+import os
+import stat
+
+import pytest
+from dlbench import files
+from dlbench.record import currency
+from dlbench.spec import RunSpec
+
+
+@pytest.fixture
+def victim(tmp_path):
+    """Another user's file, which a planted link points at."""
+    path = tmp_path / "elsewhere" / "theirs.txt"
+    path.parent.mkdir()
+    path.write_text("their words\n")
+    return path
+
+
+@pytest.mark.parametrize("name", ["rep1.json", "rep1.series.json.gz"])
+def test_a_link_planted_at_the_partial_file_or_the_file_itself_writes_nothing_through_it(tmp_path, victim, name):
+    record = tmp_path / "results" / name
+    record.parent.mkdir()
+    (record.parent / f"{name}.part").symlink_to(victim)
+    files.write_json(record, {"written": True})
+    assert files.read_json(record) == {"written": True}
+    record.unlink()
+    record.symlink_to(victim)
+    files.write_json(record, {"written": "again"})
+    assert not record.is_symlink() and files.read_json(record) == {"written": "again"}  # the link replaced
+    assert victim.read_text() == "their words\n"
+    assert sorted(path.name for path in record.parent.iterdir()) == sorted([name, f"{name}.part"])  # nothing left
+
+
+def test_a_written_file_has_the_mode_open_would_give_it(tmp_path):
+    files.write_text(tmp_path / "table.md", "# a table\n")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE((tmp_path / "table.md").stat().st_mode) == 0o666 & ~mask
+
+
+def test_a_currency_stamp_replaces_a_link_planted_in_its_place(tmp_path, victim, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    record = "results/runs/pytorch/mnist-synthetic/lenet/cpu/fp32/train/rep1.json"
+    stamp = tmp_path / currency.stamp_path(record)
+    stamp.parent.mkdir(parents=True)
+    stamp.symlink_to(victim)
+    spec = RunSpec(framework="pytorch", dataset="mnist-synthetic", network="lenet", device="cpu", repetition=1,
+                   batch_size_global=16, iterations=4, warmup_iterations=1, learning_rate=0.01, threads=1)
+    currency.stamp(record, spec, log=lambda line: None)
+    assert not stamp.is_symlink() and json.loads(stamp.read_text())["run"]["network"] == "lenet"
+    assert victim.read_text() == "their words\n"
