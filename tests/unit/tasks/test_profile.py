@@ -1,6 +1,7 @@
 """The profile task (seed 004): each layer's forward and backward time under the framework's own profiler,
 named as the shared description names it; the profiler's overhead and the share no layer accounts for."""
 import gzip
+import os
 import sys
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from dlbench.tables.layers import layer_means, layers_table
 from dlbench.tables.runs import runs_table
 from dlbench.tasks.profile import layer_profile
 
-from ...conftest import run_in
+from ...conftest import ROOT, run_in
 from ..test_config import validated
 
 
@@ -30,11 +31,23 @@ def _spec(**changes):
     return RunSpec(**{**fields, **changes})
 
 
+# The layer whose profiled forward takes a known time at least (tests/hooks/slowed_layer): AlexNet's cheapest, a ReLU;
+# 0.1 s is over 30 times a convolution's forward here (3 ms), under load too
+SLOW_LAYER, LAYER_SLEEP_S = "relu5", 0.1
+
+
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory):
-    """A real profile run of AlexNet on CIFAR10-shaped batches in PyTorch, under the monitor."""
+    """A real profile run of AlexNet on CIFAR10-shaped batches in PyTorch, under the monitor, one layer slowed by a
+    known interval while profiled."""
     path = tmp_path_factory.mktemp("profile") / "rep1.json"
-    record = monitor.run(_spec(), sys.executable, path.with_suffix(".log"), 300, 20, "sha", series_at=series_path(path))
+    hooks = ROOT / "tests" / "hooks"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPATH", os.pathsep.join([str(hooks / "slowed_layer"), str(hooks)]))
+        patch.setenv("DLBENCH_TEST_SLOW_LAYER", SLOW_LAYER)
+        patch.setenv("DLBENCH_TEST_LAYER_SLEEP_S", str(LAYER_SLEEP_S))
+        record = monitor.run(_spec(), sys.executable, path.with_suffix(".log"), 300, 20, "sha",
+                             series_at=series_path(path))
     write_record(record, path)
     return load_records([path])[0]
 
@@ -72,9 +85,11 @@ def test_a_profile_names_every_layer_of_the_description_and_times_both_passes(pr
     assert all(layer["forward_ms"] > 0 for layer in layers.values())
     # every weighted layer's backward is found, the first convolution's weight gradient too (its input has none)
     assert all(layer["backward_ms"] > 0 for layer in layers.values() if layer["kind"] in ("conv", "dense"))
-    # the largest layers cost more than the cheapest ones, in both passes
-    assert layers["conv2"]["forward_ms"] > layers["relu5"]["forward_ms"]
-    assert layers["dense2"]["backward_ms"] > layers["flatten1"]["backward_ms"]
+    # the time is the layer's it was spent in: the slowed layer's forward holds its known interval, its neighbours'
+    # do not
+    slowest = max(layers, key=lambda name: layers[name]["forward_ms"])
+    assert slowest == SLOW_LAYER and layers[SLOW_LAYER]["forward_ms"] >= LAYER_SLEEP_S * 1e3
+    assert all(layers[name]["forward_ms"] < LAYER_SLEEP_S * 1e3 for name in layers if name != SLOW_LAYER)
     # the momentum update is timed, whole (PyTorch updates every weight in one call): no layer's, but accounted for
     assert profile["update_ms"] > 0 and "update_ms" not in profile["reasons"]
     assert profile["update_share"] == pytest.approx(profile["update_ms"] / profile["iteration_ms"])

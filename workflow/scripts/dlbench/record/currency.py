@@ -107,7 +107,12 @@ def closure(*modules: Path) -> list[Path]:
 
 def code_of(module: Path) -> str:
     """The module's syntax tree without its docstrings: what its statements do, not its comments or its text."""
-    tree = ast.parse(module.read_text())
+    return _syntax(module.read_text())
+
+
+@functools.cache  # by the text: a module parsed once for every closure it is in
+def _syntax(text: str) -> str:
+    tree = ast.parse(text)
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body \
                 and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) \
