@@ -52,3 +52,16 @@ def test_a_currency_stamp_replaces_a_link_planted_in_its_place(tmp_path, victim,
     currency.stamp(record, spec, log=lambda line: None)
     assert not stamp.is_symlink() and json.loads(stamp.read_text())["run"]["network"] == "lenet"
     assert victim.read_text() == "their words\n"
+
+
+def test_a_download_writes_nothing_through_a_link_planted_beside_it(tmp_path, victim):
+    from dlbench import datasets
+
+    source = tmp_path / "mirror" / "train-labels-idx1-ubyte.gz"
+    source.parent.mkdir()
+    source.write_bytes(b"an archive's bytes")
+    destination = tmp_path / "data" / "raw" / "mnist" / source.name
+    destination.parent.mkdir(parents=True)
+    (destination.parent / f"{source.name}.part").symlink_to(victim)
+    datasets.fetch(source.as_uri(), destination, log=lambda line: None)
+    assert destination.read_bytes() == b"an archive's bytes" and victim.read_text() == "their words\n"

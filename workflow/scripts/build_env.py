@@ -1,7 +1,7 @@
 """Snakemake entry point: build a framework's pip virtualenv (Caffe's with Caffe) and record whether it worked."""
-import json
 from pathlib import Path
 
+from dlbench import files
 from dlbench.envs import build_environment, shared_root
 from dlbench.jobs.joblog import logged
 
@@ -14,4 +14,4 @@ with logged(snakemake.log[0]) as log:  # noqa: F821 - injected by Snakemake
     status = build_environment(Path(snakemake.input[0]), status_path.parent, snakemake.threads, log,  # noqa: F821
                                shared_root=shared_root() or BUILDS.absolute())
     print(f"{status['status']}: {status['reason']}" if status["reason"] else f"environment ready: {status['python']}")
-    status_path.write_text(json.dumps(status, indent=1))
+    files.write_json(status_path, status, indent=1)

@@ -1,9 +1,8 @@
 """Snakemake entry point: a real dataset's archives, downloaded or the user's, verified; fetch.json says
 ok or names every archive that cannot be had (the job itself never fails on that)."""
-import json
 from pathlib import Path
 
-from dlbench import datasets
+from dlbench import datasets, files
 from dlbench.config import mirrors
 from dlbench.datasets import ilsvrc12
 from dlbench.jobs.joblog import logged
@@ -23,4 +22,4 @@ with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
                   f"mirrors (config key mirrors.{family}); {RETRY}")
     status = datasets.obtain(family, directory, expected, sources, remedy)
     print(status["reason"] or f"{family}: every archive in {directory} verified")
-    Path(snakemake.output[0]).write_text(json.dumps(status, indent=1) + "\n")  # noqa: F821
+    files.write_json(Path(snakemake.output[0]), status, indent=1)  # noqa: F821

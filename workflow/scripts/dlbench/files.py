@@ -4,24 +4,29 @@ Standard library only: the runner imports it inside framework environments.
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 
-def write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to a new file beside ``path`` and rename it into place: a full disk or a kill mid-write leaves
-    the previous file (or none), never half of one; and no link is followed. The new file is made with ``O_CREAT |
-    O_EXCL`` under a name of its own (:func:`tempfile.mkstemp`), so that a link planted where a fixed name such as
-    ``<path>.part`` would be writes nothing through it, and the rename replaces a link at ``path`` itself, never its
-    target: on a results directory others can write to, a planted link overwrites no file of theirs."""
+@contextlib.contextmanager
+def replaced(path: Path) -> Iterator[BinaryIO]:
+    """A new file beside ``path``, open for writing, renamed onto ``path`` when the block ends, removed where it
+    raises: a full disk, a kill or a dropped connection mid-write leaves the previous file (or none), never half of
+    one; and no link is followed. The new file is made with ``O_CREAT | O_EXCL`` under a name of its own
+    (:func:`tempfile.mkstemp`), so that a link planted where a fixed name such as ``<path>.part`` would be writes
+    nothing through it, and the rename replaces a link at ``path`` itself, never its target: on a results directory
+    others can write to, a planted link overwrites no file of theirs."""
     path = Path(path)
     descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     try:
         with os.fdopen(descriptor, "wb") as stream:
-            stream.write(data)
+            yield stream
             stream.flush()
             os.fsync(stream.fileno())
         os.chmod(partial, 0o666 & ~_umask())  # mkstemp's 0600 made as an open() would make it
@@ -29,6 +34,12 @@ def write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(partial).unlink(missing_ok=True)
         raise
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """``data`` written to ``path`` whole or not at all, through no link (:func:`replaced`)."""
+    with replaced(path) as stream:
+        stream.write(data)
 
 
 def _umask() -> int:

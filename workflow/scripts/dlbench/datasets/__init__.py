@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import networks
+from .. import files, networks
 
 
 @dataclass(frozen=True)
@@ -134,27 +134,23 @@ def verify(path: Path, expected_md5: str, delete: bool = True) -> None:
 
 
 def fetch(url: str, destination: Path, log=print) -> None:
-    """Stream ``url`` to ``destination`` with progress lines; ``file://`` URLs work too."""
-    partial = destination.with_name(destination.name + ".part")
-    try:
-        with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as out:
-            total = int(response.headers.get("Content-Length") or 0)
-            done, last_report, started = 0, 0.0, time.monotonic()
-            for block in iter(lambda: response.read(1 << 20), b""):
-                out.write(block)
-                done += len(block)
-                now = time.monotonic()
-                if now - last_report >= 2 or (total and done == total):
-                    share = f" of {total / 2**20:.1f} MiB ({100 * done / total:.0f} %)" if total else ""
-                    log(f"  {destination.name}: {done / 2**20:.1f} MiB{share}, "
-                        f"{done / 2**20 / max(now - started, 1e-9):.1f} MiB/s")
-                    last_report = now
-            if total and done < total:  # http.client reads short, without an error, when a connection drops
-                raise ConnectionResetError(f"connection closed after {done:,} of {total:,} bytes")
-    except BaseException:  # a reset connection, a full disk, Ctrl-C: no half file stays behind
-        partial.unlink(missing_ok=True)
-        raise
-    partial.replace(destination)
+    """Stream ``url`` to ``destination`` with progress lines; ``file://`` URLs work too. A reset connection, a full
+    disk or Ctrl-C leaves no half file behind, and a link planted beside it is never written through
+    (:func:`dlbench.files.replaced`)."""
+    with urllib.request.urlopen(url, timeout=60) as response, files.replaced(destination) as out:
+        total = int(response.headers.get("Content-Length") or 0)
+        done, last_report, started = 0, 0.0, time.monotonic()
+        for block in iter(lambda: response.read(1 << 20), b""):
+            out.write(block)
+            done += len(block)
+            now = time.monotonic()
+            if now - last_report >= 2 or (total and done == total):
+                share = f" of {total / 2**20:.1f} MiB ({100 * done / total:.0f} %)" if total else ""
+                log(f"  {destination.name}: {done / 2**20:.1f} MiB{share}, "
+                    f"{done / 2**20 / max(now - started, 1e-9):.1f} MiB/s")
+                last_report = now
+        if total and done < total:  # http.client reads short, without an error, when a connection drops
+            raise ConnectionResetError(f"connection closed after {done:,} of {total:,} bytes")
 
 
 def download(family: str, file_name: str, destination: Path, mirrors: list[str], log=print) -> None:

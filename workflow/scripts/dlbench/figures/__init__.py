@@ -2,6 +2,7 @@
 series (every step's time, the accuracy curve, the layers); one colour per framework in all of them."""
 from __future__ import annotations
 
+import io
 import textwrap
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker
 import seaborn as sns
 
+from .. import files
 from ..registry import REGISTRY as FRAMEWORKS
 
 
@@ -63,7 +65,10 @@ def plain_log(axis, span: float) -> None:
 
 
 def save(fig, outputs: list[Path]) -> None:
-    """Every figure is laid out by matplotlib's constrained layout (made with ``layout="constrained"``)."""
+    """Every figure is laid out by matplotlib's constrained layout (made with ``layout="constrained"``); each file
+    written by the one write primitive (:func:`dlbench.files.write_bytes`), in the format its suffix names."""
     for path in outputs:
-        fig.savefig(path, bbox_inches="tight")
+        drawn = io.BytesIO()
+        fig.savefig(drawn, format=Path(path).suffix.removeprefix("."), bbox_inches="tight")
+        files.write_bytes(path, drawn.getvalue())
     plt.close(fig)

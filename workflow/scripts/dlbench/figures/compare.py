@@ -15,7 +15,7 @@ from pathlib import Path
 import matplotlib.ticker
 import pandas as pd
 
-from .. import stats
+from .. import files, stats
 from ..metrics import METRICS
 from ..record.io import load_records
 from ..tables import CELL_KEYS, markdown_table, read_runs, summary, verdict_columns
@@ -120,8 +120,8 @@ def write(a_dir: Path, b_dir: Path, out_dir: Path, label_a: str | None = None, l
     out_dir.mkdir(parents=True, exist_ok=True)
     outputs = [out_dir / "comparison.csv", out_dir / "comparison.md", out_dir / f"comparison_{metric}.png",
                out_dir / f"comparison_{metric}.svg"]
-    compared.to_csv(outputs[0], index=False)
-    outputs[1].write_text(markdown(compared, label_a, label_b, threshold))
+    files.write_text(outputs[0], compared.to_csv(index=False))
+    files.write_text(outputs[1], markdown(compared, label_a, label_b, threshold))
     comparison_figure(compared[compared["metric"] == metric], label_a, label_b, outputs[2:])
     return outputs
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import files
+
 # Snakemake 9's log: "[Sat Nov 28 11:04:03 2026]", then "localrule train:" (or "rule", "checkpoint") with an
 # indented "jobid: 10" a few lines down, and at its end "Finished jobid: 10 (Rule: train)" or "Error in rule train:"
 STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
@@ -99,7 +101,7 @@ def write_stages(logs: str | list[str], rule_files: dict[str, str], md: Path) ->
                + ", ".join(f"{stage} {window / 60:.1f}" for stage, window in zip(table["stage"], table["window s"]))
                + " (each stage's window, minutes)")
     md.parent.mkdir(parents=True, exist_ok=True)
-    md.write_text("\n".join([
+    files.write_text(md, "\n".join([
         "# Where the workflow's time went, stage by stage", "",
         (f"The last workflow run that ran jobs (Snakemake's log {log_path.name}): {summary}. A stage's window runs "
          "from its first job's start to its last job's end, stamped by Snakemake to the second; stages overlap where "

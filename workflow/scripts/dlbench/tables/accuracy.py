@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import files
 from . import CELL_KEYS, decimals, markdown_table, read_appendix, read_runs, target_rank
 from .appendix import CELL_WORDS
 
@@ -81,10 +82,10 @@ def write_accuracy(runs_csv: Path, appendix_csv: Path, csv_out: Path, md_out: Pa
                    hardware: Sequence[str] = ()) -> None:
     appendix = read_appendix(appendix_csv)
     table = accuracy_table(read_runs(runs_csv), appendix)
-    table.to_csv(csv_out, index=False)
+    files.write_text(csv_out, table.to_csv(index=False))
     text = markdown_table(table) if len(table) else "No accuracy runs in this config (tasks: [accuracy])."
     for metric, heading in SEED_003_LAYOUT.items():
         wide = seed003_layout(appendix, metric, hardware)
         if len(wide):
             text += f"\n\n## {heading}, in seed 003's layout (mean over repetitions)\n\n" + markdown_table(wide)
-    md_out.write_text(f"# Accuracy and time to accuracy ({CELL_WORDS})\n\n" + text + "\n")
+    files.write_text(md_out, f"# Accuracy and time to accuracy ({CELL_WORDS})\n\n" + text + "\n")

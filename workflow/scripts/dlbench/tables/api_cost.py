@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import stats
+from .. import files, stats
 from ..metrics import METRICS
 from ..registry import REGISTRY as FRAMEWORKS
 from ..spec import parse_variant, variant_label
@@ -110,5 +110,5 @@ def api_cost_markdown(cost: pd.DataFrame) -> str:
 def write_api_cost(appendix_csv: Path, runs_csv: Path, csv_out: Path, md_out: Path,
                    threshold: float = stats.THRESHOLD) -> None:
     cost = api_cost(read_appendix(appendix_csv), read_runs(runs_csv), threshold)
-    cost.to_csv(csv_out, index=False)
-    md_out.write_text(api_cost_markdown(cost))
+    files.write_text(csv_out, cost.to_csv(index=False))
+    files.write_text(md_out, api_cost_markdown(cost))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import stats
+from .. import files, stats
 from ..metrics import FLAGS, METRICS, UNSTEADY
 from ..spec import gpu_count, parse_device
 from . import (
@@ -138,12 +138,12 @@ def appendix_wide(table: pd.DataFrame, hardware: Sequence[str] = ()) -> pd.DataF
 def write_appendix(runs_csv: Path, csv_out: Path, md_out: Path, tex_out: Path, hardware: Sequence[str] = (),
                    contended: str = "leave_out") -> None:
     table = appendix(read_runs(runs_csv), contended)
-    table.to_csv(csv_out, index=False)
+    files.write_text(csv_out, table.to_csv(index=False))
     wide = appendix_wide(table, hardware)
-    md_out.write_text(f"# Benchmark results ({CELL_WORDS})\n\n" + markdown_table(wide) + "\n")
-    tex_out.write_text(wide.to_latex(index=False, longtable=True, escape=True,
-                                     caption=f"Benchmark results: {CELL_WORDS} (n = repetitions).",
-                                     label="tab:appendix"))
+    files.write_text(md_out, f"# Benchmark results ({CELL_WORDS})\n\n" + markdown_table(wide) + "\n")
+    files.write_text(tex_out, wide.to_latex(index=False, longtable=True, escape=True,
+                                            caption=f"Benchmark results: {CELL_WORDS} (n = repetitions).",
+                                            label="tab:appendix"))
 
 
 def scale(device: str) -> tuple[str, int]:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import files
 from ..record.io import load_records
 from ..spec import run_variant
 from . import CELL_KEYS, decimals, markdown_table, read_appendix
@@ -74,9 +75,9 @@ def layers_table(records: list[dict], appendix: pd.DataFrame) -> pd.DataFrame:
 
 def write_layers(record_paths: list[Path], appendix_csv: Path, csv_out: Path, md_out: Path) -> None:
     table = layers_table(load_records(record_paths), read_appendix(appendix_csv))
-    table.to_csv(csv_out, index=False)
+    files.write_text(csv_out, table.to_csv(index=False))
     text = markdown_table(table) if len(table) else "No profile runs in this config (tasks: [profile])."
     if len(table):
         text += ("\n\nA layer's milliseconds are its forward + backward, + the update of its weights where the "
                  "profiler attributes the optimizer's ops to their layers (TensorFlow, Keras on TensorFlow and JAX).")
-    md_out.write_text("# Where a training step's time goes, layer by layer\n\n" + text + "\n")
+    files.write_text(md_out, "# Where a training step's time goes, layer by layer\n\n" + text + "\n")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import stats
+from .. import files, stats
 from ..metrics import METRICS
 from . import compared, markdown_table, read_appendix, verdict_columns
 
@@ -67,5 +67,5 @@ def markdown(speedups: pd.DataFrame, pairs: Sequence[Sequence[str]]) -> str:
 def write(appendix_csv: Path, csv_out: Path, md_out: Path, pairs: Sequence[Sequence[str]],
           threshold: float = stats.THRESHOLD) -> None:
     speedups = against(read_appendix(appendix_csv), pairs, threshold)
-    speedups.to_csv(csv_out, index=False)
-    md_out.write_text(markdown(speedups, pairs))
+    files.write_text(csv_out, speedups.to_csv(index=False))
+    files.write_text(md_out, markdown(speedups, pairs))

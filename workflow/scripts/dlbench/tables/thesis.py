@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import stats
+from .. import files, stats
 from ..config import FIGURE_4_5
 from ..hardware.gpu import IDLE_SAMPLE_SECONDS
 from ..metrics import METRICS
@@ -307,10 +307,11 @@ def write(appendix_csv: Path, runs_csv: Path, csv_out: Path, ranks_out: Path, md
     compared = comparison(read_appendix(appendix_csv), read_runs(runs_csv), thesis_gpus=thesis_gpus,
                           threshold=threshold)
     ranks = rank_agreement(compared, threshold)
-    compared.to_csv(csv_out, index=False)
-    ranks.to_csv(ranks_out, index=False)
-    md_out.write_text(markdown(compared, ranks))
-    appendix_a_out.write_text(
+    files.write_text(csv_out, compared.to_csv(index=False))
+    files.write_text(ranks_out, ranks.to_csv(index=False))
+    files.write_text(md_out, markdown(compared, ranks))
+    files.write_text(
+        appendix_a_out,
         "# Appendix A in its own layout, ours beside the thesis's\n\nThe thesis's rows and columns (CPU, one and two "
         "K20m and P100), each column the thesis's value and ours set beside it as in `thesis.md` (its definitions of "
         "memory and power; a GPU cell of a target that names no thesis GPU stands in both GPU models' columns). "

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import files
 from ..spec import run_variant
 
 # The parts of a run's wall time, in the order they happen (the record's timing fields)
@@ -50,7 +51,7 @@ def by_framework(runs: pd.DataFrame) -> pd.DataFrame:
 
 def write_timings(records: list[dict], csv: Path, md: Path) -> None:
     runs = run_timings(records)
-    runs.to_csv(csv, index=False)
+    files.write_text(csv, runs.to_csv(index=False))
     table = by_framework(runs)
     total = runs["wall"].sum()
     measured = runs.dropna(subset=[*PARTS, "other"])
@@ -62,4 +63,4 @@ def write_timings(records: list[dict], csv: Path, md: Path) -> None:
               f"{shares}. Only the timed window measures anything."), "",
              table.to_markdown(index=False, floatfmt=".1f"), "",
              f"Every run: {csv.name}."]
-    md.write_text("\n".join(lines) + "\n")
+    files.write_text(md, "\n".join(lines) + "\n")
