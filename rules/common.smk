@@ -22,7 +22,8 @@ def log_line(line):
 
 
 try:
-    PLAN = plan.of_config(config, lambda checked: validate(checked, "../config/schema.yaml"), log_line)
+    PLAN = plan.of_config(config, lambda checked: validate(checked, "../config/schema.yaml"), log_line,
+                          workflow.configfiles)
 except plan.INVALID as error:
     raise WorkflowError(f"invalid config: {error}")
 

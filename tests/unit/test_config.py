@@ -13,9 +13,11 @@ from dlbench.config import (
     MAX_CONFIG_VALUES,
     SLURM_RESOURCES,
     THESIS_GPUS,
+    YTE_OPT_IN,
     ConfigError,
     cases,
     check_devices,
+    check_files,
     check_size,
     class_subsets,
     targets,
@@ -352,3 +354,41 @@ def test_releases_add_each_framework_s_registered_older_release_as_a_framework_o
     with pytest.raises(ConfigError, match=r"benchmarks\[0\]: none of its frameworks has a release of thesis "
                                           r"\(releases\); those that have: cntk"):
         cases(validated({**config, "frameworks": ["keras-jax"], "releases": ["thesis"]}))
+
+
+@pytest.mark.parametrize("text,message", [
+    ("repetitions: 1\nframeworks: [pytorch]\nrepetitions: 5\n", "key 'repetitions' is given twice, on lines 1 and 3"),
+    ("benchmarks:\n- dataset: mnist\n  networks: [lenet]\n  dataset: cifar10\n",
+     "key 'dataset' is given twice, on lines 2 and 4"),
+])
+def test_a_key_given_twice_in_a_config_file_is_refused_naming_both_lines(tmp_path, text, message):
+    """PyYAML, as Snakemake reads a config file, keeps the last of two values silently."""
+    path = tmp_path / "twice.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(f"{path}: {message}")):
+        check_files([path])
+
+
+def test_a_yte_template_is_refused_unless_the_user_asks_for_one(tmp_path, monkeypatch):
+    path = tmp_path / "template.yaml"
+    path.write_text("__use_yte__: true\nrepetitions: 1\n")
+    monkeypatch.delenv(YTE_OPT_IN, raising=False)
+    with pytest.raises(ConfigError, match=f"__use_yte__: true makes this config file a YTE template.*{YTE_OPT_IN}=1"):
+        check_files([path])
+    monkeypatch.setenv(YTE_OPT_IN, "1")
+    check_files([path])
+
+
+def test_every_config_the_project_ships_reads_strictly():
+    check_files([*(ROOT / "config").glob("*.yaml"), *(ROOT / ".test").glob("*/config.yaml")])
+
+
+def test_a_config_file_with_a_key_given_twice_stops_snakemake_before_any_job(tmp_path):
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("repetitions: 1\n" + yaml.safe_dump(GOOD) + "repetitions: 5\n")
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", str(twice), "--directory",
+                             str(tmp_path), "--snakefile", str(ROOT / "Snakefile")],
+                            capture_output=True, text=True, check=False, timeout=120)
+    assert result.returncode != 0
+    assert f"invalid config: {twice}: key 'repetitions' is given twice" in result.stdout + result.stderr
+    assert not (tmp_path / "results").exists()

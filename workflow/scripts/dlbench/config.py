@@ -9,7 +9,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
+from collections.abc import Iterable
 from dataclasses import MISSING, asdict, field, fields, make_dataclass
+from pathlib import Path
+
+import yaml
 
 from .datasets import FAMILIES, RESIZED_SIZING
 from .networks import REGISTRY, SIZINGS
@@ -34,6 +39,46 @@ FIGURE_4_5 = {(family, name): row.figure_4_5[facts.sized_for] for family, facts 
 
 class ConfigError(ValueError):
     pass
+
+
+# Set to 1 to run a config file that is a YTE template (``__use_yte__: true``) on purpose
+YTE_OPT_IN = "DLBENCH_ALLOW_YTE"
+
+
+class _UniqueKeys(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that gives a key twice (PyYAML, as Snakemake, keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        first_lines = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if key in first_lines:
+                raise ConfigError(f"{key_node.start_mark.name}: key {key!r} is given twice, on lines {first_lines[key]}"
+                                  f" and {line}; the second would silently replace the first")
+            first_lines[key] = line
+        return super().construct_mapping(node, deep)
+
+
+def check_files(paths: Iterable[str | Path]) -> None:
+    """Each config file Snakemake was given, read again as data alone: a key given twice in a mapping is refused,
+    naming the file, the key and both lines; so is a YTE template (``__use_yte__: true``) unless ``$DLBENCH_ALLOW_YTE``
+    is 1. A template's Python has already run by then (Snakemake reads the config files before the workflow):
+    refusing it keeps its results out of the plan, it cannot undo what it did."""
+    for path in paths:
+        with open(path) as stream:
+            loader = _UniqueKeys(stream)
+            loader.name = str(path)
+            try:
+                document = loader.get_single_data()
+            except yaml.YAMLError as error:
+                raise ConfigError(f"{path}: not YAML: {error}") from None
+            finally:
+                loader.dispose()
+        if isinstance(document, dict) and document.get("__use_yte__") and os.environ.get(YTE_OPT_IN) != "1":
+            raise ConfigError(f"{path}: __use_yte__: true makes this config file a YTE template, whose Python "
+                              f"Snakemake has already run; a dlbench config is data. To use a template on purpose, "
+                              f"set {YTE_OPT_IN}=1")
 
 
 def _run_spec(self, repetition: int, threads: int, data_dir: str | None, loader_workers: int) -> RunSpec:

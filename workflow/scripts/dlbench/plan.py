@@ -6,6 +6,7 @@ Snakemake."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -310,9 +311,11 @@ class Plan:
         return sorted({key for target in self.targets.values() for key in target.get("slurm", {})})
 
 
-def of_config(config: dict, validate, log) -> Plan:
-    """The plan of a config, checked: its size and devices, then ``validate`` (the schema's); with ``merge``, over
-    the merged records, whose reading ``log`` tells. :class:`ConfigError` or :class:`MergeError` otherwise."""
+def of_config(config: dict, validate, log, config_files: Iterable[str] = ()) -> Plan:
+    """The plan of a config, checked: the ``config_files`` it was read from (strictly: :func:`dlbench.config.
+    check_files`), its size and devices, then ``validate`` (the schema's); with ``merge``, over the merged records,
+    whose reading ``log`` tells. :class:`ConfigError` or :class:`MergeError` otherwise."""
+    dlbench_config.check_files(config_files)
     dlbench_config.check_size(config)
     dlbench_config.check_devices(config)
     validate(config)
