@@ -95,6 +95,24 @@ def test_download_from_a_file_mirror_verifies_the_checksum(tmp_path, mirrored_ar
     assert any("verified" in line for line in lines) and any("MiB" in line for line in lines)
 
 
+def test_a_mirror_that_streams_without_end_is_stopped_at_its_archive_s_published_size(tmp_path, mirrored_archive):
+    """file:///dev/zero# as a mirror (the archive's name its URL's fragment) once filled the disk."""
+    mirror, name = mirrored_archive
+    lines = []
+    limit = int(datasets.FAMILIES["mnist"].archive_bytes[name] * datasets.DOWNLOAD_MARGIN)
+    datasets.download("mnist", name, tmp_path / "got" / name, ["file:///dev/zero#", mirror.as_uri()],
+                      log=lines.append)
+    assert f"  failed: file:///dev/zero#/{name} sent more than {limit:,} bytes, the most its archive can be: " \
+           "refused" in lines
+    assert (tmp_path / "got" / name).read_bytes() == (mirror / name).read_bytes()  # the next mirror's
+    assert sorted(path.name for path in (tmp_path / "got").iterdir()) == [name]  # nothing of the endless one
+
+
+def test_every_downloaded_archive_has_a_published_size():
+    assert {(family.name, name) for family in datasets.FAMILIES.values() for name in family.archives} == \
+        {(family.name, name) for family in datasets.FAMILIES.values() for name in family.archive_bytes}
+
+
 def test_a_corrupt_download_is_deleted_and_the_next_mirror_is_tried(tmp_path, mirrored_archive):
     mirror, name = mirrored_archive
     corrupt = tmp_path / "corrupt"

