@@ -276,6 +276,33 @@ def test_a_run_on_a_truncated_shard_fails_naming_it_before_it_starts(tmp_path):
     assert "iteration" not in (tmp_path / "run.log").read_text()
 
 
+def test_a_reader_s_error_on_a_byte_changed_in_place_names_the_shard_and_how_to_convert_it_again(
+        tmp_path, tensorflow_python):
+    """A byte flipped inside a TFRecord shard, its date set back: its size and date match what the conversion wrote,
+    TensorFlow's reader fails (DataLossError: corrupted record at ..., no file named), and the failure names the
+    shard, found by every file's checksum, and the command that converts it again."""
+    from dlbench import datasets, formats
+
+    datasets.generate("mnist", tmp_path / "raw", train_images=64, test_images=16, seed=1)
+    datasets.unpack("mnist", tmp_path / "raw", tmp_path / "data")
+    converted = tmp_path / "tfrecord"
+    formats.convert("tfrecord", "mnist", tmp_path / "data", converted, log=lambda line: None)
+    shard = next(path for path in (converted / "train-00000-of-00001").iterdir() if path.suffix == ".tfrecord")
+    dated = shard.stat()
+    with open(shard, "r+b") as file:
+        file.seek(dated.st_size // 2)
+        flipped = bytes([file.read(1)[0] ^ 0xFF])
+        file.seek(dated.st_size // 2)
+        file.write(flipped)
+    os.utime(shard, ns=(dated.st_atime_ns, dated.st_mtime_ns))
+    record = run(tmp_path, spec(framework="tensorflow", dataset="mnist-generated", data_dir=str(converted)),
+                 python=tensorflow_python)
+    assert record["status"] == "failed" and "DataLossError" in record["reason"], record["reason"]
+    assert f"{shard} is not what its conversion wrote (its SHA-256 differs; its size and date match)" in \
+        record["reason"]
+    assert f"convert it again: snakemake --force {converted}" in record["reason"]
+
+
 def test_waiting_for_the_runner_wakes_the_monitor_only_when_it_ends():
     """Popen.wait(timeout) looks every 50 ms, taking a core from a run that trains on all of them; the monitor's
     wait is woken by the child's end (or its timeout), a handful of context switches over a second's run."""

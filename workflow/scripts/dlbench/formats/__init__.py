@@ -254,10 +254,11 @@ def check_count(shard: Path, read: int) -> None:
                            f"{reconvert_advice([reconvert_target(shard)])}")
 
 
-def damage(format_dir: Path, checksums: bool = True) -> dict[Path, list[str]]:
+def damage(format_dir: Path, checksums: bool = True, every_file: bool = False) -> dict[Path, list[str]]:
     """What in a converted dataset no longer matches what its conversion wrote, by what converts it again
     (:func:`reconvert_target`); empty where all matches. Sizes are compared always; with ``checksums``,
-    the SHA-256 of each file modified since. A shard converted before its files were recorded is unchecked."""
+    the SHA-256 of each file modified since, or with ``every_file`` of every file (a byte changed in place, its date
+    set back, shows in nothing else). A shard converted before its files were recorded is unchecked."""
     format_dir = Path(format_dir)
     found: dict[Path, list[str]] = {}
     if not format_dir.exists():
@@ -266,7 +267,7 @@ def damage(format_dir: Path, checksums: bool = True) -> dict[Path, list[str]]:
         converted = json.loads((format_dir / CONVERTED_RECORD).read_text())
     except (OSError, ValueError) as error:
         return {format_dir: [f"{format_dir / CONVERTED_RECORD} unreadable ({error})"]}
-    problems = _file_damage(format_dir, converted.get("files", {}), checksums)
+    problems = _file_damage(format_dir, converted.get("files", {}), checksums, every_file)
     if problems:
         found[format_dir] = problems
     for facts in converted["splits"].values():
@@ -277,13 +278,13 @@ def damage(format_dir: Path, checksums: bool = True) -> dict[Path, list[str]]:
             except (OSError, ValueError) as error:
                 problems = [f"{shard / SHARD_RECORD} unreadable ({error})"]
             else:
-                problems = _file_damage(shard, written.get("files", {}), checksums)
+                problems = _file_damage(shard, written.get("files", {}), checksums, every_file)
             if problems:
                 found.setdefault(reconvert_target(shard), []).extend(problems)
     return found
 
 
-def _file_damage(directory: Path, written: dict, checksums: bool) -> list[str]:
+def _file_damage(directory: Path, written: dict, checksums: bool, every_file: bool) -> list[str]:
     problems = []
     for name, facts in written.items():
         path = directory / name
@@ -292,10 +293,12 @@ def _file_damage(directory: Path, written: dict, checksums: bool) -> list[str]:
         except OSError as error:
             problems.append(f"{path}: {error.strerror}")
             continue
+        modified = info.st_mtime_ns != facts["mtime_ns"]
         if info.st_size != facts["bytes"]:
             problems.append(f"{path} has {info.st_size:,} bytes, its conversion wrote {facts['bytes']:,}")
-        elif checksums and info.st_mtime_ns != facts["mtime_ns"] and file_facts(path)["sha256"] != facts["sha256"]:
-            problems.append(f"{path} was modified after its conversion (its SHA-256 differs)")
+        elif checksums and (modified or every_file) and file_facts(path)["sha256"] != facts["sha256"]:
+            problems.append(f"{path} was modified after its conversion (its SHA-256 differs)" if modified else
+                            f"{path} is not what its conversion wrote (its SHA-256 differs; its size and date match)")
     return problems
 
 
@@ -311,9 +314,9 @@ def reconvert_advice(targets) -> str:
     return f"convert it again: snakemake --force {forced}; then a plain snakemake run reruns the runs that read it"
 
 
-def check(format_dir: Path) -> None:
+def check(format_dir: Path, every_file: bool = False) -> None:
     """Refuse a converted dataset that :func:`damage` finds damaged, naming what and how to convert it again."""
-    found = damage(format_dir)
+    found = damage(format_dir, every_file=every_file)
     if found:
         problems = [problem for listed in found.values() for problem in listed]
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
