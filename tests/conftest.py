@@ -292,3 +292,17 @@ def run_in(python: str, script: str, *args) -> dict:
                                check=False, capture_output=True, text=True, env=env)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return json.loads(completed.stdout.splitlines()[-1])
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 1 MiB tmpfs (as root), unmounted after the test."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], check=True)
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "--lazy", str(disk)], check=True)

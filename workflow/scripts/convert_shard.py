@@ -5,7 +5,7 @@ from dlbench.datasets import FAMILIES
 from dlbench.formats import jobs
 from dlbench.jobs.joblog import logged
 
-with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
+with logged(snakemake.log[0], writes_to=snakemake.output[0]):  # noqa: F821 - injected by Snakemake
     w, family = snakemake.wildcards, FAMILIES["imagenet"]  # noqa: F821
     shard = {"format": w.format, "split": w.split, "index": int(w.index), "count": int(w.shards),
              "encoding": family.encoding, "image_shape": family.image_shape, "seed": 0}

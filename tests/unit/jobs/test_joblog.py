@@ -31,3 +31,17 @@ def test_a_full_disk_is_said_with_where_the_job_writes_and_the_room_left(tmp_pat
     said = log.read_text().splitlines()[-1]
     assert said.startswith(f"dlbench: no space left on the device of {tmp_path} (data/, results/ and .snakemake/ "
                            "are there; ") and " MiB free): free space there, then rerun" in said
+
+
+def test_a_full_disk_under_a_conversion_is_named_with_its_output_and_the_room_left(tmp_path, tiny_disk):
+    """LMDB reports its full disk as "mdb_txn_commit: Input/output error", with no errno."""
+    from dlbench import datasets, formats
+
+    datasets.generate("mnist", tmp_path / "raw", train_images=2000, test_images=16, seed=1)
+    datasets.unpack("mnist", tmp_path / "raw", tmp_path / "data")
+    output, log = tiny_disk / "mnist-generated" / "lmdb", tmp_path / "convert.log"
+    with pytest.raises(Exception, match="Input/output error"), logged(str(log), writes_to=output):
+        formats.convert("lmdb", "mnist", tmp_path / "data", output, log=print)
+    assert log.read_text().splitlines()[-1].startswith(
+        f"dlbench: the device of {output} has 0.0 MiB free: a full disk is the likely cause of the error above "
+        "(Error: mdb_txn_commit: Input/output error); free space there, then rerun")

@@ -220,20 +220,6 @@ def test_a_result_cut_short_is_a_failed_record_saying_so(tmp_path):
     assert "disk full, or a kill mid-write?" in record["reason"]
 
 
-@pytest.fixture
-def tiny_disk(tmp_path):
-    """A 1 MiB tmpfs (as root), unmounted after the test."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], check=True)
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", "--lazy", str(disk)], check=True)
-
-
 def test_a_full_disk_is_a_failed_record_saying_so(tmp_path, tiny_disk):
     """The real runner on a disk filled as it starts: no result can be written, and the record says why."""
     python = stand_in(tmp_path,
