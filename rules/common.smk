@@ -151,6 +151,19 @@ def checked_conversion(format_dir):
     return plan.checked_conversion(format_dir, workflow.is_main_process, log_line)
 
 
+def generation_facts(family):
+    """What a generated stand-in of ``family`` is generated with (its sizes and seed, the generator)."""
+    sizes = ({**config["generated"]["imagenet"], "seed": config["generated"]["seed"]} if family == "imagenet"
+             else config["generated"])
+    return plan.generation_facts(sizes, datasets.GENERATOR)
+
+
+def checked_generation(family):
+    """Only the main Snakemake process judges a generated stand-in: a cluster job's own Snakemake must not."""
+    return lambda wildcards: plan.checked_generation(f"data/raw/{family}-generated", generation_facts(family),
+                                                     workflow.is_main_process, log_line)
+
+
 def damage_stamps(output):
     return lambda wildcards: plan.damage_stamps(output.format(**wildcards))
 

@@ -27,14 +27,15 @@ for _family in (family for family in DATASET_FAMILIES if "generated" in FAMILIES
     rule:
         name:
             f"generate_{_family}"
+        input:
+            # a stand-in generated with other sizes than these, its metadata lost, is generated again
+            damaged=checked_generation(_family),
         output:
             [f"data/raw/{_family}-generated/{archive}"
              for archive in (FAMILIES[_family].archives or ilsvrc12.ARCHIVES)],
         params:
             family=_family,
-            sizes=({**config["generated"]["imagenet"], "seed": config["generated"]["seed"]}
-                   if _family == "imagenet" else config["generated"]),
-            generator=datasets.GENERATOR,  # a new one regenerates the stand-ins (a params change)
+            facts=generation_facts(_family),  # sizes, seed, generator: a change regenerates (a params change)
         log:
             f"logs/datasets/generate-{_family}.log",
         conda:

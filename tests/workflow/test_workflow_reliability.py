@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -227,6 +228,36 @@ def test_settings_that_change_no_measurement_rerun_none_of_the_runs(finished, tm
     unchanged = {**config, "measurement": {"timeout_minutes": 7}, "mirrors": {"mnist": [tmp_path.as_uri()]},
                  "slots": {"wait_minutes": 3, "directory": str(tmp_path)}}
     assert scheduled(workdir, unchanged) == {}
+
+
+@pytest.mark.slow
+def test_a_changed_generated_size_regenerates_its_data_and_reruns_its_runs_without_snakemake_s_metadata(tmp_path):
+    """generated.train_images 64 -> 96 with .snakemake/metadata gone (a fresh checkout beside old results): the
+    stand-in's own record of its sizes differs from the config's, so it is generated, converted and run again, and
+    the run reads 96 images, not the 64 left on disk."""
+    config = {"frameworks": ["pytorch"], "repetitions": 1, "environment": "current", "threads": {"cpu": 1},
+              "generated": {"train_images": 64, "test_images": 16},
+              "benchmarks": [{"dataset": "mnist", "data": "generated", **QUICK}]}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    record = RUN.format("mnist-generated", "lenet", "train")
+    assert snakemake(tmp_path, record).returncode == 0
+    shutil.rmtree(tmp_path / ".snakemake" / "metadata")
+    config["generated"]["train_images"] = 96
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    dry = snakemake(tmp_path, record, "--dry-run", "--quiet", "rules")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "dlbench: data/raw/mnist-generated was generated with" in dry.stderr
+    assert {"generate_mnist", "unpack_mnist_generated", "convert", "train"} <= set(planned_rules(dry)), dry.stdout
+    assert snakemake(tmp_path, record).returncode == 0
+    converted = json.loads((tmp_path / "data" / "mnist-generated" / "lmdb" / "CONVERTED.json").read_text())
+    assert converted["splits"]["train"]["images"] == 96, converted
+    assert planned_rules(snakemake(tmp_path, record, "--dry-run", "--quiet", "rules")) == {}  # nothing more
+
+
+def planned_rules(dry_run) -> dict[str, int]:
+    """A ``--dry-run --quiet rules`` run's jobs per rule."""
+    return {line.split()[0]: int(line.split()[1]) for line in dry_run.stdout.splitlines()
+            if len(line.split()) == 2 and line.split()[1].isdigit() and line.split()[0] != "total"}
 
 
 @pytest.mark.slow

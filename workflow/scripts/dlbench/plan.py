@@ -435,6 +435,32 @@ def checked_conversion(format_dir: str, judge: bool, log) -> str:
     return format_dir
 
 
+GENERATED_FACTS = "generated.json"  # beside a generated stand-in's archives: what it was generated with
+
+
+def generation_facts(sizes: dict, generator: str) -> dict:
+    """What a generated stand-in is generated with, as its generate job writes it and the plan compares it."""
+    return {"sizes": sizes, "generator": generator}
+
+
+def checked_generation(raw_dir: str, asked: dict, judge: bool, log) -> list[str]:
+    r"""A generate job's damage stamps (:func:`damage_stamps`), one first written, dated now, where the stand-in in
+    ``raw_dir`` was generated with other sizes, seed or generator than ``asked`` (:func:`generation_facts`): its
+    generation, and so its conversions and the runs on them, are made again even where Snakemake's metadata, which
+    would see the changed params, is lost. Only the process that ``judge``\ s looks."""
+    facts = Path(raw_dir) / GENERATED_FACTS
+    if judge and facts.exists():
+        try:
+            found = files.read_json(facts)
+        except files.Unreadable as error:
+            found = {"unreadable": str(error)}
+        if found != asked:
+            damage_stamp(raw_dir).parent.mkdir(parents=True, exist_ok=True)
+            files.write_json(damage_stamp(raw_dir), {"target": raw_dir, "found": found, "asked": asked}, indent=1)
+            log(f"dlbench: {raw_dir} was generated with {found}, the config asks {asked}: generating it again")
+    return damage_stamps(raw_dir)
+
+
 def damage_stamps(output: str) -> list[str]:
     """An input of a conversion job: its damage stamp, where one was ever written (a newer stamp reruns the job)."""
     return [str(path) for path in [damage_stamp(output)] if path.exists()]
