@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 from collections.abc import Iterable
 from dataclasses import MISSING, asdict, field, fields, make_dataclass
@@ -299,6 +300,7 @@ def cases(config: dict) -> list[Case]:
                                   f"iteration of {iterations} ({network}); allowed: 0 to {iterations - 1}, or "
                                   "warmup_added: true")
             for batch in batches if swept else [batches]:
+                check_batch(config, where, family, mode, batch, input_size)
                 for case in _network_cases(config, entry, where, dataset_label(family, mode, classes), network,
                                            tasks, frameworks, batch, swept, (iterations, warmup, rate)):
                     key = (case.framework, case.dataset, network, case.hardware, case.device, case.variant, case.task)
@@ -337,6 +339,31 @@ def _network_cases(config: dict, entry: dict, where: str, dataset: str, network:
                              precision=precision, compile=compile, task=task, input_size=entry.get("input_size"),
                              keras_fit=entry.get("keras_fit", False), **own))
     return made
+
+
+def node_memory_bytes() -> int | None:
+    """This node's physical memory, where the plan is made (sysconf: no hardware is asked)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+
+
+def check_batch(config: dict, where: str, family: str, mode: str, batch: int, input_size: int | None) -> None:
+    """A batch a run can hold: no more than the stored training images it draws from, and a batch of input images
+    (fp32) no larger than this node's memory, which no run could allocate; found when the plan is made, not when
+    the run fails."""
+    images = training_images(config, family, mode) if mode != "synthetic" else None
+    if images is not None and batch > images:
+        source = "generated.train_images" if mode == "generated" else f"{family}'s training split"
+        raise ConfigError(f"{where}.batch_size: {batch} is more than the {images:,} training images ({source}); "
+                          f"allowed: at most {images:,}")
+    shape = (3, input_size, input_size) if input_size else FAMILIES[family].image_shape
+    needed, memory = batch * math.prod(shape) * 4, node_memory_bytes()
+    if memory is not None and needed > memory:
+        raise ConfigError(f"{where}.batch_size: {batch} images of {'x'.join(map(str, shape))} are "
+                          f"{needed / 2**30:,.1f} GiB as fp32 before any layer, more than this node's "
+                          f"{memory / 2**30:,.1f} GiB of memory; allowed: at most {memory // (math.prod(shape) * 4):,}")
 
 
 def check_keras_fit(where: str, frameworks: list[str], tasks: list[str]) -> None:
