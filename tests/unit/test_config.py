@@ -396,11 +396,11 @@ def test_a_config_file_with_a_key_given_twice_stops_snakemake_before_any_job(tmp
 
 @pytest.mark.parametrize("entry,message", [
     ({"dataset": "mnist", "data": "generated", "networks": ["lenet"], "batch_size": 512},
-     "benchmarks[0].batch_size: 512 is more than the 256 training images (generated.train_images); allowed: at most "
-     "256"),
+     ("benchmarks[0].batch_size: 512 is more than the 256 training images (generated.train_images); allowed: at "
+      "most 256")),
     ({"dataset": "mnist", "data": "synthetic", "networks": ["lenet"], "batch_size": 10**9},
-     "benchmarks[0].batch_size: 1000000000 images of 1x28x28 are 2,920.6 GiB as fp32 before any layer, more than "
-     "this node's 64.0 GiB of memory; allowed: at most 21,913,098"),
+     ("benchmarks[0].batch_size: 1000000000 images of 1x28x28 are 2,920.6 GiB as fp32 before any layer, more than "
+      "this node's 64.0 GiB of memory; allowed: at most 21,913,098")),
 ])
 def test_a_batch_no_run_could_hold_is_refused_when_the_plan_is_made(entry, message, monkeypatch):
     from dlbench import config as dlbench_config

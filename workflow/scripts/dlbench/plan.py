@@ -55,12 +55,12 @@ from .tasks import TASKS
 __all__ = [
     "CEILING", "ENVIRONMENTS", "FAMILIES", "FILE_FAMILIES", "FORMATS", "IMAGENET_LABEL", "INVALID", "METRICS",
     "NODE_FACTS", "REPETITIONS_DECISION", "RUN_RECORD", "SLURM_RESOURCES", "WILDCARDS", "WORKER_ENVIRONMENTS",
-    "Plan", "build_threads", "caption_statistics", "caption_thresholds",
-    "case_key", "ceiling_device", "ceiling_of", "checked_conversion", "conda_file", "current_environment",
-    "damage_stamps", "data_input", "datasets", "fetch_failed", "fetch_status", "files", "generated_archives",
-    "gpu_count", "ilsvrc12", "launch", "node", "of_config", "parse_dataset_label", "progress", "record_current",
-    "requirements", "scheduler", "stages", "summary", "train_conda_environment", "unpacked_files", "venv_of",
-    "venv_status", "whole_dataset", "worker_status", "writer_environment"
+    "Plan", "build_threads", "caption_statistics", "caption_thresholds", "case_key", "ceiling_device", "ceiling_of",
+    "checked_conversion", "checked_generation", "conda_file", "current_environment", "damage_stamps", "data_input",
+    "datasets", "fetch_failed", "fetch_status", "files", "generated_archives", "generation_facts", "gpu_count",
+    "ilsvrc12", "launch", "node", "of_config", "parse_dataset_label", "progress", "record_current", "requirements",
+    "scheduler", "stages", "summary", "train_conda_environment", "unpacked_files", "venv_of", "venv_status",
+    "whole_dataset", "worker_status", "writer_environment"
 ]
 
 if TYPE_CHECKING:
