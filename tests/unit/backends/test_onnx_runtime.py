@@ -10,7 +10,9 @@ from dlbench.backends import onnx_runtime, pytorch
 from ..run.test_monitor import run, spec
 
 
-@pytest.mark.parametrize("name,variant", [("lenet", "mnist"), ("lstm", "text"), ("resnet50", "cifar10")])
+# ResNet50 (a residual network, batch norm; 5 s of export on two cores) in the slow tier; LeNet and the LSTM fast
+@pytest.mark.parametrize("name,variant", [("lenet", "mnist"), ("lstm", "text"),
+                                          pytest.param("resnet50", "cifar10", marks=pytest.mark.slow)])
 def test_the_exported_network_computes_pytorchs_logits_at_any_batch_size(tmp_path, name, variant):
     description = networks.network(name, variant)
     torch.manual_seed(0)

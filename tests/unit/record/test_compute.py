@@ -77,6 +77,7 @@ def test_processes_on_one_machine_share_its_cpu_ceiling():
     assert compute.ceiling_devices(spec("2xcpu")) == 1 and compute.ceiling_devices(spec("2xgpu1")) == 2
 
 
+@pytest.mark.slow  # six kernels measured on a real core, 10 s: the GPU ceiling's refusals stay fast
 def test_the_cpu_ceiling_is_measured_on_the_held_cores(tmp_path):
     with open(tmp_path / "ceiling.log", "w") as log:
         found = ceiling.measure("cpu", "fp32", sys.executable, 1, log, tmp_path / "locks", None)
