@@ -230,17 +230,23 @@ def test_settings_that_change_no_measurement_rerun_none_of_the_runs(finished, tm
     assert scheduled(workdir, unchanged) == {}
 
 
+def _generated_lenet_run(workdir) -> tuple[dict, str]:
+    """LeNet trained once in ``workdir`` on 64 generated MNIST images: its config and its record's path."""
+    config = {"frameworks": ["pytorch"], "repetitions": 1, "environment": "current", "threads": {"cpu": 1},
+              "generated": {"train_images": 64, "test_images": 16},
+              "benchmarks": [{"dataset": "mnist", "data": "generated", **QUICK}]}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    record = RUN.format("mnist-generated", "lenet", "train")
+    assert snakemake(workdir, record).returncode == 0
+    return config, record
+
+
 @pytest.mark.slow
 def test_a_changed_generated_size_regenerates_its_data_and_reruns_its_runs_without_snakemake_s_metadata(tmp_path):
     """generated.train_images 64 -> 96 with .snakemake/metadata gone (a fresh checkout beside old results): the
     stand-in's own record of its sizes differs from the config's, so it is generated, converted and run again, and
     the run reads 96 images, not the 64 left on disk."""
-    config = {"frameworks": ["pytorch"], "repetitions": 1, "environment": "current", "threads": {"cpu": 1},
-              "generated": {"train_images": 64, "test_images": 16},
-              "benchmarks": [{"dataset": "mnist", "data": "generated", **QUICK}]}
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    record = RUN.format("mnist-generated", "lenet", "train")
-    assert snakemake(tmp_path, record).returncode == 0
+    config, record = _generated_lenet_run(tmp_path)
     shutil.rmtree(tmp_path / ".snakemake" / "metadata")
     config["generated"]["train_images"] = 96
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
@@ -266,12 +272,7 @@ def test_a_run_on_a_damaged_conversion_converts_it_again_first(tmp_path):
     setting changed): a dry run plans its conversion again, which the run does (nothing moved while the DAG is
     built: a damage stamp, an input of the conversion, says what was found), and the run reads whole data. (A record
     already made is not redone: its data was whole when it ran.)"""
-    config = {"frameworks": ["pytorch"], "repetitions": 1, "environment": "current", "threads": {"cpu": 1},
-              "generated": {"train_images": 64, "test_images": 16},
-              "benchmarks": [{"dataset": "mnist", "data": "generated", **QUICK}]}
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    record = RUN.format("mnist-generated", "lenet", "train")
-    assert snakemake(tmp_path, record).returncode == 0
+    config, record = _generated_lenet_run(tmp_path)
     converted = tmp_path / "data" / "mnist-generated" / "lmdb"
     data = converted / "train-00000-of-00001" / "data.mdb"
     with open(data, "r+b") as file:

@@ -63,10 +63,10 @@ def _package_modules(dotted: str) -> list[Path]:
     found, place = [], PACKAGE
     for part in filter(None, dotted.split(".")):
         place = place / part
-        files = [path for path in (place / "__init__.py", place.with_suffix(".py")) if path.exists()]
-        if not files:
+        present = [path for path in (place / "__init__.py", place.with_suffix(".py")) if path.exists()]
+        if not present:
             return []
-        found += files
+        found += present
     return found
 
 
