@@ -145,10 +145,18 @@ def venv_gpus(wildcards):
     return int(PLAN.uses_gpus(venv_target(wildcards)))
 
 
+def judge():
+    """Which process judges records and data as the DAG is built, and where it writes its stamps: a run that executes
+    jobs in results/ and data/, a dry run (or --summary, --report) in .snakemake/ (dlbench.plan.Judge). Asked as the
+    DAG is built, not as this file is read: Snakemake names its executor, and so whether this is a dry run, only
+    then."""
+    return plan.judge(workflow.is_main_process, writes=workflow.executor_plugin is not None and not workflow.dryrun)
+
+
 @functools.cache
 def checked_conversion(format_dir):
     """Only the main Snakemake process judges a conversion: a cluster job's own Snakemake must not."""
-    return plan.checked_conversion(format_dir, workflow.is_main_process, log_line)
+    return plan.checked_conversion(format_dir, judge(), log_line)
 
 
 def generation_facts(family):
@@ -161,7 +169,7 @@ def generation_facts(family):
 def checked_generation(family):
     """Only the main Snakemake process judges a generated stand-in: a cluster job's own Snakemake must not."""
     return lambda wildcards: plan.checked_generation(f"data/raw/{family}-generated", generation_facts(family),
-                                                     workflow.is_main_process, log_line)
+                                                     judge(), log_line)
 
 
 def damage_stamps(output):
@@ -221,7 +229,7 @@ def train_inputs(wildcards):
         inputs["environment"] = plan.worker_status(run.framework)
     # Whether the record is what the config and the code ask now, from the record itself (dlbench.record.currency)
     inputs["current"] = plan.record_current(RUN_RECORD.format(**wildcards), run_spec(wildcards),
-                                            workflow.is_main_process, log_line)
+                                            judge(), log_line)
     # Ancient: a ceiling measured again (a new driver) does not redo the runs measured before it.
     inputs["ceiling"] = ancient(plan.ceiling_of(run))
     return inputs

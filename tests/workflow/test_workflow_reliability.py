@@ -4,6 +4,7 @@ settings that change no measurement rerun nothing, and the run ends with a summa
 unavailable runs."""
 import copy
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
+from dlbench import plan
 from dlbench.record import currency
 from dlbench.spec import RunSpec
 
@@ -175,9 +177,10 @@ def test_a_changed_setting_reruns_the_runs_it_changes(finished, field):
     finally:
         (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     assert sorted(again) == sorted(expected), again
-    # Snakemake's params, or the record's stamp (dlbench.record.currency), whichever Snakemake names first
-    assert all("Params have changed" in why or "Updated input files: results/.current/runs/" in why
-               for why in again.values()), again
+    # Snakemake's params, or the record's stamp (dlbench.record.currency; a dry run's stand-in), whichever Snakemake
+    # names first
+    assert all("Params have changed" in why or re.search(r"Updated input files: (\S+/dry-run/)?results/\.current/runs/",
+                                                         why) for why in again.values()), again
 
 
 @pytest.mark.slow
@@ -206,7 +209,10 @@ def test_a_record_found_stale_runs_again_and_where_it_does_not_is_never_aggregat
     finally:
         record.write_bytes(kept)
         os.utime(record, ns=(kept_times.st_atime_ns, kept_times.st_mtime_ns))
-        (workdir / "results" / "tables" / "runs.csv").unlink(missing_ok=True)
+    # put back as it was: a run (not a dry run, which leaves the stamp's date: dlbench.record.currency.stamp) dates
+    # its stamp before it again, and nothing more runs
+    assert snakemake(workdir, "--allowed-rules", "runs_table", "--", "results/tables/runs.csv").returncode == 0
+    (workdir / "results" / "tables" / "runs.csv").unlink()
     assert scheduled(workdir, config) == {}
 
 
@@ -250,14 +256,24 @@ def test_a_changed_generated_size_regenerates_its_data_and_reruns_its_runs_witho
     shutil.rmtree(tmp_path / ".snakemake" / "metadata")
     config["generated"]["train_images"] = 96
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    before = written(tmp_path)
     dry = snakemake(tmp_path, record, "--dry-run", "--quiet", "rules")
     assert dry.returncode == 0, dry.stderr[-3000:]
+    assert written(tmp_path) == before  # a dry run writes nothing there: its stamps' stand-ins are in .snakemake/
     assert "dlbench: data/raw/mnist-generated was generated with" in dry.stderr
     assert {"generate_mnist", "unpack_mnist_generated", "convert", "train"} <= set(planned_rules(dry)), dry.stdout
     assert snakemake(tmp_path, record).returncode == 0
     converted = json.loads((tmp_path / "data" / "mnist-generated" / "lmdb" / "CONVERTED.json").read_text())
     assert converted["splits"]["train"]["images"] == 96, converted
     assert planned_rules(snakemake(tmp_path, record, "--dry-run", "--quiet", "rules")) == {}  # nothing more
+
+
+def written(workdir) -> dict[str, tuple]:
+    """Each file and directory in ``workdir``'s results/ and data/, with its kind, size, date and contents' digest."""
+    return {str(path.relative_to(workdir)): (path.is_symlink(), path.is_dir(), path.lstat().st_size,
+                                             path.lstat().st_mtime_ns,
+                                             path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest())
+            for place in ("results", "data") for path in [workdir / place, *(workdir / place).rglob("*")]}
 
 
 def planned_rules(dry_run) -> dict[str, int]:
@@ -280,8 +296,10 @@ def test_a_run_on_a_damaged_conversion_converts_it_again_first(tmp_path):
     config["benchmarks"][0]["iterations"] += 1
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
 
+    before = written(tmp_path)
     dry = snakemake(tmp_path, record, "--dry-run", "--quiet", "rules")
     assert dry.returncode == 0, dry.stderr[-3000:]
+    assert written(tmp_path) == before
     assert "converting data/mnist-generated/lmdb again before a run reads it" in dry.stderr
     assert "convert " in dry.stdout, dry.stdout
     assert data.stat().st_size < json.loads((data.parent / "SHARD.json").read_text())["files"]["data.mdb"]["bytes"]
@@ -345,9 +363,9 @@ def test_a_record_is_current_only_while_its_spec_and_what_ran_it_are_unchanged(t
                                     done.stdout + done.stderr))
         return sorted(re.findall(r"output: (results/runs/\S+\.json)", done.stdout))
 
-    assert rerun() == sorted(records)  # none made yet; the dry run writes each record's stamp
+    assert rerun() == sorted(records)  # none made yet; the dry run writes each record's stamp's stand-in
     for record in records:  # each record as its run would make it: its spec and what ran it
-        held = json.loads((workdir / currency.stamp_path(record)).read_text())
+        held = json.loads((workdir / plan.DRY_RUN_ROOT / currency.stamp_path(record)).read_text())
         (workdir / record).parent.mkdir(parents=True)
         (workdir / record).write_text(json.dumps({"run": held["run"], "provenance": {
             "fingerprints": held["fingerprints"]}}))

@@ -1,6 +1,7 @@
 """What a record's fingerprints follow: the code that ran it, in the job's process, the runner's and its worker, by
 what the code does (its statements), not by its comments or docstrings."""
 import ast
+import dataclasses
 import shutil
 
 import pytest
@@ -99,3 +100,29 @@ def test_another_framework_s_entry_or_backend_changes_none_of_a_framework_s_fing
     mxnet = package / "dlbench" / "backends" / "mxnet.py"
     mxnet.write_text(mxnet.read_text() + "\nEDITED = True\n")
     assert _changed(before, _fingerprints()) == UNCHANGED
+
+
+def test_a_record_names_the_data_it_read_and_data_converted_again_to_other_files_makes_it_stale(tmp_path):
+    """The data's identity is its conversion's files (their recorded digests): the same images converted again, or
+    the conversion's record rewritten, keep it; another generated set in its place (a copied results directory
+    beside other data, Snakemake's metadata lost) changes it, and the record is then not current."""
+    from dlbench import datasets, formats
+
+    def converted(seed: int):
+        datasets.generate("mnist", tmp_path / "raw", train_images=40, test_images=10, seed=seed)
+        datasets.unpack("mnist", tmp_path / "raw", tmp_path / "data")
+        formats.convert("lmdb", "mnist", tmp_path / "data", tmp_path / "lmdb", seed=7, log=lambda line: None)
+
+    spec = dataclasses.replace(_spec("pytorch"), dataset="mnist-generated", data_dir=str(tmp_path / "lmdb"))
+    assert currency.data_identity(spec) is None  # not converted yet: its conversion runs first, then the run
+    converted(seed=1)
+    asked = currency.expected(spec)
+    record = {"run": asked["run"], "provenance": {"fingerprints": asked["fingerprints"],
+                                                  "data_sha256": asked["data"]}}
+    assert asked["data"] and currency.staleness(record, asked) is None
+    converted(seed=1)
+    assert currency.staleness(record, currency.expected(spec)) is None
+    converted(seed=2)
+    assert currency.staleness(record, currency.expected(spec)) == "the data it read was converted again, to other files"
+    del record["provenance"]["data_sha256"]  # a record of an older dlbench
+    assert currency.staleness(record, currency.expected(spec)) == "no data identity"

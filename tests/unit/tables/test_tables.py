@@ -725,3 +725,28 @@ def test_the_newest_runs_setup_decides_between_two_as_many():
     assert list(runs["status"]) == ["set apart", "ok"]
     assert runs["reason"].iloc[0] == "not equal to its cell's other runs (as rep2.json): package torch absent here, " \
                                      "2.13.0 there"
+
+
+def test_a_record_of_another_machine_in_this_directory_is_left_out_and_named(tmp_path):
+    """A record copied in from another machine's results (its CPU another model) is kept out of this machine's
+    cells, not shown as a cell of its own, and named with how to measure it here or report it beside them; two
+    directories merged keep each one's machine."""
+    def filed(root, item):
+        path = root / "runs" / "pytorch" / "mnist-generated" / "lenet" / "cpu" / "fp32" / "train" / \
+            f"rep{item['run']['repetition']}.json"
+        write_record(item, path)
+        return path
+
+    here, copied = record(repetition=1), record(repetition=2, speed=900.0)
+    copied["provenance"].update(cpu_model="another CPU", started_at="2026-11-21T00:00:00+00:00")
+    paths = [filed(tmp_path / "results", item) for item in (here, copied)]
+    said = []
+    loaded = load_records(paths, log=said.append)
+    assert [r["path"] for r in loaded] == [str(paths[0])]
+    assert set(runs_table(loaded)["machine"]) == {"a CPU, 2 cores"}
+    assert said == [(f"left out: {paths[1]} was measured on another CPU, 2 cores, and this directory's CPU runs on a "
+                     f"CPU, 2 cores (the newest, {paths[0]}): runs of two machines are never mixed. To measure it on "
+                     f"this machine: snakemake --force {paths[1]}; to report it beside them, move it into a results "
+                     'directory of its own and run make report RESULTS="results <that directory>"')]
+    elsewhere = filed(tmp_path / "elsewhere", copied)
+    assert len(load_records([paths[0], elsewhere], log=said.append)) == 2 and len(said) == 1

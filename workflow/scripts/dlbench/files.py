@@ -8,6 +8,7 @@ import contextlib
 import gzip
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +35,49 @@ def replaced(path: Path) -> Iterator[BinaryIO]:
     except BaseException:
         Path(partial).unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def staged_directory(output: Path) -> Iterator[Path]:
+    """A new directory beside ``output`` that becomes ``output`` only if the block completes (a previous ``output``
+    removed then, a link there replaced, its target untouched), removed where it raises. It is made by
+    :func:`tempfile.mkdtemp` under a name of its own, readable by this user only while it is written, so that what
+    a framework's own writer writes into it (LMDB, RecordIO, TFRecord) lands in a directory no one else could plant
+    a link in."""
+    output = Path(output)
+    scratch = Path(tempfile.mkdtemp(dir=output.parent, prefix=f".{output.name}.", suffix=".partial"))
+    try:
+        yield scratch
+        os.chmod(scratch, 0o777 & ~_umask())
+        if output.is_symlink():
+            output.unlink()
+        elif output.exists():
+            shutil.rmtree(output)
+        os.replace(scratch, output)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+
+
+class PlantedLink(OSError):
+    """A link where dlbench makes a directory of its own; the message names it and where it points."""
+
+
+def directory(path: Path, within: Path) -> Path:
+    """``path`` made where missing, ``within`` (a directory dlbench makes, such as ``results/.current``) and each
+    directory below it down to ``path`` checked to be no link: a file written there goes where dlbench means it
+    to, not through a link into another user's directory. What lies above ``within`` (``results/`` itself, which
+    a user may link to a larger disk) is the user's to choose."""
+    path, within = Path(path), Path(within)
+    within.parent.mkdir(parents=True, exist_ok=True)
+    place = within
+    for part in ("", *path.relative_to(within).parts):
+        place = place / part
+        if place.is_symlink():
+            raise PlantedLink(f"{place} is a link (to {os.readlink(place)}) where dlbench makes a directory of its "
+                              f"own, and it writes nothing through a link: remove the link")
+        place.mkdir(exist_ok=True)
+    return path
 
 
 def write_bytes(path: Path, data: bytes) -> None:

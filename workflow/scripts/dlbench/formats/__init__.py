@@ -21,12 +21,11 @@ naming it and how to convert it again (:class:`DamagedShard`). Python readers ch
 """
 from __future__ import annotations
 
-import contextlib
+import functools
 import hashlib
 import importlib
 import json
 import os
-import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -87,22 +86,6 @@ def shard_dirs(directory: Path, split: str) -> list[Path]:
     return sorted(Path(directory).glob(f"{split}-*-of-*"))
 
 
-@contextlib.contextmanager
-def staged(output: Path):
-    """Yield a scratch directory that becomes ``output`` only if the block completes."""
-    output = Path(output)
-    scratch = output.with_name(f".{output.name}.partial")
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
-    try:
-        yield scratch
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    shutil.rmtree(output, ignore_errors=True)
-    scratch.rename(output)
-
-
 class Progress:
     """Prints count, rate and ETA at most every few seconds; conversions of 1.28 M images take a while."""
 
@@ -156,17 +139,20 @@ def write_shard(shard: Shard, source, output: Path, log=print) -> dict:
     order = shuffled_order(source.count(shard.split), shard.seed)
     positions = np.array_split(np.arange(len(order)), shard.count)[shard.index]
     progress = Progress(len(positions), f"{shard.format} {shard.name}", log)
+    digest = hashlib.sha256()  # of the records as written: the shard's data, whatever bytes its format adds
 
     def records():
         for done, position in enumerate(positions, 1):
-            yield (int(position), *source.record(shard.split, int(order[position])))
+            name, image, label = source.record(shard.split, int(order[position]))
+            digest.update(f"{position} {name} {label} {image.dtype} {image.shape}\n".encode() + image.tobytes())
+            yield int(position), name, image, label
             progress.update(done)
 
-    with staged(output) as scratch:
+    with files.staged_directory(output) as scratch:
         module(shard.format).write_shard(records(), scratch, shard)
         stats = {**asdict(shard), "images": len(positions), "seconds": progress.seconds,
                  "images_per_second": len(positions) / max(progress.seconds, 1e-9),
-                 "files": written_files(scratch, recursive=True)}
+                 "records_sha256": digest.hexdigest(), "files": written_files(scratch, recursive=True)}
         (scratch / SHARD_RECORD).write_text(json.dumps(stats, indent=1))
     return stats
 
@@ -216,7 +202,7 @@ def convert(format_name: str, family: str, data_dir: Path, output: Path, seed: i
     from ..datasets import FAMILIES
 
     source = ArraySource.load(family, data_dir)
-    with staged(output) as scratch:
+    with files.staged_directory(output) as scratch:
         for split in SPLITS:
             shard = Shard(format_name, split, 0, 1, FAMILIES[family].encoding, FAMILIES[family].image_shape, seed)
             write_shard(shard, source, scratch / shard.name, log)
@@ -323,6 +309,31 @@ def check(format_dir: Path, every_file: bool = False) -> None:
         raise DamagedShard(f"{shown}: the data is damaged; {reconvert_advice(found)}")
 
 
+def identity(format_dir: Path) -> str | None:
+    """The converted dataset's identity, which a record names and its currency compares: the SHA-256 over its
+    format and each shard's records as its conversion wrote them (position, name, label, pixels; not the files'
+    bytes, which LMDB does not write the same twice, nor the timings), so that the same images converted again
+    are the same data. None where nothing is converted there yet, or its records are unreadable or from an older
+    dlbench (:func:`check` judges those)."""
+    try:
+        written_at = (Path(format_dir) / CONVERTED_RECORD).stat().st_mtime_ns
+    except OSError:
+        return None
+    return _identity(Path(format_dir), written_at)
+
+
+@functools.cache  # by the conversion's date: the plan asks once per run of it
+def _identity(format_dir: Path, _written_at: int) -> str | None:
+    try:
+        converted = json.loads((format_dir / CONVERTED_RECORD).read_text())
+        shards = [(split, name, json.loads((format_dir / name / SHARD_RECORD).read_text())["records_sha256"])
+                  for split, facts in sorted(converted["splits"].items()) for name in facts["shards"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    listed = [converted["format"], *(" ".join(shard) for shard in shards)]
+    return hashlib.sha256("\n".join(listed).encode()).hexdigest()
+
+
 DAMAGE_STAMPS = Path("data/.damaged")
 
 
@@ -332,22 +343,24 @@ def damage_stamp(target) -> Path:
     return DAMAGE_STAMPS / f"{Path(os.path.relpath(target)).relative_to('data')}.json"
 
 
-def stamp_if_damaged(format_dir: Path) -> str | None:
+def stamp_if_damaged(format_dir: Path, root: Path = Path(".")) -> tuple[str, list[Path]] | None:
     """Where a converted dataset no longer matches what its conversion wrote (sizes only: a truncated file), a stamp
     dated now for each conversion job whose output it is, so that Snakemake converts it again (replacing the damaged
     output) before a run reads it. A shard gone is converted again by Snakemake itself; the directory of links to
-    ILSVRC12's shards is gathered again too. What was found and done, or None where all matches."""
+    ILSVRC12's shards is gathered again too. The stamps are written under ``root`` (the working directory, or a dry
+    run's stand-ins'). What was found and done and the stamps written, or None where all matches."""
     format_dir = Path(format_dir)
     damaged = damage(format_dir, checksums=False)
     targets = [target for target in damaged if target.exists()]
     if not targets:
         return None
-    if format_dir not in targets:
+    if format_dir not in targets:  # its shards are linked into it: gathered again after they are converted
         targets.append(format_dir)
     said = "; ".join(problem for problems in damaged.values() for problem in problems)
     found_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    for target in targets:
-        damage_stamp(target).parent.mkdir(parents=True, exist_ok=True)
-        files.write_json(damage_stamp(target), {"target": str(target), "problems": damaged.get(target, []),
-                                                "found_at": found_at}, indent=1)
-    return f"{said}: converting {', '.join(map(str, targets))} again before a run reads it"
+    stamps = [files.directory(root / damage_stamp(target).parent, root / DAMAGE_STAMPS) / damage_stamp(target).name
+              for target in targets]
+    for target, stamp in zip(targets, stamps):
+        files.write_json(stamp, {"target": str(target), "problems": damaged.get(target, []), "found_at": found_at},
+                         indent=1)
+    return f"{said}: converting {', '.join(map(str, targets))} again before a run reads it", stamps

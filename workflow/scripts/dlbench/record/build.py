@@ -122,6 +122,7 @@ def build_record(spec: RunSpec, result: dict, sampler: Sampler | None, probe: Gp
             "monitor_python": platform.python_version(),
             "config_sha256": config_sha256, "dlbench_version": dlbench_version(), "git_commit": git_commit(),
             "fingerprints": currency.fingerprints(spec),  # what ran it (dlbench.record.currency): 0.37.0
+            "data_sha256": currency.data_identity(spec),  # what it read: 0.52.0
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),  # where the run was a Slurm job, and on which node
             "slurm_node": os.environ.get("SLURMD_NODENAME"),
             "slurm_partition": os.environ.get("SLURM_JOB_PARTITION"),

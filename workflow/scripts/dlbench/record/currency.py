@@ -10,6 +10,10 @@ A record's fingerprints are SHA-256 digests of what shaped its numbers:
 - ``harness``: the code of the monitor (the job's process: the sampler, the record's arithmetic) and the runner
   (the run's process: the input clock, the timed loop), with what they import.
 
+A record also names the data it read (:func:`data_identity`: its conversion's files, by their digests), so that a
+dataset converted again to other files (a changed generated size, a new seed) reruns its runs even where
+Snakemake's metadata, which would see it, is lost.
+
 "Code" is each module's syntax tree without its docstrings (:func:`code_of`): a comment or a docstring changes no
 fingerprint; any statement does, in any module a run's processes import, lazily or not. A backend and a task are
 imported by name (``backends.load``), so another framework's backend or another task is in none of a record's
@@ -35,7 +39,7 @@ import json
 import os
 from pathlib import Path
 
-from .. import datasets, files
+from .. import datasets, files, formats
 from ..paths import PACKAGE_ROOT
 from ..registry import REGISTRY
 from ..spec import RunSpec
@@ -139,10 +143,17 @@ def fingerprints(spec: RunSpec) -> dict[str, str]:
             "harness": _code_fingerprint(*HARNESS)}
 
 
+def data_identity(spec: RunSpec) -> str | None:
+    """The identity of the converted dataset the run reads (:func:`dlbench.formats.identity`), which its record
+    names; None for synthetic data, or where it is not converted yet."""
+    return formats.identity(Path(spec.data_dir)) if spec.data_dir else None
+
+
 def expected(spec: RunSpec) -> dict:
-    """What a current record of ``spec`` holds: its run block (but what the run measures) and its fingerprints."""
+    """What a current record of ``spec`` holds: its run block (but what the run measures), its fingerprints and the
+    identity of the data it reads (where that is converted already: else its conversion reruns it anyway)."""
     run = {key: value for key, value in spec.record_block(None).items() if key not in UNCOMPARED}
-    return {"run": run, "fingerprints": fingerprints(spec)}
+    return {"run": run, "fingerprints": fingerprints(spec), "data": data_identity(spec)}
 
 
 DEFAULTS = {field.name: field.default for field in dataclasses.fields(RunSpec)
@@ -163,6 +174,9 @@ def staleness(record: dict, asked: dict) -> str | None:
     held = (record.get("provenance") or {}).get("fingerprints") or {}
     differs += [f"{FINGERPRINTED[what]} changed" if held.get(what) else f"no {what} fingerprint"
                 for what, value in asked["fingerprints"].items() if held.get(what) != value]
+    data = (record.get("provenance") or {}).get("data_sha256")
+    if asked.get("data") and data != asked["data"]:
+        differs.append("the data it read was converted again, to other files" if data else "no data identity")
     return "; ".join(differs) or None
 
 
@@ -174,9 +188,11 @@ def stamp_path(record_path: Path) -> Path:
     return Path(STAMPS) / Path(record_path).relative_to("results").with_suffix("") / "stamp.json"
 
 
-def stamp(record_path: Path, spec: RunSpec, log=print) -> Path:
+def stamp(record_path: Path, spec: RunSpec, log=print, root: Path = Path(".")) -> Path:
     """The record's stamp (see the module's text), written where the expected spec changed or the record is not
-    current; its date set so that Snakemake reruns the record exactly when it is not current."""
+    current; its date set so that Snakemake reruns the record exactly when it is not current. It is written under
+    ``root``: the working directory, or a dry run's stand-ins' (:data:`dlbench.plan.DRY_RUN_ROOT`), which leaves
+    ``results/`` as it is and has Snakemake plan what the run would."""
     record_path, path = Path(record_path), stamp_path(record_path)
     asked = expected(spec)
     try:
@@ -187,17 +203,19 @@ def stamp(record_path: Path, spec: RunSpec, log=print) -> Path:
     why = staleness(record, asked) if isinstance(record, dict) else None
     stale = {"stale": {"why": why, "record_sha256": _sha256(held)}} if why else {}
     text = json.dumps({**asked, **stale}, sort_keys=True, indent=1)
-    unchanged = path.exists() and path.read_text() == text
-    if unchanged and not why:
+    if why:
+        log(f"dlbench: {record_path} is not current ({why}): it runs again")
+    elif path.exists() and (path.read_text() == text or root != Path(".")):
+        # Current: a dry run leaves the stamp's words to the run, which dates them before the record. (Where the stamp
+        # is dated after it, a record put back as it was after it was judged stale, the dry run plans a run the run
+        # does not make: a stand-in here, another input path, would be a rerun to Snakemake's metadata.)
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    files.write_text(path, text)
+    written = files.directory(root / path.parent, root / STAMPS) / path.name
+    files.write_text(written, text)
     if record is not None and not why:  # current: the stamp predates it, as if written before the run
         recorded = record_path.stat().st_mtime_ns
-        os.utime(path, ns=(recorded - 10**9, recorded - 10**9))
-    elif why:
-        log(f"dlbench: {record_path} is not current ({why}): it runs again")
-    return path
+        os.utime(written, ns=(recorded - 10**9, recorded - 10**9))
+    return written
 
 
 def judged_stale(record_path: Path) -> str | None:

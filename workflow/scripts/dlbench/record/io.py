@@ -2,6 +2,7 @@
 path names), a record of an older schema upgraded to today's; where a record's series lie."""
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import math
@@ -15,7 +16,7 @@ from jsonschema.exceptions import best_match
 from .. import files
 from ..hardware.peaks import Peak
 from ..paths import PACKAGE_ROOT
-from ..spec import SETUP_FIELDS, RunSpec, placement_label, run_variant
+from ..spec import SETUP_FIELDS, RunSpec, gpu_count, placement_label, run_variant
 from . import compute
 from .currency import judged_stale
 
@@ -127,7 +128,43 @@ def load_records(paths, log=print) -> list[dict]:
             continue
         record["path"] = str(path)
         records.append(record)
-    return records
+    return one_machine_each(records, log)
+
+
+def one_machine_each(records: list[dict], log=print) -> list[dict]:
+    """Runs of two machines are never mixed: in each results directory, a hardware target's CPU runs, and its GPU
+    runs, are of one machine, that of the newest of them (by its start); a run of another machine (a record copied
+    in from another machine's results) is left out and named, with how to measure it here or to report it beside
+    these. A record that names no machine is not compared, nor are records of two directories (merged ones: there
+    :mod:`dlbench.tables.merge` holds each target to one machine)."""
+    from ..tables.runs import machine  # what the tables call a machine: a cell's runs share it
+
+    def group(record: dict) -> tuple:
+        path, run = Path(record["path"]), record["run"]
+        return (path.parents[7] if filed_run(path) else path.parent, run.get("hardware") or "",
+                "GPU" if gpu_count(run["device"]) else "CPU")
+
+    def started(record: dict) -> datetime.datetime:
+        return datetime.datetime.fromisoformat(record["provenance"]["started_at"])
+
+    newest: dict[tuple, dict] = {}
+    for record in records:
+        key = group(record)
+        if machine(record) and (key not in newest or started(record) > started(newest[key])):
+            newest[key] = record
+    kept = []
+    for record in records:
+        theirs, ours = machine(record), newest.get(group(record))
+        if theirs and theirs != machine(ours):
+            _, target, kind = group(record)
+            runs = f"hardware target {target!r}'s {kind} runs" if target else f"{kind} runs"
+            log(f"left out: {record['path']} was measured on {theirs}, and this directory's {runs} on "
+                f"{machine(ours)} (the newest, {ours['path']}): runs of two machines are never mixed. To measure "
+                f"it on this machine: snakemake --force {record['path']}; to report it beside them, move it into a "
+                "results directory of its own and run make report RESULTS=\"results <that directory>\"")
+            continue
+        kept.append(record)
+    return kept
 
 
 def upgrade(record: dict) -> dict:
