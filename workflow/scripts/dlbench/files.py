@@ -43,8 +43,9 @@ def staged_directory(output: Path) -> Iterator[Path]:
     removed then, a link there replaced, its target untouched), removed where it raises. It is made by
     :func:`tempfile.mkdtemp` under a name of its own, readable by this user only while it is written, so that what
     a framework's own writer writes into it (LMDB, RecordIO, TFRecord) lands in a directory no one else could plant
-    a link in."""
+    a link in. The directories above ``output`` are made where missing."""
     output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(dir=output.parent, prefix=f".{output.name}.", suffix=".partial"))
     try:
         yield scratch

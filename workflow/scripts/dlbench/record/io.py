@@ -19,6 +19,7 @@ from ..paths import PACKAGE_ROOT
 from ..spec import SETUP_FIELDS, RunSpec, gpu_count, placement_label, run_variant
 from . import compute
 from .currency import judged_stale
+from .provenance import machine
 
 SCHEMA_VERSION = 6
 
@@ -137,8 +138,6 @@ def one_machine_each(records: list[dict], log=print) -> list[dict]:
     in from another machine's results) is left out and named, with how to measure it here or to report it beside
     these. A record that names no machine is not compared, nor are records of two directories (merged ones: there
     :mod:`dlbench.tables.merge` holds each target to one machine)."""
-    from ..tables.runs import machine  # what the tables call a machine: a cell's runs share it
-
     def group(record: dict) -> tuple:
         path, run = Path(record["path"]), record["run"]
         return (path.parents[7] if filed_run(path) else path.parent, run.get("hardware") or "",

@@ -5,9 +5,11 @@ from __future__ import annotations
 import platform
 import subprocess
 import tomllib
+from collections import Counter
 from pathlib import Path
 
 from ..paths import PACKAGE_ROOT, PROJECT_ROOT
+from ..spec import gpu_count
 
 
 def cpu_model() -> str:
@@ -18,6 +20,20 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def machine(record: dict) -> str | None:
+    """The measured identity of what a run ran on, which a cell's runs must share to be averaged: its GPUs'
+    model (``NVIDIA H100 80GB HBM3``; ``1x Tesla K20m + 1x Tesla P100-PCIE-16GB`` where they differ; how many
+    is the device's), or for a CPU run the node's CPU model and cores; None where the record does not say (a
+    GPU run that failed before it held its GPUs)."""
+    provenance = record["provenance"]
+    if gpu_count(record["run"]["device"]):
+        models = Counter(gpu["name"] or "unnamed GPU" for gpu in provenance.get("gpus") or [])
+        if len(models) > 1:
+            return " + ".join(f"{count}x {model}" for model, count in sorted(models.items()))
+        return next(iter(models), None)
+    return f"{provenance['cpu_model']}, {provenance['cores']} cores" if provenance.get("cpu_model") else None
 
 
 def dlbench_version() -> str:

@@ -20,8 +20,8 @@ from ..metrics import FLAGS, METRICS
 from ..spec import PRECISIONS, parse_variant
 from ..tasks import TASKS
 
-# Where a cell ran: the config's hardware target (empty where the config names none) and device, and the
-# measured identity of the machine (:func:`.runs.machine`): a cell's runs are averaged only on one machine.
+# Where a cell ran: the config's hardware target (empty where the config names none) and device, and the measured
+# identity of the machine (:func:`dlbench.record.provenance.machine`): a cell's runs are averaged only on one machine.
 RUN_KEYS = ["framework", "dataset", "data_mode", "network", "hardware", "device", "machine", "variant", "task",
             "repetition"]
 CELL_KEYS = ["dataset", "network", "framework", "hardware", "device", "machine", "variant", "task"]

@@ -7,9 +7,10 @@ import pandas as pd
 
 from .. import files
 from ..record.io import load_records
+from ..record.provenance import machine
 from ..spec import run_variant
 from . import CELL_KEYS, decimals, markdown_table, read_appendix
-from .runs import hardware, machine
+from .runs import hardware
 
 TOP_LAYERS = 5  # the layers table's most expensive layers per cell
 UPDATE_COLUMN = "update ms/step"  # the optimizer's update, seed 004's momentum update

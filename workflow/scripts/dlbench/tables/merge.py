@@ -15,8 +15,9 @@ from pathlib import Path
 from ..config import Case
 from ..files import Unreadable
 from ..record.io import read_record
+from ..record.provenance import machine
 from ..spec import gpu_count
-from .runs import hardware, machine
+from .runs import hardware
 
 
 class MergeError(ValueError):

@@ -8,8 +8,9 @@ import pandas as pd
 
 from .. import stats
 from ..metrics import FLAGS, METRICS
+from ..record.provenance import machine
 from ..registry import REGISTRY
-from ..spec import gpu_count, run_variant
+from ..spec import run_variant
 from . import CELL_KEYS, RUN_KEYS, first_line
 
 
@@ -22,20 +23,6 @@ def release(framework: str) -> str:
 def hardware(run: dict) -> str:
     """The config's hardware target the run ran on; empty where the config named none."""
     return run.get("hardware") or ""
-
-
-def machine(record: dict) -> str | None:
-    """The measured identity of what a run ran on, which a cell's runs must share to be averaged: its GPUs'
-    model (``NVIDIA H100 80GB HBM3``; ``1x Tesla K20m + 1x Tesla P100-PCIE-16GB`` where they differ; how many
-    is the device's), or for a CPU run the node's CPU model and cores; None where the record does not say (a
-    GPU run that failed before it held its GPUs)."""
-    provenance = record["provenance"]
-    if gpu_count(record["run"]["device"]):
-        models = Counter(gpu["name"] or "unnamed GPU" for gpu in provenance.get("gpus") or [])
-        if len(models) > 1:
-            return " + ".join(f"{count}x {model}" for model, count in sorted(models.items()))
-        return next(iter(models), None)
-    return f"{provenance['cpu_model']}, {provenance['cores']} cores" if provenance.get("cpu_model") else None
 
 
 # What a run's repetitions differ in and still measure one thing: which repetition, the seed that follows from
