@@ -124,8 +124,7 @@ BENCH_PYTHON ?= $(BIN)/python
 bench: $(VENV)/.test-installed
 	$(BENCH_PYTHON) workflow/scripts/bench.py --plan $(DEVICE) --output results/benchmarks
 
-# Move failed run records aside (kept under results/runs-failed/) and run only those again.
+# The last workflow run's failed records moved aside (kept under results/runs-failed/) and its own command run again
+# (its config, profile and executor: results/.last-run.json), which redoes only those; then its report.
 retry-failed: system-packages $(VENV)/.workflow-installed
-	$(BIN)/python workflow/scripts/retry_failed.py
-	$(BIN)/snakemake --profile profiles/local --cores $(CORES) --resources gpu=$(GPUS) $(SNAKEMAKE_ARGS)
-	$(BIN)/snakemake --cores $(CORES) --report results/report.html $(SNAKEMAKE_ARGS)
+	$(BIN)/python workflow/scripts/retry_failed.py -- $(SNAKEMAKE_ARGS)

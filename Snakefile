@@ -32,20 +32,24 @@ localrules: all, node_facts, repetitions, fetch, runs_table, timings_table, appe
 # jobs run without Snakemake's job rate limit, whose timers took a core's quarter beside the runs
 # (dlbench.jobs.scheduler).
 onstart:
+    remember_run()
     plan.scheduler.lift_local_rate_limit(workflow)
     plan.progress.start(planned_runs(), runs_at_once())
 
 
 # How many runs are ok, failed or unavailable: Snakemake's "100% done" counts jobs, and a failed
-# measurement is a job that succeeded in writing its record. Then each stage's time, from Snakemake's log.
+# measurement is a job that succeeded in writing its record. Then each stage's time, from Snakemake's log. The run's
+# command is remembered again with the records its repetitions checkpoints added (make retry-failed).
 onsuccess:
     plan.progress.stop()
+    remember_run()
     print(run_summary())
     print("dlbench stages:", plan.stages.write_stages(log, rule_files(), Path("results/stages.md")))
 
 
 onerror:
     plan.progress.stop()
+    remember_run()
     print(run_summary())
     print("dlbench stages:", plan.stages.write_stages(log, rule_files(), Path("results/stages.md")))
 

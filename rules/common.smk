@@ -74,6 +74,12 @@ def run_summary():
     return PLAN.run_summary(decided_on_disk, log_line)
 
 
+def remember_run():
+    """This run's command and its config's records, for make retry-failed (dlbench.jobs.retry)."""
+    plan.retry.remember(plan.retry.LAST_RUN, sys.argv, sys.executable, Path.cwd(),
+                        PLAN.records(decided=decided_on_disk))
+
+
 def menu_label(wildcards, before=""):
     """A figure's entry in the report's menu: its metric in words with the unit, not the metric's key."""
     return {"metric": f"{before}{wildcards.metric.replace('_', ' ')} ({METRICS[wildcards.metric].unit})"}

@@ -97,6 +97,29 @@ def test_settings_that_change_no_measurement_rerun_nothing(unfetchable):
     assert "Nothing to be done" in result.stdout + result.stderr, result.stdout[-3000:]
 
 
+@pytest.mark.slow
+def test_retry_failed_redoes_the_last_run_s_failed_runs_with_its_own_config(unfetchable):
+    """make retry-failed after a run of a config of its own (here in a directory of its own, as --directory puts it)
+    redoes that config's failed run, in that directory, and nothing else: it ran the default config."""
+    workdir = unfetchable[0]
+    runs = workdir / "results" / "runs" / "pytorch"
+    failed, ok = (runs / dataset / "lenet" / "cpu" / "fp32" / "train" / "rep1.json"
+                  for dataset in ("mnist", "mnist-synthetic"))
+    first, ok_bytes = json.loads(failed.read_text()), ok.read_bytes()
+    result = subprocess.run([sys.executable, str(ROOT / "workflow" / "scripts" / "retry_failed.py"), "--results",
+                             str(workdir / "results"), "--", "--quiet", "progress"],
+                            check=False, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "1 run(s) to redo" in result.stdout
+    kept = list((workdir / "results" / "runs-failed").rglob("rep1.*.json"))
+    assert len(kept) == 1 and json.loads(kept[0].read_text())["provenance"] == first["provenance"]
+    again = json.loads(failed.read_text())
+    assert again["provenance"]["started_at"] > first["provenance"]["finished_at"]
+    assert again["reason"].startswith("dataset mnist could not be had")  # its config's empty mirror, again
+    assert ok.read_bytes() == ok_bytes
+    assert (workdir / "results" / "report.html").exists()
+
+
 RUN = "results/runs/pytorch/{}/{}/cpu/fp32/{}/rep1.json"
 TRAINED = RUN.format("mnist-synthetic", "lenet", "train")
 INFERRED = RUN.format("mnist-synthetic", "lenet", "inference")

@@ -26,7 +26,7 @@ from .envs import (
 from .formats import FRAMEWORK_FORMATS, WRITER_ENVIRONMENTS, damage_stamp, shard_name
 from .formats import MODULES as FORMATS
 from .hardware import node
-from .jobs import progress, scheduler, stages, summary
+from .jobs import progress, retry, scheduler, stages, summary
 from .metrics import METRICS, caption_statistics, caption_thresholds, drawn
 from .record import currency
 from .record.compute import processor
@@ -60,7 +60,7 @@ __all__ = [
     "ceiling_device", "ceiling_of", "checked_conversion", "checked_generation", "conda_file", "current_environment",
     "damage_stamps", "data_input", "datasets", "fetch_failed", "fetch_status", "files", "generated_archives",
     "generation_facts", "gpu_count", "ilsvrc12", "judge", "launch", "node", "of_config", "parse_dataset_label",
-    "progress", "record_current", "requirements", "scheduler", "stages", "summary", "train_conda_environment",
+    "progress", "record_current", "requirements", "retry", "scheduler", "stages", "summary", "train_conda_environment",
     "unpacked_files", "venv_of", "venv_status", "whole_dataset", "worker_status", "writer_environment"
 ]
 
