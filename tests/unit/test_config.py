@@ -317,23 +317,24 @@ def test_a_records_run_block_gives_back_its_spec():
     assert RunSpec.from_record({**spec.record_block("2.13.0"), "framework_version": "x", "data_mode": "y"}) == spec
 
 
-# Each study's config, and its name in README's table of what still differs from each study
+# Each study's config, and its name in docs/studies.md's table of what still differs from each study
 STUDY_CONFIGS = {"thesis.yaml": "thesis", "keras_benchmarks.yaml": "seed 001", "seed002.yaml": "seed 002",
                  "seed003.yaml": "seed 003", "seed004.yaml": "seed 004"}
-DIFFERS = "# What still differs from the study (README's table, each row's key): "
+DIFFERS = "# What still differs from the study (docs/studies.md's table, each row's key): "
 
 
 @pytest.mark.parametrize("config,study", STUDY_CONFIGS.items())
-def test_each_study_s_config_names_the_rows_of_readme_s_table_of_what_still_differs(config, study):
-    """The config's comment and README's rows for its study name the same differences, each row once."""
+def test_each_study_s_config_names_the_rows_of_the_studies_table_of_what_still_differs(config, study):
+    """The config's comment and docs/studies.md's rows for its study name the same differences, each row once."""
     text = (ROOT / "config" / config).read_text()
     assert DIFFERS in text, f"config/{config} lacks its line {DIFFERS!r}"
     comment = text[text.index(DIFFERS) + len(DIFFERS):]
     lines = [comment.splitlines()[0]]
     lines += [line.removeprefix("#   ") for line in comment.splitlines()[1:] if line.startswith("#   ")][:5]
     named = [key.strip() for key in " ".join(lines).rstrip(".").split(", ")]
-    rows = re.findall(rf"^\| {study} \| \*\*(.+?)\*\*: .+ \|.*\|$", (ROOT / "README.md").read_text(), re.MULTILINE)
-    assert rows and named == rows, f"config/{config} names {named}; README's rows for {study}: {rows}"
+    rows = re.findall(rf"^\| {study} \| \*\*(.+?)\*\*: .+ \|.*\|$", (ROOT / "docs" / "studies.md").read_text(),
+                      re.MULTILINE)
+    assert rows and named == rows, f"config/{config} names {named}; docs/studies.md's rows for {study}: {rows}"
     assert len(set(rows)) == len(rows)
 
 

@@ -210,7 +210,7 @@ as_root = pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user n
 
 @pytest.fixture
 def shared_dir():
-    """A shared lock directory as README describes it: root's, group-writable (mode 0775), in the session's
+    """A shared lock directory as docs/cluster.md describes it: root's, group-writable (mode 0775), in the session's
     temporary directory (mode 0755), not a test's private one (0700), so that another user can enter it."""
     import shutil
     import tempfile

@@ -577,10 +577,11 @@ def test_mfu_is_drawn_where_dlbench_knows_the_peak():
     assert metrics.drawn("ceiling_fraction", ["train"], ["cpu"], rapl=False)
 
 
-def test_the_readme_and_the_captions_write_the_thresholds_the_code_flags_at():
-    """README's words are the code's thresholds; the captions take them from the rules, never as literals."""
+def test_the_docs_and_the_captions_write_the_thresholds_the_code_flags_at():
+    """docs/measurement.md's words are the code's thresholds; the captions take them from the rules, never as
+    literals."""
     words = metrics.caption_thresholds()
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    readme = " ".join((ROOT / "docs" / "measurement.md").read_text().split())
     assert f"input wait exceeds {words['input_bound']} of the timed window" in readme
     assert f"kept more than {words['contended']} busy" in readme
     assert f"A run more than {words['beats_ceiling']} above its ceiling" in readme

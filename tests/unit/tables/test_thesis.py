@@ -171,9 +171,9 @@ def test_appendix_a_decides_between_one_card_and_the_sum_by_what_each_cannot_giv
     assert thesis_definitions.chosen(thesis.APPENDIX_A)["gpu_power"] == "mean"
 
 
-def test_readme_lists_the_differences_from_the_thesiss_setup_that_thesis_md_lists():
-    assert thesis.setup_differences() in (ROOT / "README.md").read_text(), (
-        "README.md's thesis rows differ from tables/thesis.py's setup_difference_rows(); they should read:\n"
+def test_the_studies_page_lists_the_differences_from_the_thesiss_setup_that_thesis_md_lists():
+    assert thesis.setup_differences() in (ROOT / "docs" / "studies.md").read_text(), (
+        "docs/studies.md's thesis rows differ from tables/thesis.py's setup_difference_rows(); they should read:\n"
         + thesis.setup_differences())
 
 

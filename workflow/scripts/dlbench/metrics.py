@@ -81,8 +81,8 @@ def percent(share: float) -> str:
 
 
 def caption_thresholds() -> dict[str, str]:
-    """The flags' and the unsteady mark's thresholds as the report's captions and README write them (``5 %``):
-    the rules pass them to the captions as params."""
+    """The flags' and the unsteady mark's thresholds as the report's captions and docs/measurement.md write them
+    (``5 %``): the rules pass them to the captions as params."""
     return {"input_bound": percent(FLAGS["input_bound"].above), "contended": percent(FLAGS["contended"].above),
             "beats_ceiling": percent(FLAGS["beats_ceiling"].above - 1), "unsteady": percent(UNSTEADY)}
 

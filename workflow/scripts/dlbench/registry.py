@@ -71,7 +71,7 @@ CNTK_RMSPROP = {"rmsprop": "the mean square starts at the first squared gradient
 # backends (seed 001's keras-mxnet comparison in its modern form), then ONNX Runtime on the network
 # PyTorch exports, the network in TensorFlow's raw tf.nn ops and in cuDNN calls (seed 002's low-level
 # references, inference only). config/schema.yaml, the run
-# record's schema and README's table are checked against it (tests/unit/test_registry.py).
+# record's schema and docs/environments.md's table are checked against it (tests/unit/test_registry.py).
 REGISTRY = {framework.name: framework for framework in (
     Framework("caffe", "caffe", "caffe", "lmdb", always_compiled="Caffe's static net",
               optimizer_differences=EPSILON_AFTER_ROOT,
@@ -156,7 +156,7 @@ def with_releases(frameworks, releases) -> list[str]:
 
 
 def registry_table() -> str:
-    """The registry as README's Markdown table."""
+    """The registry as docs/environments.md's Markdown table."""
     header = ("framework", "release", "backend module", "environment", "data format", "tasks", "over processes",
               "precisions on CPUs", "on GPUs", "compile: true", "compiled always")
     rows = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]

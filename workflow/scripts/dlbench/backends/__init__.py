@@ -139,6 +139,8 @@ def updates_found(layer_updates: list[dict[str, float]], untimed: str):
 
 
 class WorkerHarness(Harness, Protocol):
+    """The harness of a framework that builds and trains in a worker process under another interpreter."""
+
     def worker_cpu_seconds(self) -> float:
         """CPU time of the worker process, which the runner's own does not include."""
 

@@ -145,7 +145,7 @@ def _version(text: str) -> tuple[int, ...]:
 # The first line of every CUDA requirements file says what its build needs and serves (tests/unit/envs/test_envs.py
 # holds every file to it): the CUDA it is built for, the oldest driver that runs it (CUDA 13: 580.65.06; 12.x, by
 # minor-version compatibility: 525.60.13; 11.x: 450.80.02; 10.0: 410.48), and the GPUs its kernels serve (from its
-# main library's fatbinary: README's "What each CUDA environment brings and runs on"; "and later" where PTX or XLA
+# main library's fatbinary: docs/environments.md's "CUDA builds"; "and later" where PTX or XLA
 # serves newer ones).
 BUILD_LINE = re.compile(r"^# dlbench build: CUDA (?P<cuda>\d+(?:\.\d+)*); driver (?P<driver>[\d.]+) or newer; "
                         r"sm_(?P<low>\d+) (?:to sm_(?P<high>\d+)|and later)$")

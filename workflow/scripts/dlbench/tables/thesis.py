@@ -43,8 +43,8 @@ def like() -> dict[str, str]:
 
 def setup_difference_rows() -> tuple[tuple[str, str, str], ...]:
     """What still differs from the thesis's setup in every cell, and why, each under a key: thesis.md ends with it,
-    README's table of what differs from each study has it (tests/unit/tables/test_thesis.py keeps the two the same;
-    config/thesis.yaml's comment names the keys)."""
+    docs/studies.md's table of what differs from each study has it (tests/unit/tables/test_thesis.py keeps the two the
+    same; config/thesis.yaml's comment names the keys)."""
     ours = ", ".join(f"`{metric}`" for metric, theirs in like().items() if theirs != "train_speed")
     return (
         ("networks",
@@ -53,8 +53,9 @@ def setup_difference_rows() -> tuple[tuple[str, str, str], ...]:
          ("the same math in every cell (parameter counts checked equal); the official models differed from "
           "framework to framework")),
         ("versions",
-         ("today's framework versions (README's table: Caffe 1.0 built from source, TensorFlow 2.21, PyTorch 2.13, "
-          "MXNet 1.9.1, CNTK 2.7), not its Figure 4.3's (Caffe 1.0, TF 1.9, PyTorch 0.4.0, MXNet 1.2.0, CNTK 2.5.1: "
+         ("today's framework versions (their environments' pins, `envs/*.requirements.txt`: Caffe 1.0 built from "
+          "source, TensorFlow 2.21, PyTorch 2.13, MXNet 1.9.1, CNTK 2.7), not its Figure 4.3's (Caffe 1.0, TF 1.9, "
+          "PyTorch 0.4.0, MXNet 1.2.0, CNTK 2.5.1: "
           "Anaconda's builds with CUDA 9, NCCL 2.1 and cuDNN 7.1.1); `releases: [current, thesis]` runs the thesis's "
           "too where a backend speaks its API (CNTK 2.5.1, MXNet 1.2.0, TensorFlow 1.9.0's graphs and sessions, "
           "PyTorch 1.0.0; TF 1.9's profile from its RunMetadata trace as seed 004's, MXNet 1.2's from its profiler's "
@@ -221,7 +222,7 @@ def rank_agreement(compared: pd.DataFrame, threshold: float = stats.THRESHOLD) -
 
 
 def setup_differences() -> str:
-    """:func:`setup_difference_rows` as rows of README's table of what differs from each study."""
+    """:func:`setup_difference_rows` as rows of docs/studies.md's table of what differs from each study."""
     return "\n".join(f"| thesis | **{key}**: {difference} | {why} |"
                      for key, difference, why in setup_difference_rows())
 

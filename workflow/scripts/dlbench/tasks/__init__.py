@@ -19,7 +19,7 @@ from types import ModuleType
 
 @dataclass(frozen=True)
 class Task:
-    words: str  # what the task measures (the config schema's and README's words)
+    words: str  # what the task measures (the config schema's and docs/measurement.md's words)
     harness_methods: tuple[str, ...]  # what it calls of a harness beyond backends.Harness, every run's
     single_device: str | None = None  # why it runs on one device only (SINGLE_DEVICES), if it does
     record_blocks: tuple[str, ...] = ()  # the record's blocks its module's record_blocks() fills for its runs
