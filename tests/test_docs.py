@@ -204,3 +204,47 @@ def test_the_run_only_my_framework_command_runs_that_framework_alone():
     for framework in tiny["frameworks"]:
         plan = planned(".test/config-tiny/config.yaml", replace=True, frameworks=[framework])
         assert {case.framework for case in plan.cases.values()} == {framework}
+
+
+def documented_keys() -> dict[str, str | None]:
+    """config/README.md's key table: each key (``.test_images`` after ``generated.train_images`` is
+    ``generated.test_images``) and its documented default as YAML (None where the cell says it in words)."""
+    text = (ROOT / "config" / "README.md").read_text()
+    table = text[text.index("| key | default | meaning |"):text.index("A case:")]
+    found = {}
+    for keys, defaults in re.findall(r"^\| (`[^|]+`) \| ([^|]+) \|", table, re.MULTILINE):
+        named, values = re.findall(r"`([^`]+)`", keys), re.findall(r"`([^`]+)`", defaults)
+        full = []
+        for key in named:
+            full.append(full[-1].rsplit(".", 1)[0] + key if key.startswith(".") else key)
+        found |= dict(zip(full, values if len(values) == len(full) else [None] * len(full)))
+    return found
+
+
+def schema_default(key: str):
+    node = yaml.safe_load((ROOT / "config" / "schema.yaml").read_text())
+    for part in key.split("."):
+        node = node["properties"][part]
+    return node.get("default")
+
+
+def test_config_readme_documents_every_key_of_the_schema_with_its_default():
+    documented = documented_keys()
+    assert set(documented) <= config_keys(), set(documented) - config_keys()
+    leaves = {key for key in config_keys() if not any(other.startswith(key + ".") for other in config_keys())}
+    top = {key.split(".")[0] for key in config_keys()}
+    # every key a user sets: each leaf under the top-level keys, but a case's keys (documented below the table)
+    wanted = {key for key in leaves if key.split(".")[0] in top and not key.startswith("benchmarks.")
+              and not key.startswith(("hardware.", "compare_targets.", "merge."))}
+    assert wanted <= set(documented), sorted(wanted - set(documented))
+    for key, default in documented.items():
+        if default is not None:
+            assert yaml.safe_load(default) == schema_default(key), key
+
+
+def test_config_readme_s_example_case_sets_every_key_a_case_has():
+    text = (ROOT / "config" / "README.md").read_text()
+    example = text[text.index("A case:"):].split("```")[1]
+    shown = set(re.findall(r"^(?:- |  )([a-z_]+):", example, re.MULTILINE))
+    case = yaml.safe_load((ROOT / "config" / "schema.yaml").read_text())["properties"]["benchmarks"]["items"]
+    assert shown == set(case["properties"])
