@@ -147,6 +147,24 @@ rule scaling_figure:
         "../workflow/scripts/scaling_figure.py"
 
 
+rule release_lines_table:
+    input:
+        appendix="results/tables/appendix.csv",
+        runs="results/tables/runs.csv",  # each framework's exact version
+    output:
+        csv=plan.RELEASE_LINES,
+        md=report(plan.REGRESSIONS, caption="../report/regressions.rst", category="Tables",
+                  labels={"table": "steps along the release lines"}),
+    params:
+        statistics=caption_statistics(config["statistics"]),  # how cells are compared (docs/statistics.md)
+    log:
+        "logs/aggregate/release_lines_table.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/release_lines_table.py"
+
+
 rule targets_table:
     input:
         "results/tables/appendix.csv",

@@ -107,6 +107,7 @@ def heatmaps(wildcards):
 
 
 SCALING, TASK_TARGETS, TARGETS_OVER_TARGETS = PLAN.scaling(), PLAN.task_targets(), PLAN.targets_over_targets()
+RELEASE_LINES = PLAN.release_lines()
 PROFILE_RUNS = PLAN.records(key for key in CASES if key[5] == "profile")
 # Every family with files is fetched when real (downloaded, or ILSVRC12 the user's) and can be generated.
 DATASET_FAMILIES = list(FILE_FAMILIES)

@@ -135,3 +135,10 @@ def test_the_workflow_s_files_import_the_plan_alone_and_name_only_what_it_offers
         listed = re.search(r"from dlbench\.plan import \(([^)]*)\)", text)
         named |= set(re.findall(r"\w+", re.sub(r"#.*", "", listed.group(1)))) if listed else set()
         assert named <= offered, (path, named - offered)
+
+
+def test_the_release_lines_are_asked_for_where_a_framework_runs_at_two_releases():
+    assert Plan(validated(CPU_AND_GPUS)).release_lines() == []
+    releases = Plan(validated({**CPU_AND_GPUS, "devices": ["cpu"], "releases": ["current", "thesis"]}))
+    assert {case.framework for case in releases.cases.values()} == {"pytorch", "pytorch-1.0", "mxnet", "mxnet-1.2"}
+    assert releases.release_lines() == ["results/tables/release_lines.csv", "results/tables/regressions.md"]

@@ -64,6 +64,14 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
                      ("tensorflow-nn", "fp32"): "tensorflow", ("tensorflow-nn-1.9", "fp32"): "tensorflow-1.9"}
     assert (cost[cost["framework"].isin([name for name, _ in keras])]["train_speed train ratio"] > 0).all()
     assert (cost[cost["framework"].isin([name for name, _ in raw])]["inference_speed inference ratio"] > 0).all()
+    # each line from the thesis's release to today's; one run each: no interval, so no step called
+    lines = pd.read_csv(tmp_path / "results" / "tables" / "release_lines.csv", dtype={"before": str, "after": str})
+    lenet = lines.query("network == 'lenet' and task == 'train'")
+    assert set(zip(lenet["framework"], lenet["before"], lenet["after"])) == {
+        ("cntk", "2.5.1", versions["cntk"]), ("mxnet", "1.2.0", "1.9.1"),
+        ("tensorflow", "1.9.0", versions["tensorflow"]), ("pytorch", "1.0.0", versions["pytorch"]),
+        ("keras-tensorflow", "2.2.4", versions["keras-tensorflow"])}
+    assert not lenet["step"].any() and (tmp_path / "results" / "tables" / "regressions.md").exists()
     beside = pd.read_csv(tmp_path / "results" / "tables" / "thesis.csv").query("metric == 'train_speed'")
     assert set(zip(beside["framework"], beside["release"])) == pairs
     thesis = dict(zip(beside["framework"], beside["thesis"]))  # each CPU LeNet in Appendix A, beside both releases

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 import os
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -55,7 +56,8 @@ from .tasks import TASKS
 # this module alone (tests/unit/test_plan.py holds them to it)
 __all__ = [
     "CEILING", "ENVIRONMENTS", "FAMILIES", "FILE_FAMILIES", "FORMATS", "IMAGENET_LABEL", "INVALID",
-    "METRICS", "NODE_FACTS", "REPETITIONS_DECISION", "RUN_RECORD", "SLURM_RESOURCES", "WILDCARDS",
+    "METRICS", "NODE_FACTS", "REGRESSIONS", "RELEASE_LINES", "REPETITIONS_DECISION", "RUN_RECORD", "SLURM_RESOURCES",
+    "WILDCARDS",
     "WORKER_ENVIRONMENTS", "Plan", "build_threads", "caption_statistics", "caption_thresholds", "case_key",
     "ceiling_device", "ceiling_of", "checked_conversion", "checked_generation", "conda_file", "current_environment",
     "damage_stamps", "data_input", "datasets", "fetch_failed", "fetch_status", "files", "generated_archives",
@@ -231,6 +233,13 @@ class Plan:
         return ["results/tables/targets.csv", *(f"results/figures/targets.{ext}" for ext in FIGURE_FORMATS)] \
             if self.target_pairs else []
 
+    def release_lines(self) -> list[str]:
+        """The release lines' table and their steps, where the config runs a framework at two releases or more
+        (``releases: [current, thesis]``: a framework and its thesis's release)."""
+        bases = Counter(REGISTRY[framework].base for framework in {case.framework for case in self.cases.values()}
+                        if framework in REGISTRY)
+        return [RELEASE_LINES, REGRESSIONS] if any(count > 1 for count in bases.values()) else []
+
     def file_datasets(self) -> list[tuple[str, str, str]]:
         """Datasets read from files: (label, family, mode) for every non-synthetic case."""
         return sorted({(c.dataset, c.family, c.data_mode) for c in self.cases.values() if c.data_mode != "synthetic"})
@@ -327,6 +336,7 @@ def of_config(config: dict, validate, log, config_files: Iterable[str] = ()) -> 
 
 INVALID = (ConfigError, MergeError)
 NODE_FACTS = "results/nodes/{node}.json"
+RELEASE_LINES, REGRESSIONS = "results/tables/release_lines.csv", "results/tables/regressions.md"
 # What a wildcard can be, for every rule
 WILDCARDS = {
     "framework": "|".join(FRAMEWORKS),

@@ -13,6 +13,9 @@ term and names the methods).
   at the spread observed: :func:`ratio`.
 - **Repetitions as a target**: Stein's two-stage procedure plans, from a cell's first runs, the runs whose interval
   would reach a width: :func:`runs_for_width`.
+- **Steps along a release line**: each release's cell over the one before it, judged as a ratio is at a confidence
+  Bonferroni-corrected for the line's pairs (asv's step detection over a project's history, with intervals):
+  :func:`line_steps`.
 - **Steady state** within a run: its timed steps' first half against their second (Mann-Whitney U) and their
   trend (Kendall's tau); a run whose median step moved by more than the threshold, significantly, had not settled
   (Barrett et al., "Virtual Machine Warmup Blows Hot and Cold", OOPSLA 2017): :func:`steady_state`.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -256,3 +260,16 @@ def ranks(cells: Mapping[str, Summary], higher_first: bool = True, threshold: fl
     return {name: 1 + sum(ratio(cell, other, threshold).verdict == better
                           for other_name, other in cells.items() if other_name != name)
             for name, cell in cells.items()}
+
+
+def line_steps(points: Sequence[tuple[str, Summary]], threshold: float = THRESHOLD, confidence: float = CONFIDENCE
+               ) -> list[tuple[str, str, Ratio]]:
+    """A line's consecutive points (a framework's releases, oldest first) compared as two cells are, each later one
+    over the one before (:func:`ratio`), at a confidence corrected for the line's pairs by Bonferroni's rule, so that
+    a line of many releases calls a step where there is none no more often than a single pair would (the family-wise
+    error rate). Every pair with its ratio: a *step* is a pair judged higher or lower, asv's test of a history's
+    segments against its factor, with an interval beside it."""
+    pairs = list(itertools.pairwise(points))
+    corrected = 1 - (1 - confidence) / max(len(pairs), 1)
+    return [(before, after, ratio(earlier, later, threshold, corrected))
+            for (before, earlier), (after, later) in pairs]

@@ -130,7 +130,9 @@ def read_runs(runs_csv: Path) -> pd.DataFrame:
             allowed = "a finite number" + ("" if METRICS[metric].signed else " ≥ 0")
             raise ValueError(f"{runs_csv}, line {line + 2}, {metric}: {raw.at[line, metric]!r} is not a measurement "
                              f"(allowed: {allowed}, or empty where it was not measured)")
-    words = {c: str for c in raw.columns if c in ("reason", "hardware", "machine") or c.endswith("_reason")}
+    # words, and versions, which are not numbers (2.10 is not 2.1)
+    words = {c: str for c in raw.columns if c in ("reason", "hardware", "machine", "framework_version")
+             or c.endswith("_reason")}
     runs = pd.read_csv(runs_csv, dtype=words, keep_default_na=False,
                        na_values={c: [""] for c in raw.columns if c not in words})
     for key, before_0_26 in (("hardware", ""), ("machine", NOT_RECORDED)):  # no target, no machine named

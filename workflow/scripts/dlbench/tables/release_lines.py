@@ -1,0 +1,93 @@
+"""The release lines: each framework's speed, cell by cell, at every release of it the results hold (the thesis's
+and today's, and those between), oldest first, and the steps along each line that the repetitions resolve
+(:func:`dlbench.stats.line_steps`): ``release_lines.csv`` (every consecutive pair) and ``regressions.md`` (the
+steps)."""
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+from .. import files, stats
+from ..metrics import METRICS
+from ..registry import REGISTRY
+from . import CELL_KEYS, markdown_table, read_appendix, read_runs, summary
+
+# The speed a line follows, per task: what the run's timed window measured
+LINE_METRICS = {"train": "train_speed", "inference": "inference_speed"}
+LINE_KEYS = [key for key in CELL_KEYS if key != "framework"]
+
+
+def base_of(framework: str) -> str:
+    """The framework a release belongs to: the registry's (``mxnet-1.2`` is of ``mxnet``), else, for a name the
+    registry does not hold (a record of another dlbench), the name less its release (``mxnet-1.4``)."""
+    return REGISTRY[framework].base if framework in REGISTRY else re.sub(r"-\d+(?:\.\d+)*$", "", framework)
+
+
+def version_key(version: str) -> tuple:
+    """A release's place in its line: its version's numbers in order (``1.13.1`` after ``1.4.0``)."""
+    return tuple(int(number) for number in re.findall(r"\d+", str(version)))
+
+
+def versions(runs: pd.DataFrame) -> dict[str, str]:
+    """Each framework's exact version, as its ok runs recorded it (the most common, where runs of one framework
+    name recorded several: a cell averages only equal runs)."""
+    ok = runs[(runs["status"] == "ok") & runs["framework_version"].notna()]
+    return {framework: Counter(group["framework_version"].astype(str)).most_common(1)[0][0]
+            for framework, group in ok.groupby("framework")}
+
+
+def release_lines(appendix: pd.DataFrame, runs: pd.DataFrame, threshold: float = stats.THRESHOLD) -> pd.DataFrame:
+    """Every line of two releases or more (a base framework, a cell: dataset, network, where it ran, variant and
+    task, the task's speed) as its consecutive pairs, each later release over the one before it: the two
+    versions, both estimates, the ratio with its interval and its verdict (:func:`dlbench.stats.line_steps`), and
+    whether it is a step."""
+    exact = versions(runs)
+    speeds = appendix[(appendix["metric"] == appendix["task"].map(LINE_METRICS)) & (appendix["n"] > 0)
+                      & appendix["framework"].isin(exact)]
+    rows = []
+    for (base, *cell), line in speeds.assign(base=speeds["framework"].map(base_of)).groupby(
+            ["base", *LINE_KEYS], sort=True, dropna=False):
+        if line["framework"].nunique() < 2:
+            continue
+        line = line.assign(version=line["framework"].map(exact))
+        line = line.iloc[sorted(range(len(line)), key=lambda i: version_key(line["version"].iloc[i]))]
+        points = [(row.version, summary(row._asdict())) for row in line.itertuples()]
+        faster, slower = METRICS[line["metric"].iloc[0]].comparative
+        for (before, after, found), (earlier, later) in zip(stats.line_steps(points, threshold),
+                                                            itertools.pairwise(points)):
+            rows.append({"framework": base, **dict(zip(LINE_KEYS, cell)), "metric": line["metric"].iloc[0],
+                         "before": before, "after": after, "before_estimate": earlier[1].estimate,
+                         "after_estimate": later[1].estimate, "ratio": found.value, "ratio_low": found.low,
+                         "ratio_high": found.high, "ratio_text": found.text(), "verdict": found.words(faster, slower),
+                         "step": found.verdict in (stats.HIGHER, stats.LOWER)})
+    return pd.DataFrame(rows, columns=["framework", *LINE_KEYS, "metric", "before", "after", "before_estimate",
+                                       "after_estimate", "ratio", "ratio_low", "ratio_high", "ratio_text", "verdict",
+                                       "step"])
+
+
+def markdown(pairs: pd.DataFrame, threshold: float = stats.THRESHOLD) -> str:
+    """regressions.md: each step named by its releases, with its ratio and interval; else that none was found,
+    and in how many pairs of how many lines."""
+    lines = pairs.groupby(["framework", *LINE_KEYS], dropna=False).ngroups if len(pairs) else 0
+    said = (f"# Steps along the release lines\n\nEach release's speed over the release before it in the same cell "
+            f"(dataset, network, device, variant, task), with its 95 % interval, Bonferroni-corrected for the "
+            f"pairs of its line; a step is a ratio whose interval excludes 1 and which lies beyond the "
+            f"±{threshold:.0%} threshold ({len(pairs)} pairs in {lines} lines; docs/statistics.md).\n\n")
+    steps = pairs[pairs["step"].astype(bool)]
+    if steps.empty:
+        return said + f"No step: no pair of consecutive releases differs beyond the threshold in {len(pairs)} pairs.\n"
+    shown = steps.assign(between=[f"between {row.before} and {row.after}: {row.ratio_text}"
+                                  for row in steps.itertuples()])
+    return said + markdown_table(shown[["framework", *[key for key in LINE_KEYS if key != "machine"], "machine",
+                                        "metric", "between", "verdict"]]) + "\n"
+
+
+def write(appendix_csv: Path, runs_csv: Path, csv_out: Path, md_out: Path, threshold: float = stats.THRESHOLD
+          ) -> None:
+    pairs = release_lines(read_appendix(appendix_csv), read_runs(runs_csv), threshold)
+    files.write_text(csv_out, pairs.to_csv(index=False))
+    files.write_text(md_out, markdown(pairs, threshold))
