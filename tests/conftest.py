@@ -226,8 +226,8 @@ def _built_environment(framework: str) -> dict:
 # Fixtures that build a framework's environment: the tests that use them, directly or through another fixture, are
 # marked needs_env (pytest_collection_modifyitems)
 ENVIRONMENT_FIXTURES = {"mxnet_python", "tensorflow_python", "caffe_python", "cntk_worker_python",
-                        "mxnet_1_2_worker_python", "tensorflow_1_9_worker_python", "pytorch_1_0_worker_python",
-                        "jax_python"}
+                        "mxnet_1_2_worker_python", "mxnet_1_4_worker_python", "mxnet_1_6_worker_python",
+                        "tensorflow_1_9_worker_python", "pytorch_1_0_worker_python", "jax_python"}
 
 
 def _framework_python(framework: str) -> str:
@@ -259,6 +259,18 @@ def cntk_worker_python():
 def mxnet_1_2_worker_python():
     """The thesis's MXNet 1.2.0 in a venv on CPython 3.6 (pyenv's on this project's machines)."""
     return framework_environment("mxnet-1.2")["worker_python"]
+
+
+@pytest.fixture(scope="session")
+def mxnet_1_4_worker_python():
+    """MXNet 1.4.1, a release between the thesis's and today's, in a venv on CPython 3.6."""
+    return framework_environment("mxnet-1.4")["worker_python"]
+
+
+@pytest.fixture(scope="session")
+def mxnet_1_6_worker_python():
+    """MXNet 1.6.0, a release between the thesis's and today's, in a venv on CPython 3.6."""
+    return framework_environment("mxnet-1.6")["worker_python"]
 
 
 @pytest.fixture(scope="session")

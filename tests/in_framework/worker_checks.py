@@ -116,3 +116,5 @@ else:
     for kind, (rule, rate) in json.loads(sys.argv[3]).items():
         found[kind] = steps(rule, rate)
 print(json.dumps(found))
+if hasattr(worker, "exit_without_teardown"):  # MXNet's worker: its teardown can abort after a finished run's output
+    worker.exit_without_teardown(0)

@@ -111,7 +111,8 @@ def test_a_runs_spec_is_its_cases_and_what_the_run_adds():
     ({"frameworks": ["tensorflw"]}, (r"'tensorflw' is not one of \['caffe', 'tensorflow', 'pytorch', 'mxnet', 'cntk', "
                                      r"'keras-tensorflow', 'keras-jax', 'keras-torch', 'onnxruntime', "
                                      r"'tensorflow-nn', 'cudnn', 'cntk-2.5', 'mxnet-1.2', 'tensorflow-1.9', "
-                                     r"'tensorflow-nn-1.9', 'pytorch-1.0', 'keras2-tensorflow', 'keras2-mxnet'\]")),
+                                     r"'tensorflow-nn-1.9', 'pytorch-1.0', 'keras2-tensorflow', 'keras2-mxnet', "
+                                     r"'mxnet-1.4', 'mxnet-1.6'\]")),
     ({"repetitons": 3}, r"'repetitons' was unexpected"),
 ])
 def test_schema_names_the_key_and_the_allowed_values(change, message):
@@ -409,3 +410,18 @@ def test_a_batch_no_run_could_hold_is_refused_when_the_plan_is_made(entry, messa
     monkeypatch.setattr(dlbench_config, "node_memory_bytes", lambda: 64 * 2**30)  # the node faked: 64 GiB
     with pytest.raises(ConfigError, match=re.escape(message)):
         cases(validated({**GOOD, "generated": {"train_images": 256, "test_images": 64}, "benchmarks": [entry]}))
+
+
+def test_a_release_line_runs_the_releases_it_names_and_refuses_one_no_backend_speaks():
+    from dlbench.config import check_releases
+
+    line = {**GOOD, "frameworks": ["mxnet", "pytorch"], "releases": {"mxnet": ["1.6", "1.2"]}}
+    assert sorted({case.framework for case in cases(validated(line))}) == ["mxnet-1.2", "mxnet-1.6", "pytorch"]
+    with pytest.raises(ConfigError, match=r"releases.mxnet: 1.4 is a number to YAML \(1.10 would be 1.1\): quote "
+                                          r"each version"):
+        check_releases({**line, "releases": {"mxnet": [1.4]}})
+    with pytest.raises(ConfigError, match=r"releases.mxnet: no backend speaks mxnet 1.3; its releases here: 1.2.0, "
+                                          r"1.4.1, 1.6.0, 1.9.1"):
+        check_releases({**line, "releases": {"mxnet": ["1.3"]}})
+    with pytest.raises(ConfigError, match=r"releases.mxnet-1.2: a release line is named by today's framework"):
+        check_releases({**line, "releases": {"mxnet-1.2": ["1.2"]}})

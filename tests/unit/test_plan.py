@@ -142,3 +142,17 @@ def test_the_release_lines_are_asked_for_where_a_framework_runs_at_two_releases(
     releases = Plan(validated({**CPU_AND_GPUS, "devices": ["cpu"], "releases": ["current", "thesis"]}))
     assert {case.framework for case in releases.cases.values()} == {"pytorch", "pytorch-1.0", "mxnet", "mxnet-1.2"}
     assert releases.release_lines() == ["results/tables/release_lines.csv", "results/tables/regressions.md"]
+
+
+def test_the_release_lines_config_has_an_environment_per_release_on_the_cpython_it_needs():
+    from dlbench import envs, registry
+    from snakemake.utils import update_config
+
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    update_config(config, yaml.safe_load((ROOT / "config" / "release_lines.yaml").read_text()))
+    frameworks = {case.framework for case in Plan(validated(config)).cases.values()}
+    environments = {registry.ENVIRONMENTS[name] for name in frameworks}
+    assert len(environments) == len(frameworks) == 10
+    assert {name for name in environments if name in envs.WORKER_PYTHONS} == {
+        "cntk", "cntk-2.5", "mxnet-1.2", "mxnet-1.4", "mxnet-1.6", "tensorflow-1.9", "pytorch-1.0"}
+    assert {envs.WORKER_PYTHONS[name][0] for name in environments if name in envs.WORKER_PYTHONS} == {"3.6"}

@@ -127,9 +127,30 @@ def test_every_registered_framework_runs_each_of_its_tasks_on_cpu_in_the_end_to_
     from ..conftest import validated
 
     covered = set()
-    for config in ("config-tiny", "config-releases"):  # today's releases; the seeds' (test_releases.py runs it)
+    for config in ("config-tiny", "config-releases"):  # today's releases; the seeds' and those between them
         plan = Plan(validated(yaml.safe_load((ROOT / ".test" / config / "config.yaml").read_text())))
         covered |= {(case.framework, case.task) for case in plan.cases.values() if case.device == "cpu"}
     missing = [f"{name} {task}" for name, framework in registry.REGISTRY.items() for task in framework.tasks
                if (name, task) not in covered]
     assert not missing, f"not in .test/config-tiny or config-releases: {', '.join(missing)}"
+
+
+# Releases whose environment pins no version of them, and why
+UNPINNED = {"caffe": "built from source (brocolli-caffe's Caffe 1.0 tree)",
+            "keras-tensorflow": "Keras 3 comes with TensorFlow 2.21: its major release alone is known"}
+
+
+def test_each_release_s_version_is_the_one_its_environment_installs():
+    """The version a release line names a release by is its environment's pin (but :data:`UNPINNED`)."""
+    for framework in registry.REGISTRY.values():
+        if framework.version and framework.name not in UNPINNED:
+            pins = (ROOT / "envs" / f"{framework.environment}.requirements.txt").read_text()
+            assert re.search(rf"^[\w.-]+=={re.escape(framework.version)}\b", pins, re.MULTILINE), framework.name
+
+
+def test_a_release_line_is_each_framework_s_releases_oldest_first():
+    assert [entry.name for entry in registry.release_line("mxnet")] == ["mxnet-1.2", "mxnet-1.4", "mxnet-1.6", "mxnet"]
+    assert registry.release_named("mxnet", "1.4").version == "1.4.1"
+    assert registry.release_named("mxnet", "1") is registry.REGISTRY["mxnet-1.2"]  # the oldest it begins
+    assert registry.release_named("mxnet", "1.40") is None and registry.release_named("pytorch", "1.4") is None
+    assert registry.with_releases(["mxnet", "pytorch"], {"mxnet": ["1.9", "1.2"]}) == ["mxnet-1.2", "mxnet", "pytorch"]

@@ -1,9 +1,10 @@
 """The release axis for real: .test/config-releases trains LeNet (every task) and the MLP in CNTK 2.7 and in the
-thesis's CNTK 2.5.1, each in its own CPython 3.6 environment, through the same worker; in MXNet 1.9.1 and in the
-thesis's MXNet 1.2.0, in TensorFlow 2.21 and the thesis's 1.9.0, and in PyTorch 2.13 and PyPI's oldest, 1.0.0 (each old
-one in its worker on CPython 3.6); and
-seed 001's Keras: Keras 3 on TensorFlow 2.21, Keras 2.2.4 on TensorFlow 1.9 and keras-mxnet on MXNet 1.2, the MLP
-through Keras's model.fit too; seed 002's raw tf.nn network, inference alone, in TensorFlow 2.21 and in TF 1.9."""
+thesis's CNTK 2.5.1, each in its own CPython 3.6 environment, through the same worker; in MXNet 1.9.1, in the thesis's
+MXNet 1.2.0 and in 1.4.1 and 1.6.0 between them, in TensorFlow 2.21 and the thesis's 1.9.0, and in PyTorch 2.13 and
+PyPI's oldest, 1.0.0 (each old one in its worker on CPython 3.6); and seed 001's Keras: Keras 3 on TensorFlow 2.21,
+Keras 2.2.4 on TensorFlow 1.9 and keras-mxnet on MXNet 1.2, the MLP through Keras's model.fit too; seed 002's raw
+tf.nn network, inference alone, in TensorFlow 2.21 and in TF 1.9. .test/config-release-lines trains LeNet along
+MXNet's line three times a release, and the steps along it are named from those runs."""
 import json
 
 import pandas as pd
@@ -19,16 +20,16 @@ from .test_workflow import snakemake
 def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side(tmp_path, cntk_worker_python):
     config = yaml.safe_load((ROOT / ".test" / "config-releases" / "config.yaml").read_text())
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    for environment in ("cntk", "cntk-2.5", "mxnet", "mxnet-1.2", "tensorflow", "tensorflow-1.9", "pytorch",
-                        "pytorch-1.0"):  # built once per machine, as the framework_venv job builds them
+    for environment in ("cntk", "cntk-2.5", "mxnet", "mxnet-1.2", "mxnet-1.4", "mxnet-1.6", "tensorflow",
+                        "tensorflow-1.9", "pytorch", "pytorch-1.0"):  # built once per machine, as the job builds them
         (tmp_path / ".venvs" / environment).mkdir(parents=True)
         (tmp_path / ".venvs" / environment / "environment.json").write_text(
             json.dumps(framework_environment(environment)))
     snakemake(tmp_path)
     records = [json.loads(path.read_text()) for path in sorted((tmp_path / "results" / "runs").rglob("rep*.json"))]
-    # (four frameworks x two releases, and three Keras) x (LeNet's four tasks, the MLP's training); the MLP's fit;
-    # the raw-op LeNet's inference at both releases
-    assert len(records) == 11 * 5 + 3 + 2
+    # (four frameworks x two releases, MXNet's two between, and three Keras) x (LeNet's four tasks, the MLP's
+    # training); the MLP's fit; the raw-op LeNet's inference at both releases
+    assert len(records) == 13 * 5 + 3 + 2
     for record in records:
         run = record["run"]
         if run["framework"] in ("keras2-mxnet", "pytorch-1.0") and run["task"] == "profile":
@@ -40,11 +41,13 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
     versions = {record["run"]["framework"]: record["run"]["framework_version"] for record in records}
     assert versions["cntk-2.5"] == "2.5.1" and versions["cntk"].startswith("2.7")
     assert versions["mxnet-1.2"] == "1.2.0" and versions["mxnet"] == "1.9.1"
+    assert versions["mxnet-1.4"] == "1.4.1" and versions["mxnet-1.6"] == "1.6.0"
     assert versions["tensorflow-1.9"] == "1.9.0" and versions["tensorflow"].startswith("2.")
     assert versions["pytorch-1.0"] == "1.0.0" and versions["pytorch"].startswith("2.")
     assert versions["keras2-tensorflow"] == "2.2.4" and versions["keras2-mxnet"] == "2.2.4.3"
     assert versions["keras-tensorflow"].startswith("3.")
     pairs = {("cntk", "current"), ("cntk-2.5", "thesis"), ("mxnet", "current"), ("mxnet-1.2", "thesis"),
+             ("mxnet-1.4", "between"), ("mxnet-1.6", "between"),
              ("tensorflow", "current"), ("tensorflow-1.9", "thesis"), ("pytorch", "current"), ("pytorch-1.0", "thesis")}
     keras = {("keras-tensorflow", "current"), ("keras2-tensorflow", "thesis"), ("keras2-mxnet", "thesis")}
     raw = {("tensorflow-nn", "current"), ("tensorflow-nn-1.9", "thesis")}
@@ -68,7 +71,8 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
     lines = pd.read_csv(tmp_path / "results" / "tables" / "release_lines.csv", dtype={"before": str, "after": str})
     lenet = lines.query("network == 'lenet' and task == 'train'")
     assert set(zip(lenet["framework"], lenet["before"], lenet["after"])) == {
-        ("cntk", "2.5.1", versions["cntk"]), ("mxnet", "1.2.0", "1.9.1"),
+        ("cntk", "2.5.1", versions["cntk"]), ("mxnet", "1.2.0", "1.4.1"), ("mxnet", "1.4.1", "1.6.0"),
+        ("mxnet", "1.6.0", "1.9.1"),
         ("tensorflow", "1.9.0", versions["tensorflow"]), ("pytorch", "1.0.0", versions["pytorch"]),
         ("keras-tensorflow", "2.2.4", versions["keras-tensorflow"])}
     assert not lenet["step"].any() and (tmp_path / "results" / "tables" / "regressions.md").exists()
@@ -78,3 +82,27 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
     assert (thesis["cntk"], thesis["cntk-2.5"], thesis["mxnet"], thesis["mxnet-1.2"]) == (1573, 1573, 1000, 1000)
     assert thesis["tensorflow"] == thesis["tensorflow-1.9"] == 818
     assert thesis["pytorch"] == thesis["pytorch-1.0"] == 1448
+
+
+@pytest.mark.slow
+def test_mxnet_s_release_line_is_measured_and_its_steps_named_from_real_runs(tmp_path, mxnet_1_2_worker_python):
+    """.test/config-release-lines: LeNet along MXNet's line (1.2.0, 1.4.1, 1.6.0, 1.9.1), three runs a release:
+    every pair of consecutive releases with its interval, and regressions.md naming what the runs resolve."""
+    config = yaml.safe_load((ROOT / ".test" / "config-release-lines" / "config.yaml").read_text())
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    for environment in ("mxnet", "mxnet-1.2", "mxnet-1.4", "mxnet-1.6"):
+        (tmp_path / ".venvs" / environment).mkdir(parents=True)
+        (tmp_path / ".venvs" / environment / "environment.json").write_text(
+            json.dumps(framework_environment(environment)))
+    snakemake(tmp_path)
+    runs = pd.read_csv(tmp_path / "results" / "tables" / "runs.csv", dtype={"framework_version": str})
+    assert (runs["status"] == "ok").all() and len(runs) == 12
+    assert sorted(set(runs["framework_version"])) == ["1.2.0", "1.4.1", "1.6.0", "1.9.1"]
+    lines = pd.read_csv(tmp_path / "results" / "tables" / "release_lines.csv", dtype={"before": str, "after": str})
+    assert list(zip(lines["before"], lines["after"])) == [("1.2.0", "1.4.1"), ("1.4.1", "1.6.0"), ("1.6.0", "1.9.1")]
+    assert (lines["ratio_low"] < lines["ratio"]).all() and (lines["ratio"] < lines["ratio_high"]).all()
+    said = (tmp_path / "results" / "tables" / "regressions.md").read_text()
+    assert "(3 pairs in 1 lines" in said
+    assert all(f"between {row.before} and {row.after}: {row.ratio_text}" in said
+               for row in lines.itertuples() if row.step)
+    print(lines[["before", "after", "before_estimate", "after_estimate", "ratio_text", "verdict"]].to_string())

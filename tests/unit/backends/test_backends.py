@@ -39,7 +39,8 @@ COUNTED_ELSEWHERE = {"cntk": "test_cntk.py, in its worker's Python 3.6", "cntk-2
                      "tensorflow-1.9": "test_release_workers.py, the same",
                      "tensorflow-nn-1.9": "test_release_workers.py, the same",
                      "pytorch-1.0": "test_release_workers.py, the same",
-                     "keras2-tensorflow": "test_release_workers.py, the same", "keras2-mxnet": "the same"}
+                     "keras2-tensorflow": "test_release_workers.py, the same", "keras2-mxnet": "the same",
+                     "mxnet-1.4": "test_release_workers.py, the same (slow tier)", "mxnet-1.6": "the same"}
 UNBUILT = {("tensorflow-nn", "lstm/text")}  # raw tf.nn has no LSTM op (an inference-only builder of convolutions)
 
 

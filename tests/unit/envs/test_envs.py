@@ -34,6 +34,10 @@ def test_a_node_with_gpus_gets_the_cuda_build_of_every_environment_that_has_one(
     for environment in sorted(set(ENVIRONMENTS.values())):
         chosen, why = envs.choose_requirements(ENVS / f"{environment}.requirements.txt", gpus)
         conda, _ = envs.choose_requirements(ENVS / f"{environment}.yaml", gpus)  # snakemake --use-conda's
+        if f"{environment}.requirements.txt" in envs.NO_CUDA_VARIANT:  # a CPU build, saying why
+            assert chosen.name == f"{environment}.requirements.txt" and conda.name == f"{environment}.yaml"
+            assert why == f"CPU build: {envs.NO_CUDA_VARIANT[chosen.name]}"
+            continue
         assert chosen == ENVS / f"{environment}.cuda.requirements.txt" and chosen.exists()
         assert why == f"CUDA {envs.BuildFacts.of(chosen).cuda} build ({envs.BuildFacts.of(chosen).words()}): " \
                       "nvidia-smi lists 2 GPU(s)"

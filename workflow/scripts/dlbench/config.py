@@ -20,7 +20,7 @@ import yaml
 from .datasets import FAMILIES, RESIZED_SIZING
 from .networks import REGISTRY, SIZINGS
 from .registry import REGISTRY as FRAMEWORKS
-from .registry import with_releases
+from .registry import release_line, release_named, with_releases
 from .spec import (
     EPOCHS,
     LATENCY_CALLS,
@@ -143,6 +143,28 @@ def check_devices(config: dict) -> None:
             raise ConfigError(f"devices[{index}]: {error}") from None
 
 
+def check_releases(config: dict) -> None:
+    """Before the schema: a release line's versions are words (YAML reads 1.10 as the number 1.1), each framework it
+    names is today's release of one, and each version is a release of it that a backend speaks, else refused naming
+    the framework's line."""
+    lines = config.get("releases")
+    if not isinstance(lines, dict):
+        return
+    for name, versions in lines.items():
+        where = f"releases.{name}"
+        if name not in FRAMEWORKS or FRAMEWORKS[name].release != "current":
+            current = sorted(entry.base for entry in FRAMEWORKS.values() if len(release_line(entry.base)) > 1)
+            raise ConfigError(f"{where}: a release line is named by today's framework; those with several releases: "
+                              f"{', '.join(sorted(set(current)))}")
+        line = ", ".join(entry.version for entry in release_line(name))
+        for version in versions if isinstance(versions, list) else [versions]:
+            if not isinstance(version, str):
+                raise ConfigError(f"{where}: {version!r} is a number to YAML (1.10 would be 1.1): quote each version "
+                                  f"(\"1.4\"); {name}'s releases: {line}")
+            if release_named(name, version) is None:
+                raise ConfigError(f"{where}: no backend speaks {name} {version}; its releases here: {line}")
+
+
 # A target's Slurm options and the snakemake-executor-plugin-slurm resources its jobs ask for them with
 SLURM_RESOURCES = {"partition": "slurm_partition", "account": "slurm_account", "constraint": "constraint",
                    "qos": "qos", "gpu_model": "gpu_model"}
@@ -234,7 +256,10 @@ def accuracy_iterations(config: dict, entry: dict, where: str, batch: int) -> in
 
 def without_releases(config: dict) -> str:
     """Which of the config's frameworks lack a release its ``releases`` asks for (none registered yet, or today's is
-    the thesis's too), in words; empty where none do."""
+    the thesis's too), in words; empty where none do, and for release lines (:func:`check_releases` has refused a
+    version no backend speaks)."""
+    if isinstance(config["releases"], dict):
+        return ""
     named = {name for entry in config["benchmarks"] for name in entry.get("frameworks", config["frameworks"])}
     lacking = {release: sorted(name for name in named if not FRAMEWORKS[name].release_of and not any(
         entry.base == name and entry.release == release for entry in FRAMEWORKS.values()))

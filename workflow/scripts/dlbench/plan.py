@@ -328,6 +328,7 @@ def of_config(config: dict, validate, log, config_files: Iterable[str] = ()) -> 
     dlbench_config.check_files(config_files)
     dlbench_config.check_size(config)
     dlbench_config.check_devices(config)
+    dlbench_config.check_releases(config)
     validate(config)
     if unreleased := dlbench_config.without_releases(config):
         log(f"releases: {unreleased}")

@@ -3,7 +3,8 @@ environments, formats, launchers, config checks, backends and tables need (stand
 that every module can import it without a framework installed). The one place a framework is added."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 
 from .tasks import TASKS
 
@@ -45,6 +46,9 @@ class Framework:
     # Its worker's script in workflow/scripts/workers/, where its wheels need an older CPython than the workflow's
     # (envs.WORKER_PYTHONS): the runner drives the framework there (dlbench.backends.worker)
     worker: str | None = None
+    # The release it installs, as its environment pins it (tests/unit/test_registry.py checks the pin): what a config's
+    # release line names (releases: {mxnet: ["1.2", "1.9"]}); empty for what has no release line (cuDNN's calls)
+    version: str = ""
 
     @property
     def base(self) -> str:
@@ -63,43 +67,47 @@ class Framework:
 
 
 MIXED = ("bf16", "fp16")
-RELEASES = ("current", "thesis")  # Framework.release: today's, the thesis's (config releases)
+# Framework.release (config releases): today's, the thesis's, and those between them that a backend speaks
+RELEASES = ("current", "thesis", "between")
 EPSILON_AFTER_ROOT = {"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}
 CNTK_RMSPROP = {"rmsprop": "the mean square starts at the first squared gradient, not at 0, and has no epsilon: the "
                            "first steps are rate x sign(g), about a third of the others' (with rho 0.9)"}
+MXNET_1_2 = Framework("mxnet-1.2", "mxnet_worker", "mxnet-1.2", "recordio",
+                      always_compiled="Gluon hybridize (static graph)", release="thesis", release_of="mxnet",
+                      worker="mxnet_worker.py", version="1.2.0")
 # The one place a framework is added: the thesis's five, then Keras 3's high-level API on three
 # backends (seed 001's keras-mxnet comparison in its modern form), then ONNX Runtime on the network
 # PyTorch exports, the network in TensorFlow's raw tf.nn ops and in cuDNN calls (seed 002's low-level
 # references, inference only). config/schema.yaml, the run
 # record's schema and docs/environments.md's table are checked against it (tests/unit/test_registry.py).
 REGISTRY = {framework.name: framework for framework in (
-    Framework("caffe", "caffe", "caffe", "lmdb", always_compiled="Caffe's static net",
+    Framework("caffe", "caffe", "caffe", "lmdb", always_compiled="Caffe's static net", version="1.0",
               optimizer_differences=EPSILON_AFTER_ROOT,
               also_thesis="BVLC Caffe 1.0 is the thesis's release and today's (built from source here, with CUDA 9 "
                           "and cuDNN 7.1 there)"),
     Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord", launcher="srun", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (tf.function jit_compile)",
-              always_compiled="tf.function graph"),
+              always_compiled="tf.function graph", version="2.21.0"),
     Framework("pytorch", "pytorch", "pytorch", "lmdb", launcher="torchrun", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile",
-              optimizer_differences=EPSILON_AFTER_ROOT),
+              optimizer_differences=EPSILON_AFTER_ROOT, version="2.13.0"),
     Framework("mxnet", "mxnet", "mxnet", "recordio", launcher="ps-lite", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "fp16"),
-              always_compiled="Gluon hybridize (static graph)"),
+              always_compiled="Gluon hybridize (static graph)", version="1.9.1"),
     Framework("cntk", "cntk", "cntk", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
-              optimizer_differences=CNTK_RMSPROP, worker="cntk_worker.py"),
+              optimizer_differences=CNTK_RMSPROP, worker="cntk_worker.py", version="2.7"),
     Framework("keras-tensorflow", "keras_api", "tensorflow", "lmdb", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (Keras jit_compile)",
-              always_compiled="tf.function graph", runs_on="tensorflow"),
+              always_compiled="tf.function graph", runs_on="tensorflow", version="3"),
     Framework("keras-jax", "keras_api", "jax", "lmdb", cpu_precisions=("fp32", "bf16"),
-              gpu_precisions=("fp32", "tf32", *MIXED), always_compiled="jax.jit (XLA)"),
+              gpu_precisions=("fp32", "tf32", *MIXED), always_compiled="jax.jit (XLA)", version="3.15.1"),
     Framework("keras-torch", "keras_api", "pytorch", "lmdb", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile (Keras jit_compile)",
-              runs_on="pytorch"),
+              runs_on="pytorch", version="3.15.1"),
     Framework("onnxruntime", "onnx_runtime", "pytorch", "lmdb", always_compiled="ONNX Runtime's graph optimisations",
-              tasks=("inference",), runs_on="pytorch"),
+              tasks=("inference",), runs_on="pytorch", version="1.31.1"),
     Framework("tensorflow-nn", "tensorflow_nn", "tensorflow", "tfrecord", always_compiled="tf.function graph",
-              tasks=("inference",), runs_on="tensorflow"),
+              tasks=("inference",), runs_on="tensorflow", version="2.21.0"),
     Framework("cudnn", "cudnn_calls", "pytorch", "lmdb", gpu_precisions=("fp32", "tf32"), tasks=("inference",),
               runs_on="pytorch"),
     # The thesis's releases (its Figure 4.3), where a backend speaks their API: CNTK 2.5.1 through the same worker,
@@ -108,59 +116,86 @@ REGISTRY = {framework.name: framework for framework in (
     # 2 on each (Keras 2.2.4 on TF 1.9, AWS's keras-mxnet 2.2.4.3 on MXNet 1.2, which Keras 3 has no release of) in one
     # worker, in its backend's environment
     Framework("cntk-2.5", "cntk", "cntk-2.5", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
-              optimizer_differences=CNTK_RMSPROP, release="thesis", release_of="cntk", worker="cntk_worker.py"),
-    Framework("mxnet-1.2", "mxnet_worker", "mxnet-1.2", "recordio", always_compiled="Gluon hybridize (static graph)",
-              release="thesis", release_of="mxnet", worker="mxnet_worker.py"),
+              optimizer_differences=CNTK_RMSPROP, release="thesis", release_of="cntk", worker="cntk_worker.py",
+              version="2.5.1"),
+    MXNET_1_2,
     Framework("tensorflow-1.9", "tensorflow_worker", "tensorflow-1.9", "tfrecord",
               always_compiled="TF 1's static graph",
               optimizer_differences={"rmsprop": "TF 1's RMSPropOptimizer starts the mean square at 1, not 0 (its first "
                                                 "steps are a few times shorter), epsilon inside the square root"},
-              release="thesis", release_of="tensorflow", worker="tensorflow_worker.py"),
+              release="thesis", release_of="tensorflow", worker="tensorflow_worker.py", version="1.9.0"),
     Framework("tensorflow-nn-1.9", "tensorflow_nn_worker", "tensorflow-1.9", "tfrecord",
               always_compiled="TF 1's static graph", tasks=("inference",), runs_on="tensorflow-1.9", release="thesis",
-              release_of="tensorflow-nn", worker="tensorflow_worker.py"),
+              release_of="tensorflow-nn", worker="tensorflow_worker.py", version="1.9.0"),
     Framework("pytorch-1.0", "pytorch_worker", "pytorch-1.0", "lmdb", optimizer_differences=EPSILON_AFTER_ROOT,
               not_yet={"profile": "torch 1.0's autograd profiler gives its events no sequence numbers: a backward op "
                                   "cannot be tied to its layer's forward"},
-              release="thesis", release_of="pytorch", worker="pytorch_worker.py"),
+              release="thesis", release_of="pytorch", worker="pytorch_worker.py", version="1.0.0"),
     Framework("keras2-tensorflow", "keras2_worker", "tensorflow-1.9", "tfrecord", always_compiled="TF 1's static graph",
               optimizer_differences=EPSILON_AFTER_ROOT, runs_on="tensorflow-1.9", release="thesis",
-              release_of="keras-tensorflow", worker="keras2_worker.py"),
+              release_of="keras-tensorflow", worker="keras2_worker.py", version="2.2.4"),
     Framework("keras2-mxnet", "keras2_worker", "mxnet-1.2", "recordio",
               always_compiled="keras-mxnet's MXNet symbol (a BucketingModule)",
               not_yet={"profile": "keras-mxnet's profile is not read yet"}, runs_on="mxnet-1.2", release="thesis",
-              worker="keras2_worker.py"),
+              worker="keras2_worker.py", version="2.2.4.3"),
+    # The releases between the thesis's and today's that a backend speaks (release "between"): MXNet's Gluon 1.x
+    # through the thesis's MXNet worker, each in an environment of its own on CPython 3.6
+    *(replace(MXNET_1_2, name=f"mxnet-{minor}", environment=f"mxnet-{minor}", release="between", version=version)
+      for minor, version in (("1.4", "1.4.1"), ("1.6", "1.6.0"))),
 )}
 FRAMEWORKS = tuple(REGISTRY)
 ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}
 
 
 def base_of(name: str) -> str:
-    """The framework ``name`` is a release of (itself for today's, and for a name the registry no longer has: a
-    merged record's)."""
-    return REGISTRY[name].base if name in REGISTRY else name
+    """The framework ``name`` is a release of: itself for today's; for a name the registry does not hold (a merged
+    record's, of another dlbench), the name less its release (``mxnet-1.4``: ``mxnet``)."""
+    return REGISTRY[name].base if name in REGISTRY else re.sub(r"-\d+(?:\.\d+)*$", "", name)
+
+
+def version_numbers(version: str) -> tuple[int, ...]:
+    """A version's numbers in order, which order a release line (``1.13.1`` after ``1.4.0``)."""
+    return tuple(int(number) for number in re.findall(r"\d+", str(version)))
+
+
+def release_line(base: str) -> list[Framework]:
+    """A framework's registered releases, oldest first: its release line."""
+    return sorted((entry for entry in REGISTRY.values() if entry.base == base and entry.version),
+                  key=lambda entry: version_numbers(entry.version))
+
+
+def release_named(base: str, version: str) -> Framework | None:
+    """The release of ``base`` whose version begins with ``version``'s parts (``1.4``: 1.4.1, not 1.40); None."""
+    asked = str(version).split(".")
+    return next((entry for entry in release_line(base) if entry.version.split(".")[:len(asked)] == asked), None)
 
 
 def with_releases(frameworks, releases) -> list[str]:
     """The frameworks a config's ``frameworks`` and ``releases`` name: each framework's registered releases of those
-    asked for, in the order named (an older release named itself, ``cntk-2.5``, stays; Caffe, whose today's release
-    is the thesis's too, for either)."""
+    asked for (current, thesis, between), in the order named, or, where ``releases`` gives a framework its line
+    ({mxnet: ["1.2", "1.9"]}), the releases of those versions, oldest first, and today's alone of a framework it
+    does not name. An older release named itself (``cntk-2.5``) stays; Caffe, whose today's release is the thesis's
+    too, stands for either."""
     found = []
     for name in frameworks:
         if REGISTRY[name].release != "current":
             found.append(name)
-            continue
-        found += [other for other, entry in REGISTRY.items() if entry.base == name and (
-            entry.release in releases or entry.also_thesis and "thesis" in releases)]
+        elif isinstance(releases, dict):
+            named = [entry for entry in (release_named(name, version) for version in releases.get(name, ())) if entry]
+            found += [entry.name for entry in sorted(named, key=lambda entry: version_numbers(entry.version))] \
+                or ([] if name in releases else [name])
+        else:
+            found += [other for other, entry in REGISTRY.items() if entry.base == name and (
+                entry.release in releases or entry.also_thesis and "thesis" in releases)]
     return list(dict.fromkeys(found))
 
 
 def registry_table() -> str:
     """The registry as docs/environments.md's Markdown table."""
-    header = ("framework", "release", "backend module", "environment", "data format", "tasks", "over processes",
-              "precisions on CPUs", "on GPUs", "compile: true", "compiled always")
+    header = ("framework", "version", "release", "backend module", "environment", "data format", "tasks",
+              "over processes", "precisions on CPUs", "on GPUs", "compile: true", "compiled always")
     rows = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
-    rows += [f"| `{f.name}` | {f.release}{f' (of `{f.release_of}`)' if f.release_of else ''} | "
+    rows += [f"| `{f.name}` | {f.version or '—'} | {f.release}{f' (of `{f.release_of}`)' if f.release_of else ''} | "
              f"`backends/{f.module}.py` | `{f.environment}` | `{f.data_format}` | {', '.join(f.runs)} | "
              f"{f.launcher or 'no'} | {', '.join(f.cpu_precisions)} | {', '.join(f.gpu_precisions)} | "
              f"{f.compiler or '—'} | {f.always_compiled or '—'} |" for f in REGISTRY.values()]

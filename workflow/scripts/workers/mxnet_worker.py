@@ -1,4 +1,5 @@
-"""The MXNet side of a run of the thesis's MXNet (1.2.0, its Figure 4.3), under CPython 3.6, as the thesis ran it.
+"""The MXNet side of a run of the thesis's MXNet (1.2.0, its Figure 4.3), under CPython 3.6, as the thesis ran it, and
+of the releases between it and today's (1.4.1, 1.6.0: the same Gluon API).
 
 It imports nothing of dlbench but its Python 3.6 modules, only the standard library, numpy and mxnet, and is written
 for Python 3.6 (tests check that with vermin). The runner (:mod:`dlbench.backends.mxnet_worker`) sends the network
@@ -84,8 +85,11 @@ def build(node):
         "dropout": lambda: nn.Dropout(node["rate"]),
     }
     if op == "lstm":
-        raise Unavailable("MXNet 1.2's gluon.rnn.LSTM is no HybridBlock (1.3 made it one): it cannot be hybridised "
-                          "with the network as today's MXNet backend's is")
+        if tuple(int(part) for part in mx.__version__.split(".")[:2]) < (1, 3):
+            raise Unavailable(f"MXNet {mx.__version__[:3]}'s gluon.rnn.LSTM is no HybridBlock (1.3 made it one): it "
+                              "cannot be hybridised with the network as today's MXNet backend's is")
+        raise Unavailable("this worker builds no LSTM yet (MXNet 1.3 and later could hybridise gluon.rnn.LSTM as "
+                          "today's MXNet backend does)")
     if op not in layers:
         raise ValueError(f"unknown description node {op!r}")
     return layers[op]()
@@ -214,5 +218,14 @@ class Worker:
         pass
 
 
+def exit_without_teardown(code):
+    """End the process once its output is out, without the interpreter's teardown: MXNet 1.5 and later can abort
+    there as its engine's threads meet the library's static destructors ("terminate called without an active
+    exception": 1.6.0, after building several networks, 1 exit in 2), which would turn a finished run into a crash."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:], describe, Worker))
+    exit_without_teardown(main(sys.argv[1:], describe, Worker))

@@ -32,6 +32,8 @@ from . import caffe_build, cntk_setup
 WORKER_PYTHONS = {"cntk": ("3.6", "CNTK 2.7 requires CPython 3.6 (its last wheels are cp36 only)"),
                   "cntk-2.5": ("3.6", "CNTK 2.5.1 requires CPython 3.6 (its Linux wheels are cp27, cp35 and cp36)"),
                   "mxnet-1.2": ("3.6", "MXNet 1.2.0 pins numpy below 1.15 (2018): it runs on that day's CPython"),
+                  "mxnet-1.4": ("3.6", "MXNet 1.4.1 pins numpy below 1.15 (2019): it runs on that day's CPython"),
+                  "mxnet-1.6": ("3.6", "MXNet 1.6.0's wheels are for CPython 3.8 at most (3.6: its worker's)"),
                   "tensorflow-1.9": ("3.6", "TensorFlow 1.9.0's wheels are for CPython 3.6 at most"),
                   "pytorch-1.0": ("3.6", "PyTorch 1.0.0's wheels are for CPython 3.7 at most (3.6: the others')")}
 WORKER_PYTHON_VARIABLE = "DLBENCH_WORKER_PYTHON"  # how the monitor tells the runner that interpreter
@@ -100,8 +102,12 @@ SOURCE_BUILDS = {"caffe": caffe_build.build}
 
 
 # Environment files without a CUDA variant, and why (tests/unit/envs/test_envs.py: every file has one or the other).
+BETWEEN_ON_CPUS = ("a release between the thesis's and today's is measured on CPUs so far: its CUDA build (PyPI's "
+                   "mxnet-cu100 and mxnet-cu101) is not wired, and its GPU runs are unavailable")
 NO_CUDA_VARIANT = {"caffe.yaml": "conda-forge's Caffe 1.0 is CPU_ONLY; the pip path (environment: venv) compiles "
-                                 "Caffe with CUDA where the node has nvcc"}
+                                 "Caffe with CUDA where the node has nvcc",
+                   **{f"mxnet-{minor}{suffix}": BETWEEN_ON_CPUS for minor in ("1.4", "1.6")
+                      for suffix in (".requirements.txt", ".yaml")}}
 # Run in the environment: what its framework says of its own build (dlbench.backends.describe).
 PROBE = ("import json, sys; from dlbench import backends; "
          "print(json.dumps(backends.describe(backends.load(sys.argv[1]))))")

@@ -5,7 +5,6 @@ steps)."""
 from __future__ import annotations
 
 import itertools
-import re
 from collections import Counter
 from pathlib import Path
 
@@ -13,23 +12,12 @@ import pandas as pd
 
 from .. import files, stats
 from ..metrics import METRICS
-from ..registry import REGISTRY
+from ..registry import base_of, version_numbers
 from . import CELL_KEYS, markdown_table, read_appendix, read_runs, summary
 
 # The speed a line follows, per task: what the run's timed window measured
 LINE_METRICS = {"train": "train_speed", "inference": "inference_speed"}
 LINE_KEYS = [key for key in CELL_KEYS if key != "framework"]
-
-
-def base_of(framework: str) -> str:
-    """The framework a release belongs to: the registry's (``mxnet-1.2`` is of ``mxnet``), else, for a name the
-    registry does not hold (a record of another dlbench), the name less its release (``mxnet-1.4``)."""
-    return REGISTRY[framework].base if framework in REGISTRY else re.sub(r"-\d+(?:\.\d+)*$", "", framework)
-
-
-def version_key(version: str) -> tuple:
-    """A release's place in its line: its version's numbers in order (``1.13.1`` after ``1.4.0``)."""
-    return tuple(int(number) for number in re.findall(r"\d+", str(version)))
 
 
 def versions(runs: pd.DataFrame) -> dict[str, str]:
@@ -54,7 +42,7 @@ def release_lines(appendix: pd.DataFrame, runs: pd.DataFrame, threshold: float =
         if line["framework"].nunique() < 2:
             continue
         line = line.assign(version=line["framework"].map(exact))
-        line = line.iloc[sorted(range(len(line)), key=lambda i: version_key(line["version"].iloc[i]))]
+        line = line.iloc[sorted(range(len(line)), key=lambda i: version_numbers(line["version"].iloc[i]))]
         points = [(row.version, summary(row._asdict())) for row in line.itertuples()]
         faster, slower = METRICS[line["metric"].iloc[0]].comparative
         for (before, after, found), (earlier, later) in zip(stats.line_steps(points, threshold),
