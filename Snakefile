@@ -25,7 +25,8 @@ include: "rules/aggregate.smk"
 # cluster's compute nodes often cannot reach the internet.
 localrules: all, node_facts, repetitions, fetch, runs_table, timings_table, appendix_table, api_cost_table,
     accuracy_table, layers_table, thesis_table, figure, accuracy_curve, layers_figure, heatmap, thesis_figure,
-    iteration_times, scaling_figure, targets_table, targets_figure, release_lines_table
+    iteration_times, scaling_figure, targets_table, targets_figure, release_lines_table,
+    release_lines_figure
 
 
 # Before the first job: how many runs, about how long; then a line per finished run (dlbench.jobs.progress). Local

@@ -152,6 +152,7 @@ rule release_lines_table:
         appendix="results/tables/appendix.csv",
         runs="results/tables/runs.csv",  # each framework's exact version
     output:
+        points=plan.RELEASE_POINTS,
         csv=plan.RELEASE_LINES,
         md=report(plan.REGRESSIONS, caption="../report/regressions.rst", category="Tables",
                   labels={"table": "steps along the release lines"}),
@@ -163,6 +164,22 @@ rule release_lines_table:
         "../envs/workflow.yaml"
     script:
         "../workflow/scripts/release_lines_table.py"
+
+
+rule release_lines_figure:
+    input:
+        points=plan.RELEASE_POINTS,
+        thesis="results/tables/thesis.csv",  # the thesis's value of each cell it has
+    output:
+        png=report("results/figures/release_lines.png", caption="../report/release_lines_figure.rst",
+                   category="Figures", labels={"figure": "release lines"}),
+        svg="results/figures/release_lines.svg",
+    log:
+        "logs/aggregate/release_lines_figure.log",
+    conda:
+        "../envs/workflow.yaml"
+    script:
+        "../workflow/scripts/release_lines_figure.py"
 
 
 rule targets_table:

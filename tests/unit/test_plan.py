@@ -141,7 +141,8 @@ def test_the_release_lines_are_asked_for_where_a_framework_runs_at_two_releases(
     assert Plan(validated(CPU_AND_GPUS)).release_lines() == []
     releases = Plan(validated({**CPU_AND_GPUS, "devices": ["cpu"], "releases": ["current", "thesis"]}))
     assert {case.framework for case in releases.cases.values()} == {"pytorch", "pytorch-1.0", "mxnet", "mxnet-1.2"}
-    assert releases.release_lines() == ["results/tables/release_lines.csv", "results/tables/regressions.md"]
+    assert releases.release_lines() == ["results/tables/release_lines.csv", "results/tables/regressions.md",
+                                        "results/figures/release_lines.png", "results/figures/release_lines.svg"]
 
 
 def test_the_release_lines_config_has_an_environment_per_release_on_the_cpython_it_needs():

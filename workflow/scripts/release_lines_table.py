@@ -6,5 +6,5 @@ from dlbench.tables.release_lines import write
 
 with logged(snakemake.log[0]):  # noqa: F821 - injected by Snakemake
     out = snakemake.output  # noqa: F821
-    write(Path(snakemake.input.appendix), Path(snakemake.input.runs), Path(out.csv), Path(out.md),  # noqa: F821
-          snakemake.params.statistics["threshold"])  # noqa: F821
+    write(Path(snakemake.input.appendix), Path(snakemake.input.runs), Path(out.points), Path(out.csv),  # noqa: F821
+          Path(out.md), snakemake.params.statistics["threshold"])  # noqa: F821

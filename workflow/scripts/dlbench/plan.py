@@ -56,8 +56,8 @@ from .tasks import TASKS
 # this module alone (tests/unit/test_plan.py holds them to it)
 __all__ = [
     "CEILING", "ENVIRONMENTS", "FAMILIES", "FILE_FAMILIES", "FORMATS", "IMAGENET_LABEL", "INVALID",
-    "METRICS", "NODE_FACTS", "REGRESSIONS", "RELEASE_LINES", "REPETITIONS_DECISION", "RUN_RECORD", "SLURM_RESOURCES",
-    "WILDCARDS",
+    "METRICS", "NODE_FACTS", "REGRESSIONS", "RELEASE_LINES", "RELEASE_POINTS", "REPETITIONS_DECISION", "RUN_RECORD",
+    "SLURM_RESOURCES", "WILDCARDS",
     "WORKER_ENVIRONMENTS", "Plan", "build_threads", "caption_statistics", "caption_thresholds", "case_key",
     "ceiling_device", "ceiling_of", "checked_conversion", "checked_generation", "conda_file", "current_environment",
     "damage_stamps", "data_input", "datasets", "fetch_failed", "fetch_status", "files", "generated_archives",
@@ -238,7 +238,8 @@ class Plan:
         (``releases: [current, thesis]``: a framework and its thesis's release)."""
         bases = Counter(REGISTRY[framework].base for framework in {case.framework for case in self.cases.values()}
                         if framework in REGISTRY)
-        return [RELEASE_LINES, REGRESSIONS] if any(count > 1 for count in bases.values()) else []
+        return [RELEASE_LINES, REGRESSIONS, *(f"results/figures/release_lines.{ext}" for ext in FIGURE_FORMATS)] \
+            if any(count > 1 for count in bases.values()) else []
 
     def file_datasets(self) -> list[tuple[str, str, str]]:
         """Datasets read from files: (label, family, mode) for every non-synthetic case."""
@@ -337,7 +338,8 @@ def of_config(config: dict, validate, log, config_files: Iterable[str] = ()) -> 
 
 INVALID = (ConfigError, MergeError)
 NODE_FACTS = "results/nodes/{node}.json"
-RELEASE_LINES, REGRESSIONS = "results/tables/release_lines.csv", "results/tables/regressions.md"
+RELEASE_POINTS, RELEASE_LINES, REGRESSIONS = ("results/tables/release_points.csv", "results/tables/release_lines.csv",
+                                              "results/tables/regressions.md")
 # What a wildcard can be, for every rule
 WILDCARDS = {
     "framework": "|".join(FRAMEWORKS),

@@ -49,6 +49,7 @@ class Framework:
     # The release it installs, as its environment pins it (tests/unit/test_registry.py checks the pin): what a config's
     # release line names (releases: {mxnet: ["1.2", "1.9"]}); empty for what has no release line (cuDNN's calls)
     version: str = ""
+    released: str = ""  # that release's date: PyPI's first upload of it (ISO), where a release line's figure places it
 
     @property
     def base(self) -> str:
@@ -74,7 +75,7 @@ CNTK_RMSPROP = {"rmsprop": "the mean square starts at the first squared gradient
                            "first steps are rate x sign(g), about a third of the others' (with rho 0.9)"}
 MXNET_1_2 = Framework("mxnet-1.2", "mxnet_worker", "mxnet-1.2", "recordio",
                       always_compiled="Gluon hybridize (static graph)", release="thesis", release_of="mxnet",
-                      worker="mxnet_worker.py", version="1.2.0")
+                      worker="mxnet_worker.py", version="1.2.0", released="2018-05-21")
 # The one place a framework is added: the thesis's five, then Keras 3's high-level API on three
 # backends (seed 001's keras-mxnet comparison in its modern form), then ONNX Runtime on the network
 # PyTorch exports, the network in TensorFlow's raw tf.nn ops and in cuDNN calls (seed 002's low-level
@@ -87,27 +88,33 @@ REGISTRY = {framework.name: framework for framework in (
                           "and cuDNN 7.1 there)"),
     Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord", launcher="srun", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (tf.function jit_compile)",
-              always_compiled="tf.function graph", version="2.21.0"),
+              always_compiled="tf.function graph", version="2.21.0",
+              released="2026-03-06"),
     Framework("pytorch", "pytorch", "pytorch", "lmdb", launcher="torchrun", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile",
-              optimizer_differences=EPSILON_AFTER_ROOT, version="2.13.0"),
+              optimizer_differences=EPSILON_AFTER_ROOT, version="2.13.0", released="2026-07-08"),
     Framework("mxnet", "mxnet", "mxnet", "recordio", launcher="ps-lite", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "fp16"),
-              always_compiled="Gluon hybridize (static graph)", version="1.9.1"),
+              always_compiled="Gluon hybridize (static graph)", version="1.9.1",
+              released="2022-05-17"),
     Framework("cntk", "cntk", "cntk", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
-              optimizer_differences=CNTK_RMSPROP, worker="cntk_worker.py", version="2.7"),
+              optimizer_differences=CNTK_RMSPROP, worker="cntk_worker.py", version="2.7",
+              released="2019-04-19"),
     Framework("keras-tensorflow", "keras_api", "tensorflow", "lmdb", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (Keras jit_compile)",
               always_compiled="tf.function graph", runs_on="tensorflow", version="3"),
     Framework("keras-jax", "keras_api", "jax", "lmdb", cpu_precisions=("fp32", "bf16"),
-              gpu_precisions=("fp32", "tf32", *MIXED), always_compiled="jax.jit (XLA)", version="3.15.1"),
+              gpu_precisions=("fp32", "tf32", *MIXED), always_compiled="jax.jit (XLA)", version="3.15.1",
+              released="2026-07-29"),
     Framework("keras-torch", "keras_api", "pytorch", "lmdb", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile (Keras jit_compile)",
-              runs_on="pytorch", version="3.15.1"),
+              runs_on="pytorch", version="3.15.1", released="2026-07-29"),
     Framework("onnxruntime", "onnx_runtime", "pytorch", "lmdb", always_compiled="ONNX Runtime's graph optimisations",
-              tasks=("inference",), runs_on="pytorch", version="1.31.1"),
+              tasks=("inference",), runs_on="pytorch", version="1.31.1",
+              released="2026-10-26"),
     Framework("tensorflow-nn", "tensorflow_nn", "tensorflow", "tfrecord", always_compiled="tf.function graph",
-              tasks=("inference",), runs_on="tensorflow", version="2.21.0"),
+              tasks=("inference",), runs_on="tensorflow", version="2.21.0",
+              released="2026-03-06"),
     Framework("cudnn", "cudnn_calls", "pytorch", "lmdb", gpu_precisions=("fp32", "tf32"), tasks=("inference",),
               runs_on="pytorch"),
     # The thesis's releases (its Figure 4.3), where a backend speaks their API: CNTK 2.5.1 through the same worker,
@@ -117,31 +124,35 @@ REGISTRY = {framework.name: framework for framework in (
     # worker, in its backend's environment
     Framework("cntk-2.5", "cntk", "cntk-2.5", "cntk", launcher="mpiexec", always_compiled="CNTK's static graph",
               optimizer_differences=CNTK_RMSPROP, release="thesis", release_of="cntk", worker="cntk_worker.py",
-              version="2.5.1"),
+              version="2.5.1", released="2018-04-18"),
     MXNET_1_2,
     Framework("tensorflow-1.9", "tensorflow_worker", "tensorflow-1.9", "tfrecord",
               always_compiled="TF 1's static graph",
               optimizer_differences={"rmsprop": "TF 1's RMSPropOptimizer starts the mean square at 1, not 0 (its first "
                                                 "steps are a few times shorter), epsilon inside the square root"},
-              release="thesis", release_of="tensorflow", worker="tensorflow_worker.py", version="1.9.0"),
+              release="thesis", release_of="tensorflow", worker="tensorflow_worker.py", version="1.9.0",
+              released="2018-07-10"),
     Framework("tensorflow-nn-1.9", "tensorflow_nn_worker", "tensorflow-1.9", "tfrecord",
               always_compiled="TF 1's static graph", tasks=("inference",), runs_on="tensorflow-1.9", release="thesis",
-              release_of="tensorflow-nn", worker="tensorflow_worker.py", version="1.9.0"),
+              release_of="tensorflow-nn", worker="tensorflow_worker.py", version="1.9.0",
+              released="2018-07-10"),
     Framework("pytorch-1.0", "pytorch_worker", "pytorch-1.0", "lmdb", optimizer_differences=EPSILON_AFTER_ROOT,
               not_yet={"profile": "torch 1.0's autograd profiler gives its events no sequence numbers: a backward op "
                                   "cannot be tied to its layer's forward"},
-              release="thesis", release_of="pytorch", worker="pytorch_worker.py", version="1.0.0"),
+              release="thesis", release_of="pytorch", worker="pytorch_worker.py", version="1.0.0",
+              released="2018-12-07"),
     Framework("keras2-tensorflow", "keras2_worker", "tensorflow-1.9", "tfrecord", always_compiled="TF 1's static graph",
               optimizer_differences=EPSILON_AFTER_ROOT, runs_on="tensorflow-1.9", release="thesis",
-              release_of="keras-tensorflow", worker="keras2_worker.py", version="2.2.4"),
+              release_of="keras-tensorflow", worker="keras2_worker.py", version="2.2.4", released="2018-10-03"),
     Framework("keras2-mxnet", "keras2_worker", "mxnet-1.2", "recordio",
               always_compiled="keras-mxnet's MXNet symbol (a BucketingModule)",
               not_yet={"profile": "keras-mxnet's profile is not read yet"}, runs_on="mxnet-1.2", release="thesis",
-              worker="keras2_worker.py", version="2.2.4.3"),
+              worker="keras2_worker.py", version="2.2.4.3", released="2020-07-02"),
     # The releases between the thesis's and today's that a backend speaks (release "between"): MXNet's Gluon 1.x
     # through the thesis's MXNet worker, each in an environment of its own on CPython 3.6
-    *(replace(MXNET_1_2, name=f"mxnet-{minor}", environment=f"mxnet-{minor}", release="between", version=version)
-      for minor, version in (("1.4", "1.4.1"), ("1.6", "1.6.0"))),
+    *(replace(MXNET_1_2, name=f"mxnet-{minor}", environment=f"mxnet-{minor}", release="between", version=version,
+              released=released)
+      for minor, version, released in (("1.4", "1.4.1", "2019-05-14"), ("1.6", "1.6.0", "2020-02-21"))),
 )}
 FRAMEWORKS = tuple(REGISTRY)
 ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}

@@ -1,7 +1,7 @@
 """The release lines: each framework's speed, cell by cell, at every release of it the results hold (the thesis's
 and today's, and those between), oldest first, and the steps along each line that the repetitions resolve
-(:func:`dlbench.stats.line_steps`): ``release_lines.csv`` (every consecutive pair) and ``regressions.md`` (the
-steps)."""
+(:func:`dlbench.stats.line_steps`): ``release_points.csv`` (every release's cell), ``release_lines.csv`` (every
+consecutive pair) and ``regressions.md`` (the steps)."""
 from __future__ import annotations
 
 import itertools
@@ -12,7 +12,7 @@ import pandas as pd
 
 from .. import files, stats
 from ..metrics import METRICS
-from ..registry import base_of, version_numbers
+from ..registry import REGISTRY, base_of, version_numbers
 from . import CELL_KEYS, markdown_table, read_appendix, read_runs, summary
 
 # The speed a line follows, per task: what the run's timed window measured
@@ -28,25 +28,36 @@ def versions(runs: pd.DataFrame) -> dict[str, str]:
             for framework, group in ok.groupby("framework")}
 
 
-def release_lines(appendix: pd.DataFrame, runs: pd.DataFrame, threshold: float = stats.THRESHOLD) -> pd.DataFrame:
-    """Every line of two releases or more (a base framework, a cell: dataset, network, where it ran, variant and
-    task, the task's speed) as its consecutive pairs, each later release over the one before it: the two
-    versions, both estimates, the ratio with its interval and its verdict (:func:`dlbench.stats.line_steps`), and
-    whether it is a step."""
+POINT_COLUMNS = ["framework", *LINE_KEYS, "metric", "release", "version", "released", "n", "estimate", "low", "high",
+                 "centre", "spread", "log"]
+
+
+def release_points(appendix: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Every release of each line of two or more (a base framework, a cell: dataset, network, where it ran, variant
+    and task, the task's speed), oldest first: the release (its framework name), its exact version, its date, and its
+    cell (n, estimate and 95 % interval, and what :func:`dlbench.tables.summary` reads)."""
     exact = versions(runs)
     speeds = appendix[(appendix["metric"] == appendix["task"].map(LINE_METRICS)) & (appendix["n"] > 0)
                       & appendix["framework"].isin(exact)]
+    speeds = speeds.assign(release=speeds["framework"], framework=speeds["framework"].map(base_of),
+                           version=speeds["framework"].map(exact),
+                           released=speeds["framework"].map(lambda name: getattr(REGISTRY.get(name), "released", "")))
+    lines = [line.iloc[sorted(range(len(line)), key=lambda i: version_numbers(line["version"].iloc[i]))]
+             for _, line in speeds.groupby(["framework", *LINE_KEYS], sort=True, dropna=False)
+             if line["release"].nunique() > 1]
+    return pd.concat(lines)[POINT_COLUMNS] if lines else pd.DataFrame(columns=POINT_COLUMNS)
+
+
+def release_lines(points: pd.DataFrame, threshold: float = stats.THRESHOLD) -> pd.DataFrame:
+    """Each line of :func:`release_points` as its consecutive pairs, each later release over the one before it: the
+    two versions, both estimates, the ratio with its interval and its verdict (:func:`dlbench.stats.line_steps`), and
+    whether it is a step."""
     rows = []
-    for (base, *cell), line in speeds.assign(base=speeds["framework"].map(base_of)).groupby(
-            ["base", *LINE_KEYS], sort=True, dropna=False):
-        if line["framework"].nunique() < 2:
-            continue
-        line = line.assign(version=line["framework"].map(exact))
-        line = line.iloc[sorted(range(len(line)), key=lambda i: version_numbers(line["version"].iloc[i]))]
-        points = [(row.version, summary(row._asdict())) for row in line.itertuples()]
+    for (base, *cell), line in points.groupby(["framework", *LINE_KEYS], sort=False, dropna=False):
+        cells = [(row.version, summary(row._asdict())) for row in line.itertuples()]
         faster, slower = METRICS[line["metric"].iloc[0]].comparative
-        for (before, after, found), (earlier, later) in zip(stats.line_steps(points, threshold),
-                                                            itertools.pairwise(points)):
+        for (before, after, found), (earlier, later) in zip(stats.line_steps(cells, threshold),
+                                                            itertools.pairwise(cells)):
             rows.append({"framework": base, **dict(zip(LINE_KEYS, cell)), "metric": line["metric"].iloc[0],
                          "before": before, "after": after, "before_estimate": earlier[1].estimate,
                          "after_estimate": later[1].estimate, "ratio": found.value, "ratio_low": found.low,
@@ -74,8 +85,10 @@ def markdown(pairs: pd.DataFrame, threshold: float = stats.THRESHOLD) -> str:
                                         "metric", "between", "verdict"]]) + "\n"
 
 
-def write(appendix_csv: Path, runs_csv: Path, csv_out: Path, md_out: Path, threshold: float = stats.THRESHOLD
-          ) -> None:
-    pairs = release_lines(read_appendix(appendix_csv), read_runs(runs_csv), threshold)
-    files.write_text(csv_out, pairs.to_csv(index=False))
+def write(appendix_csv: Path, runs_csv: Path, points_out: Path, pairs_out: Path, md_out: Path,
+          threshold: float = stats.THRESHOLD) -> None:
+    points = release_points(read_appendix(appendix_csv), read_runs(runs_csv))
+    pairs = release_lines(points, threshold)
+    files.write_text(points_out, points.to_csv(index=False))
+    files.write_text(pairs_out, pairs.to_csv(index=False))
     files.write_text(md_out, markdown(pairs, threshold))

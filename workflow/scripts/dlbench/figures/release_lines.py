@@ -1,0 +1,69 @@
+"""The release lines as a figure: each framework's speed at each of its releases, against the release's date, cell by
+cell (tables.release_lines), with the thesis's value where its Appendix A has the cell."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.dates as mdates
+import pandas as pd
+
+from ..registry import REGISTRY, base_of
+from ..tables.release_lines import LINE_KEYS
+from . import FRAMEWORK_COLOURS, save, with_notes
+
+
+def thesis_values(thesis: pd.DataFrame | None) -> dict[tuple, float]:
+    """The thesis's training speed per (framework, dataset, network, device), from thesis.csv (any of a framework's
+    releases: the thesis's number is one)."""
+    if thesis is None or thesis.empty:
+        return {}
+    speeds = thesis[(thesis["metric"] == "train_speed") & thesis["thesis"].notna()]
+    return {(base_of(row.framework), row.dataset, row.network, row.device): float(row.thesis)
+            for row in speeds.itertuples()}
+
+
+def release_lines_figure(points: pd.DataFrame, thesis: pd.DataFrame | None, outputs: list[Path]) -> None:
+    """A panel per cell (dataset, network, where it ran, variant, task): each framework's line through its
+    releases' speeds against their dates (log scale), each point's 95 % interval as error bars, each labelled with
+    its version, in the framework's colour; the thesis's value for a training cell, where Appendix A has it and the
+    line holds the thesis's release, a star at that release's date. A release without a known date is left out, and
+    said."""
+    dated = points[points["released"].fillna("") != ""]
+    undated = points[points["released"].fillna("") == ""]
+    notes = [f"{row.release} {row.version} ({row.dataset}, {row.network}): no release date known, left out"
+             for row in undated.drop_duplicates(["release", "dataset", "network"]).itertuples()]
+    if points.empty:
+        notes = ["No framework ran at two releases or more in any cell (config releases)."]
+    cells = list(dated.groupby(LINE_KEYS, sort=True, dropna=False).groups)
+    columns = min(max(len(cells), 1), 3)
+    fig, axes = with_notes(5.5 * columns, 4 * -(-max(len(cells), 1) // 3), notes, columns,
+                           -(-max(len(cells), 1) // 3))
+    marks = thesis_values(thesis)
+    for ax, cell in zip(axes, cells):
+        setting = dict(zip(LINE_KEYS, cell))
+        shown = dated.loc[(dated[LINE_KEYS] == pd.Series(cell, index=LINE_KEYS)).all(axis=1)]
+        for framework, line in shown.groupby("framework", sort=True):
+            when = pd.to_datetime(line["released"])
+            bounds = [(line["estimate"] - line["low"]).fillna(0), (line["high"] - line["estimate"]).fillna(0)]
+            colour = FRAMEWORK_COLOURS.get(framework, "grey")
+            ax.errorbar(when, line["estimate"], yerr=bounds, marker="o", color=colour, capsize=3, label=framework,
+                        gid=f"line {framework} {' '.join(map(str, cell))}")
+            for moment, speed, version in zip(when, line["estimate"], line["version"]):
+                ax.annotate(version, (moment, speed), xytext=(3, 3), textcoords="offset points", fontsize=6)
+            published = marks.get((framework, setting["dataset"], setting["network"], setting["device"]))
+            theirs = line["release"].map(lambda name: getattr(REGISTRY.get(name), "release", "") == "thesis").to_numpy()
+            if published and setting["task"] == "train" and theirs.any():
+                ax.plot(when[theirs].iloc[0], published, marker="*", markersize=11, color=colour, linestyle="none",
+                        markeredgecolor="black", label=f"{framework}: the thesis's", gid=f"thesis {framework}")
+        ax.set_yscale("log")
+        ax.xaxis.set_major_locator(mdates.YearLocator())
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y"))
+        ax.set(title=f"{setting['dataset']}, {setting['network']}: {setting['device']} {setting['variant']} "
+                     f"{setting['task']}", ylabel=f"{shown['metric'].iloc[0].replace('_', ' ')} (images/s)",
+               xlabel="release date")
+        ax.title.set_fontsize(9)
+        ax.legend(fontsize=7)
+    for ax in axes[len(cells):]:
+        ax.axis("off")
+    fig.suptitle("Release lines: each framework's speed at each release, with its 95 % interval", fontsize=10)
+    save(fig, outputs)
