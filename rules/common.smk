@@ -180,7 +180,13 @@ def checked_generation(family):
 
 
 def damage_stamps(output):
-    return lambda wildcards: plan.damage_stamps(output.format(**wildcards))
+    """A conversion job's damage stamps, its conversion judged first: a target of the data alone (snakemake
+    data/<dataset>/<format>), which no run's input judges, converts damaged data again too."""
+    def stamps(wildcards):
+        made = output.format(**wildcards)
+        checked_conversion(plan.conversion_of(made))
+        return plan.damage_stamps(made)
+    return stamps
 
 
 def writer_environment(wildcards):

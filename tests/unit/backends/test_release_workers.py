@@ -58,15 +58,26 @@ def _tf1_rmsprop(rule: networks.Optimizer, rate: float, gradient: list[float]) -
     return weights
 
 
-@pytest.fixture(params=tiered(FRAMEWORKS))
-def release(request, monkeypatch):
-    """A thesis release's name, backend module and worker interpreter (the runner's, through the monitor's
-    variable)."""
+def _release(request, monkeypatch) -> tuple:
     module, fixture = FRAMEWORKS[request.param]
     python = request.getfixturevalue(fixture)
     monkeypatch.setenv(envs.WORKER_PYTHON_VARIABLE, python)
     monkeypatch.delenv("KERAS_BACKEND", raising=False)  # which backends.load sets for a Keras run: undone after
     return request.param, module, python
+
+
+@pytest.fixture(params=tiered(FRAMEWORKS))
+def release(request, monkeypatch):
+    """An older release's name, backend module and worker interpreter (the runner's, through the monitor's
+    variable): the thesis's, and those between it and today's (slow tier)."""
+    return _release(request, monkeypatch)
+
+
+@pytest.fixture(params=[name for name in FRAMEWORKS if registry.REGISTRY[name].release == "thesis"])
+def thesis_release(request, monkeypatch):
+    """A thesis release, as :func:`release` (each release between runs every task end to end in
+    tests/workflow/test_releases.py)."""
+    return _release(request, monkeypatch)
 
 
 def _checks(python: str, module, *arguments) -> dict:
@@ -153,9 +164,9 @@ def _run(tmp_path, **changes) -> dict:
 
 
 @pytest.mark.needs_env
-def test_the_runner_trains_infers_and_scores_each_thesis_release_in_its_worker(tmp_path, release, mnist, request,
-                                                                               monkeypatch):
-    name, module, _ = release
+def test_the_runner_trains_infers_and_scores_each_thesis_release_in_its_worker(tmp_path, thesis_release, mnist,
+                                                                               request, monkeypatch):
+    name, module, _ = thesis_release
     data = _converted(mnist, name, request)
     monkeypatch.chdir(mnist)  # as the workflow names its data: relative to its directory
     trained = _run(tmp_path / "train", framework=name, dataset="mnist-generated", data_dir=data)

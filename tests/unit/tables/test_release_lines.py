@@ -76,6 +76,9 @@ def test_the_figure_draws_each_line_with_its_versions_and_the_thesis_s_value_at_
     thesis = pd.DataFrame([{"metric": "train_speed", "dataset": "mnist-generated", "network": "lenet",
                             "framework": "mxnet-1.2", "device": "cpu", "thesis": 1000.0}])
     outputs = [tmp_path / "release_lines.png", tmp_path / "release_lines.svg"]
+    points.to_csv(tmp_path / "points.csv", index=False)  # as the figure's job reads it: an empty target is missing
+    points = pd.read_csv(tmp_path / "points.csv", dtype={"version": str, "released": str})
+    assert points["hardware"].isna().all()
     release_lines_figure(points, thesis, outputs)
     drawn = outputs[1].read_text()
     assert outputs[0].stat().st_size > 0 and 'id="thesis mxnet"' in drawn and 'id="line mxnet mnist-generated' in drawn

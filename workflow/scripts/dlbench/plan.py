@@ -55,15 +55,15 @@ from .tasks import TASKS
 # What the rules and the Snakefile name: the plan's own, and the rest of the package they need, so that they import
 # this module alone (tests/unit/test_plan.py holds them to it)
 __all__ = [
-    "CEILING", "ENVIRONMENTS", "FAMILIES", "FILE_FAMILIES", "FORMATS", "IMAGENET_LABEL", "INVALID",
-    "METRICS", "NODE_FACTS", "REGRESSIONS", "RELEASE_LINES", "RELEASE_POINTS", "REPETITIONS_DECISION", "RUN_RECORD",
-    "SLURM_RESOURCES", "WILDCARDS",
-    "WORKER_ENVIRONMENTS", "Plan", "build_threads", "caption_statistics", "caption_thresholds", "case_key",
-    "ceiling_device", "ceiling_of", "checked_conversion", "checked_generation", "conda_file", "current_environment",
-    "damage_stamps", "data_input", "datasets", "fetch_failed", "fetch_status", "files", "generated_archives",
-    "generation_facts", "gpu_count", "ilsvrc12", "judge", "launch", "node", "of_config", "parse_dataset_label",
-    "progress", "record_current", "requirements", "retry", "scheduler", "stages", "summary", "train_conda_environment",
-    "unpacked_files", "venv_of", "venv_status", "whole_dataset", "worker_status", "writer_environment"
+    "CEILING", "ENVIRONMENTS", "FAMILIES", "FILE_FAMILIES", "FORMATS", "IMAGENET_LABEL", "INVALID", "METRICS",
+    "NODE_FACTS", "REGRESSIONS", "RELEASE_LINES", "RELEASE_POINTS", "REPETITIONS_DECISION", "RUN_RECORD",
+    "SLURM_RESOURCES", "WILDCARDS", "WORKER_ENVIRONMENTS", "Plan", "build_threads", "caption_statistics",
+    "caption_thresholds", "case_key", "ceiling_device", "ceiling_of", "checked_conversion", "checked_generation",
+    "conda_file", "conversion_of", "current_environment", "damage_stamps", "data_input", "datasets", "fetch_failed",
+    "fetch_status", "files", "generated_archives", "generation_facts", "gpu_count", "ilsvrc12", "judge", "launch",
+    "node", "of_config", "parse_dataset_label", "progress", "record_current", "requirements", "retry", "scheduler",
+    "stages", "summary", "train_conda_environment", "unpacked_files", "venv_of", "venv_status", "whole_dataset",
+    "worker_status", "writer_environment"
 ]
 
 if TYPE_CHECKING:
@@ -503,6 +503,13 @@ def checked_generation(raw_dir: str, asked: dict, judge: Judge, log) -> list[str
             _STOOD_IN.add(str(written))
             log(f"dlbench: {raw_dir} was generated with {found}, the config asks {asked}: generating it again")
     return damage_stamps(raw_dir)
+
+
+def conversion_of(output: str) -> str:
+    """The converted dataset a conversion job's output belongs to: itself, or a shard's (``data/<dataset>/shards/
+    <format>/<shard>``: ``data/<dataset>/<format>``)."""
+    parts = Path(output).parts
+    return str(Path(*parts[:-3], parts[-2])) if len(parts) > 3 and parts[-3] == "shards" else output
 
 
 def damage_stamps(output: str) -> list[str]:

@@ -34,14 +34,13 @@ def release_lines_figure(points: pd.DataFrame, thesis: pd.DataFrame | None, outp
              for row in undated.drop_duplicates(["release", "dataset", "network"]).itertuples()]
     if points.empty:
         notes = ["No framework ran at two releases or more in any cell (config releases)."]
-    cells = list(dated.groupby(LINE_KEYS, sort=True, dropna=False).groups)
+    cells = list(dated.groupby(LINE_KEYS, sort=True, dropna=False))  # a key may be missing (no hardware target)
     columns = min(max(len(cells), 1), 3)
     fig, axes = with_notes(5.5 * columns, 4 * -(-max(len(cells), 1) // 3), notes, columns,
                            -(-max(len(cells), 1) // 3))
     marks = thesis_values(thesis)
-    for ax, cell in zip(axes, cells):
+    for ax, (cell, shown) in zip(axes, cells):
         setting = dict(zip(LINE_KEYS, cell))
-        shown = dated.loc[(dated[LINE_KEYS] == pd.Series(cell, index=LINE_KEYS)).all(axis=1)]
         for framework, line in shown.groupby("framework", sort=True):
             when = pd.to_datetime(line["released"])
             bounds = [(line["estimate"] - line["low"]).fillna(0), (line["high"] - line["estimate"]).fillna(0)]
