@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import files, stats
-from ..metrics import METRICS
+from ..metrics import METRICS, percent
 from ..registry import REGISTRY, base_of, version_numbers
 from . import CELL_KEYS, markdown_table, read_appendix, read_runs, summary
 
@@ -75,7 +75,7 @@ def markdown(pairs: pd.DataFrame, threshold: float = stats.THRESHOLD) -> str:
     said = (f"# Steps along the release lines\n\nEach release's speed over the release before it in the same cell "
             f"(dataset, network, device, variant, task), with its 95 % interval, Bonferroni-corrected for the "
             f"pairs of its line; a step is a ratio whose interval excludes 1 and which lies beyond the "
-            f"±{threshold:.0%} threshold ({len(pairs)} pairs in {lines} lines; docs/statistics.md).\n\n")
+            f"±{percent(threshold)} threshold ({len(pairs)} pairs in {lines} lines; docs/statistics.md).\n\n")
     steps = pairs[pairs["step"].astype(bool)]
     if steps.empty:
         return said + f"No step: no pair of consecutive releases differs beyond the threshold in {len(pairs)} pairs.\n"
