@@ -38,6 +38,9 @@ def test_a_release_planted_thirty_percent_slower_is_named_with_its_releases_and_
     step = steps.iloc[0]
     assert step["framework"] == "mxnet" and step["verdict"] == "slower"
     assert step["ratio"] == pytest.approx(0.7) and step["ratio_low"] < 0.7 < step["ratio_high"] < 0.95
+    # the thesis's worker ran the three older releases; today's backend, in the runner's process, ran 1.10
+    assert list(pairs["also_changed"].fillna("")) == [
+        "", "", "backends/mxnet_worker.py in a CPython 3.6 worker → backends/mxnet.py"]
     said = markdown(pairs)
     assert "between 1.4.1 and 1.6.0: ×0.7 [" in said and "| slower" in said
     assert "between 1.2.0" not in said and "between 1.6.0" not in said

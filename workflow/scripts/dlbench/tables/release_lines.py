@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import files, stats
+from ..envs import WORKER_PYTHONS
 from ..metrics import METRICS, percent
 from ..registry import REGISTRY, base_of, version_numbers
 from . import CELL_KEYS, markdown_table, read_appendix, read_runs, summary
@@ -56,16 +57,28 @@ def release_lines(points: pd.DataFrame, threshold: float = stats.THRESHOLD) -> p
     for (base, *cell), line in points.groupby(["framework", *LINE_KEYS], sort=False, dropna=False):
         cells = [(row.version, summary(row._asdict())) for row in line.itertuples()]
         faster, slower = METRICS[line["metric"].iloc[0]].comparative
-        for (before, after, found), (earlier, later) in zip(stats.line_steps(cells, threshold),
-                                                            itertools.pairwise(cells)):
+        for (before, after, found), (earlier, later), harnesses in zip(
+                stats.line_steps(cells, threshold), itertools.pairwise(cells),
+                itertools.pairwise(line["release"].map(harness))):
             rows.append({"framework": base, **dict(zip(LINE_KEYS, cell)), "metric": line["metric"].iloc[0],
                          "before": before, "after": after, "before_estimate": earlier[1].estimate,
                          "after_estimate": later[1].estimate, "ratio": found.value, "ratio_low": found.low,
                          "ratio_high": found.high, "ratio_text": found.text(), "verdict": found.words(faster, slower),
-                         "step": found.verdict in (stats.HIGHER, stats.LOWER)})
+                         "step": found.verdict in (stats.HIGHER, stats.LOWER),
+                         "also_changed": "" if len(set(harnesses)) == 1 else " → ".join(harnesses)})
     return pd.DataFrame(rows, columns=["framework", *LINE_KEYS, "metric", "before", "after", "before_estimate",
                                        "after_estimate", "ratio", "ratio_low", "ratio_high", "ratio_text", "verdict",
-                                       "step"])
+                                       "step", "also_changed"])
+
+
+def harness(release: str) -> str:
+    """What ran a release besides the release itself: its backend, and its worker's interpreter where it has one
+    (a release between two harnesses measures both changes at once)."""
+    entry = REGISTRY.get(release)
+    if entry is None:
+        return "unknown"
+    return f"backends/{entry.module}.py" + (f" in a CPython {WORKER_PYTHONS[entry.environment][0]} worker"
+                                           if entry.environment in WORKER_PYTHONS else "")
 
 
 def markdown(pairs: pd.DataFrame, threshold: float = stats.THRESHOLD) -> str:
@@ -80,9 +93,13 @@ def markdown(pairs: pd.DataFrame, threshold: float = stats.THRESHOLD) -> str:
     if steps.empty:
         return said + f"No step: no pair of consecutive releases differs beyond the threshold in {len(pairs)} pairs.\n"
     shown = steps.assign(between=[f"between {row.before} and {row.after}: {row.ratio_text}"
-                                  for row in steps.itertuples()])
+                                  for row in steps.itertuples()],
+                         also_changed=steps["also_changed"].fillna(""))
+    said += ("A step whose two releases ran in different harnesses (*also changed*: today's backend in the runner's "
+             "process against a worker's on an older CPython) measures the harness's change with the release's.\n\n"
+             if (shown["also_changed"] != "").any() else "")
     return said + markdown_table(shown[["framework", *[key for key in LINE_KEYS if key != "machine"], "machine",
-                                        "metric", "between", "verdict"]]) + "\n"
+                                        "metric", "between", "verdict", "also_changed"]]) + "\n"
 
 
 def write(appendix_csv: Path, runs_csv: Path, points_out: Path, pairs_out: Path, md_out: Path,
