@@ -153,9 +153,9 @@ def check_releases(config: dict) -> None:
     for name, versions in lines.items():
         where = f"releases.{name}"
         if name not in FRAMEWORKS or FRAMEWORKS[name].release != "current":
-            current = sorted(entry.base for entry in FRAMEWORKS.values() if len(release_line(entry.base)) > 1)
+            lined = sorted({entry.base for entry in FRAMEWORKS.values() if len(release_line(entry.base)) > 1})
             raise ConfigError(f"{where}: a release line is named by today's framework; those with several releases: "
-                              f"{', '.join(sorted(set(current)))}")
+                              f"{', '.join(lined)}")
         line = ", ".join(entry.version for entry in release_line(name))
         for version in versions if isinstance(versions, list) else [versions]:
             if not isinstance(version, str):
