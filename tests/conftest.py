@@ -227,7 +227,8 @@ def _built_environment(framework: str) -> dict:
 # marked needs_env (pytest_collection_modifyitems)
 ENVIRONMENT_FIXTURES = {"mxnet_python", "tensorflow_python", "caffe_python", "cntk_worker_python",
                         "mxnet_1_2_worker_python", "mxnet_1_4_worker_python", "mxnet_1_6_worker_python",
-                        "tensorflow_1_9_worker_python", "pytorch_1_0_worker_python", "jax_python"}
+                        "tensorflow_1_9_worker_python", "pytorch_1_0_worker_python", "jax_python",
+                        "tensorflow_2_16_python", "tensorflow_2_18_python"}
 
 
 def _framework_python(framework: str) -> str:
@@ -242,6 +243,18 @@ def mxnet_python():
 @pytest.fixture(scope="session")
 def tensorflow_python():
     return _framework_python("tensorflow")
+
+
+@pytest.fixture(scope="session")
+def tensorflow_2_16_python():
+    """TensorFlow 2.16.2, a release between the thesis's and today's, with today's Keras, on the workflow's CPython."""
+    return _framework_python("tensorflow-2.16")
+
+
+@pytest.fixture(scope="session")
+def tensorflow_2_18_python():
+    """TensorFlow 2.18.1, the same."""
+    return _framework_python("tensorflow-2.18")
 
 
 @pytest.fixture(scope="session")

@@ -112,7 +112,7 @@ def test_a_runs_spec_is_its_cases_and_what_the_run_adds():
                                      r"'keras-tensorflow', 'keras-jax', 'keras-torch', 'onnxruntime', "
                                      r"'tensorflow-nn', 'cudnn', 'cntk-2.5', 'mxnet-1.2', 'tensorflow-1.9', "
                                      r"'tensorflow-nn-1.9', 'pytorch-1.0', 'keras2-tensorflow', 'keras2-mxnet', "
-                                     r"'mxnet-1.4', 'mxnet-1.6'\]")),
+                                     r"'mxnet-1.4', 'mxnet-1.6', 'tensorflow-2.16', 'tensorflow-2.18'\]")),
     ({"repetitons": 3}, r"'repetitons' was unexpected"),
 ])
 def test_schema_names_the_key_and_the_allowed_values(change, message):
@@ -425,3 +425,12 @@ def test_a_release_line_runs_the_releases_it_names_and_refuses_one_no_backend_sp
         check_releases({**line, "releases": {"mxnet": ["1.3"]}})
     with pytest.raises(ConfigError, match=r"releases.mxnet-1.2: a release line is named by today's framework"):
         check_releases({**line, "releases": {"mxnet-1.2": ["1.2"]}})
+
+
+def test_the_named_line_thesis_to_today_passes_the_schema_and_another_name_is_refused():
+    line = {**GOOD, "frameworks": ["mxnet", "pytorch"], "releases": "thesis-to-today"}
+    assert without_releases(validated(line)) == ""
+    assert sorted({case.framework for case in cases(validated(line))}) == [
+        "mxnet", "mxnet-1.2", "mxnet-1.4", "mxnet-1.6", "pytorch", "pytorch-1.0"]
+    with pytest.raises(WorkflowError, match="'thesis-to-tomorrow' is not valid"):
+        validated({**line, "releases": "thesis-to-tomorrow"})

@@ -153,7 +153,10 @@ def test_the_release_lines_config_has_an_environment_per_release_on_the_cpython_
     update_config(config, yaml.safe_load((ROOT / "config" / "release_lines.yaml").read_text()))
     frameworks = {case.framework for case in Plan(validated(config)).cases.values()}
     environments = {registry.ENVIRONMENTS[name] for name in frameworks}
-    assert len(environments) == len(frameworks) == 10
+    assert len(environments) == len(frameworks) == 12
     assert {name for name in environments if name in envs.WORKER_PYTHONS} == {
         "cntk", "cntk-2.5", "mxnet-1.2", "mxnet-1.4", "mxnet-1.6", "tensorflow-1.9", "pytorch-1.0"}
     assert {envs.WORKER_PYTHONS[name][0] for name in environments if name in envs.WORKER_PYTHONS} == {"3.6"}
+    # its line per framework is each one's whole line: the named line thesis-to-today plans the same runs
+    named = Plan(validated({**config, "releases": registry.THESIS_TO_TODAY}))
+    assert {case.framework for case in named.cases.values()} == frameworks

@@ -150,7 +150,14 @@ def test_each_release_s_version_is_the_one_its_environment_installs():
 
 def test_a_release_line_is_each_framework_s_releases_oldest_first():
     assert [entry.name for entry in registry.release_line("mxnet")] == ["mxnet-1.2", "mxnet-1.4", "mxnet-1.6", "mxnet"]
+    assert [entry.name for entry in registry.release_line("tensorflow")] == [
+        "tensorflow-1.9", "tensorflow-2.16", "tensorflow-2.18", "tensorflow"]
     assert registry.release_named("mxnet", "1.4").version == "1.4.1"
     assert registry.release_named("mxnet", "1") is registry.REGISTRY["mxnet-1.2"]  # the oldest it begins
     assert registry.release_named("mxnet", "1.40") is None and registry.release_named("pytorch", "1.4") is None
     assert registry.with_releases(["mxnet", "pytorch"], {"mxnet": ["1.9", "1.2"]}) == ["mxnet-1.2", "mxnet", "pytorch"]
+
+
+def test_the_named_line_thesis_to_today_runs_each_framework_at_every_release_a_backend_speaks():
+    assert registry.with_releases(["tensorflow", "caffe", "cudnn", "keras2-mxnet"], registry.THESIS_TO_TODAY) == [
+        "tensorflow-1.9", "tensorflow-2.16", "tensorflow-2.18", "tensorflow", "caffe", "cudnn", "keras2-mxnet"]

@@ -4,7 +4,7 @@ MXNet 1.2.0 and in 1.4.1 and 1.6.0 between them, in TensorFlow 2.21 and the thes
 PyPI's oldest, 1.0.0 (each old one in its worker on CPython 3.6); and seed 001's Keras: Keras 3 on TensorFlow 2.21,
 Keras 2.2.4 on TensorFlow 1.9 and keras-mxnet on MXNet 1.2, the MLP through Keras's model.fit too; seed 002's raw
 tf.nn network, inference alone, in TensorFlow 2.21 and in TF 1.9. .test/config-release-lines trains LeNet along
-MXNet's line three times a release, and the steps along it are named from those runs."""
+MXNet's line and TensorFlow's three times a release, and the steps along them are named from those runs."""
 import json
 
 import pandas as pd
@@ -85,24 +85,27 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
 
 
 @pytest.mark.slow
-def test_mxnet_s_release_line_is_measured_and_its_steps_named_from_real_runs(tmp_path, mxnet_1_2_worker_python):
-    """.test/config-release-lines: LeNet along MXNet's line (1.2.0, 1.4.1, 1.6.0, 1.9.1), three runs a release:
-    every pair of consecutive releases with its interval, and regressions.md naming what the runs resolve."""
+def test_the_mxnet_and_tensorflow_release_lines_are_measured_and_their_steps_named_from_real_runs(
+        tmp_path, mxnet_1_2_worker_python):
+    """.test/config-release-lines: LeNet along MXNet's line (1.2.0, 1.6.0, 1.9.1) and TensorFlow's (2.16.2, 2.21.0),
+    three runs a release: every pair of consecutive releases with its interval, and regressions.md naming what the
+    runs resolve."""
     config = yaml.safe_load((ROOT / ".test" / "config-release-lines" / "config.yaml").read_text())
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    for environment in ("mxnet", "mxnet-1.2", "mxnet-1.4", "mxnet-1.6"):
+    for environment in ("mxnet", "mxnet-1.2", "mxnet-1.6", "tensorflow", "tensorflow-2.16"):
         (tmp_path / ".venvs" / environment).mkdir(parents=True)
         (tmp_path / ".venvs" / environment / "environment.json").write_text(
             json.dumps(framework_environment(environment)))
     snakemake(tmp_path)
     runs = pd.read_csv(tmp_path / "results" / "tables" / "runs.csv", dtype={"framework_version": str})
-    assert (runs["status"] == "ok").all() and len(runs) == 12
-    assert sorted(set(runs["framework_version"])) == ["1.2.0", "1.4.1", "1.6.0", "1.9.1"]
+    assert (runs["status"] == "ok").all() and len(runs) == 15
+    assert sorted(set(runs["framework_version"])) == ["1.2.0", "1.6.0", "1.9.1", "2.16.2", "2.21.0"]
     lines = pd.read_csv(tmp_path / "results" / "tables" / "release_lines.csv", dtype={"before": str, "after": str})
-    assert list(zip(lines["before"], lines["after"])) == [("1.2.0", "1.4.1"), ("1.4.1", "1.6.0"), ("1.6.0", "1.9.1")]
+    assert sorted(zip(lines["before"], lines["after"])) == [("1.2.0", "1.6.0"), ("1.6.0", "1.9.1"),
+                                                            ("2.16.2", "2.21.0")]
     assert (lines["ratio_low"] < lines["ratio"]).all() and (lines["ratio"] < lines["ratio_high"]).all()
     said = (tmp_path / "results" / "tables" / "regressions.md").read_text()
-    assert "(3 pairs in 1 lines" in said
+    assert "(3 pairs in 2 lines" in said
     assert all(f"between {row.before} and {row.after}: {row.ratio_text}" in said
                for row in lines.itertuples() if row.step)
     print(lines[["before", "after", "before_estimate", "after_estimate", "ratio_text", "verdict"]].to_string())

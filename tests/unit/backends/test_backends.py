@@ -33,7 +33,8 @@ def _convert_in(python, format_name, family, data_dir, output):
 BUILDER_PYTHONS = {"pytorch": None, "keras-torch": None, "onnxruntime": None, "cudnn": None,
                    "tensorflow": "tensorflow_python", "keras-tensorflow": "tensorflow_python",
                    "tensorflow-nn": "tensorflow_python", "mxnet": "mxnet_python", "keras-jax": "jax_python",
-                   "caffe": "caffe_python"}
+                   "caffe": "caffe_python", "tensorflow-2.16": "tensorflow_2_16_python",
+                   "tensorflow-2.18": "tensorflow_2_18_python"}
 COUNTED_ELSEWHERE = {"cntk": "test_cntk.py, in its worker's Python 3.6", "cntk-2.5": "test_cntk.py, the same",
                      "mxnet-1.2": "test_release_workers.py, in its worker's Python 3.6",
                      "tensorflow-1.9": "test_release_workers.py, the same",
@@ -184,6 +185,19 @@ def _two_reference_steps(rule: networks.Optimizer, rate: float, gradient: list[f
 
 
 OPTIMIZER_RATES = {"sgd": 0.1, "rmsprop": 0.01}  # as tests/in_framework/optimizer_steps.py takes them
+
+
+@pytest.mark.slow
+@pytest.mark.needs_env
+@pytest.mark.parametrize("release", [name for name, entry in registry.REGISTRY.items()
+                                     if entry.release == "between" and not entry.worker])
+def test_a_release_between_on_today_s_backend_steps_each_optimizer_as_today_s_does(request, release):
+    """Today's backend on an older release (TensorFlow 2.16 under today's Keras): the same math as the description's."""
+    python = request.getfixturevalue(BUILDER_PYTHONS[release])
+    rules = (networks.SGD_MOMENTUM, networks.RMSPROP)
+    assert run_in(python, "optimizer_steps.py", "keras") == {
+        rule.kind: pytest.approx(_two_reference_steps(rule, OPTIMIZER_RATES[rule.kind], [1.0, 2.0]), rel=1e-5)
+        for rule in rules}
 
 
 def test_every_framework_steps_each_optimizer_as_described(tensorflow_python, mxnet_python, caffe_python,

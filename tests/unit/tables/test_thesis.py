@@ -194,3 +194,35 @@ def test_a_framework_s_thesis_release_stands_beside_the_thesis_apart_from_today_
     cntk = laid_out.loc[("Average Training Speed (images per second)", "MNIST", "LeNet", "CNTK"),
                         "E5-2630 (12/20 cores): ours"]
     assert "1,200 (cntk-2.5)" in cntk and "1,600 (" in cntk
+
+
+def test_thesis_md_names_the_releases_between_which_the_thesis_s_order_changed():
+    """The thesis has PyTorch ahead of TensorFlow on the CPU's LeNet (1,448 against 818 images/s), and Caffe behind
+    both. Planted here: TensorFlow three times faster from 2.16 on, PyTorch's line flat, Caffe (one release) five
+    times PyTorch's speed. The reversed TensorFlow pair is named with the step that reversed it; Caffe's pairs, which
+    no step resolves, say so; the releases between are ranked with no others."""
+    speeds = (("pytorch-1.0", "1.0.0", 2000.0), ("pytorch", "2.13.0", 2000.0), ("tensorflow-1.9", "1.9.0", 1000.0),
+              ("tensorflow-2.16", "2.16.2", 3000.0), ("tensorflow", "2.21.0", 3000.0), ("caffe", "1.0", 10000.0))
+    items = []
+    for framework, version, speed in speeds:
+        for repetition, noise in enumerate((0.99, 1.0, 1.01), 1):
+            item = record(framework, repetition=repetition, speed=speed * noise)
+            item["run"]["framework_version"] = version
+            items.append({**item, "path": f"{framework}{repetition}"})
+    runs = runs_table(items)
+    table = appendix(runs)
+    compared = thesis.comparison(table, runs)
+    ranks = thesis.rank_agreement(compared)
+    assert set(ranks["release"]) == {"current", "thesis"}
+    pairs = thesis.release_lines(thesis.release_points(table, runs))
+    changes = thesis.order_changes(ranks, pairs).set_index("order")
+    assert set(changes.index) == {"pytorch < tensorflow", "caffe > pytorch", "caffe > tensorflow"}
+    assert changes.loc["pytorch < tensorflow", "changed"].startswith("tensorflow between 1.9.0 and 2.16.2: ×3 [")
+    assert "also changed: backends/tensorflow_worker.py in a CPython 3.6 worker → backends/tensorflow.py" in (
+        changes.loc["pytorch < tensorflow", "changed"])
+    # TensorFlow's step up moved it towards Caffe, not past it: no step along either line reversed that pair
+    assert set(changes.loc[["caffe > pytorch", "caffe > tensorflow"], "changed"]) == {
+        "not resolved along the releases measured"}
+    said = thesis.order_section(thesis.order_changes(ranks, pairs), lines_measured=True)
+    assert "## Where the thesis's order changed" in said and "tensorflow between 1.9.0 and 2.16.2" in said
+    assert thesis.order_section(changes.iloc[:0], lines_measured=False) == ""

@@ -258,7 +258,7 @@ def without_releases(config: dict) -> str:
     """Which of the config's frameworks lack a release its ``releases`` asks for (none registered yet, or today's is
     the thesis's too), in words; empty where none do, and for release lines (:func:`check_releases` has refused a
     version no backend speaks)."""
-    if isinstance(config["releases"], dict):
+    if not isinstance(config["releases"], list):  # a line: what it names is checked, and its lines are whole
         return ""
     named = {name for entry in config["benchmarks"] for name in entry.get("frameworks", config["frameworks"])}
     lacking = {release: sorted(name for name in named if not FRAMEWORKS[name].release_of and not any(

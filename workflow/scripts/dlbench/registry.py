@@ -70,12 +70,19 @@ class Framework:
 MIXED = ("bf16", "fp16")
 # Framework.release (config releases): today's, the thesis's, and those between them that a backend speaks
 RELEASES = ("current", "thesis", "between")
+# The release line a config names in a word (releases: thesis-to-today): each framework named at every release a
+# backend speaks, from the thesis's to today's
+THESIS_TO_TODAY = "thesis-to-today"
 EPSILON_AFTER_ROOT = {"rmsprop": "epsilon after the square root: g / (sqrt(s) + epsilon)"}
 CNTK_RMSPROP = {"rmsprop": "the mean square starts at the first squared gradient, not at 0, and has no epsilon: the "
                            "first steps are rate x sign(g), about a third of the others' (with rho 0.9)"}
 MXNET_1_2 = Framework("mxnet-1.2", "mxnet_worker", "mxnet-1.2", "recordio",
                       always_compiled="Gluon hybridize (static graph)", release="thesis", release_of="mxnet",
                       worker="mxnet_worker.py", version="1.2.0", released="2018-05-21")
+TENSORFLOW = Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord", launcher="srun",
+                       cpu_precisions=("fp32", "bf16"), gpu_precisions=("fp32", "tf32", *MIXED),
+                       compiler="XLA (tf.function jit_compile)", always_compiled="tf.function graph", version="2.21.0",
+                       released="2026-03-06")
 # The one place a framework is added: the thesis's five, then Keras 3's high-level API on three
 # backends (seed 001's keras-mxnet comparison in its modern form), then ONNX Runtime on the network
 # PyTorch exports, the network in TensorFlow's raw tf.nn ops and in cuDNN calls (seed 002's low-level
@@ -86,10 +93,7 @@ REGISTRY = {framework.name: framework for framework in (
               optimizer_differences=EPSILON_AFTER_ROOT,
               also_thesis="BVLC Caffe 1.0 is the thesis's release and today's (built from source here, with CUDA 9 "
                           "and cuDNN 7.1 there)"),
-    Framework("tensorflow", "tensorflow", "tensorflow", "tfrecord", launcher="srun", cpu_precisions=("fp32", "bf16"),
-              gpu_precisions=("fp32", "tf32", *MIXED), compiler="XLA (tf.function jit_compile)",
-              always_compiled="tf.function graph", version="2.21.0",
-              released="2026-03-06"),
+    TENSORFLOW,
     Framework("pytorch", "pytorch", "pytorch", "lmdb", launcher="torchrun", cpu_precisions=("fp32", "bf16"),
               gpu_precisions=("fp32", "tf32", *MIXED), compiler="torch.compile",
               optimizer_differences=EPSILON_AFTER_ROOT, version="2.13.0", released="2026-07-08"),
@@ -155,6 +159,11 @@ REGISTRY = {framework.name: framework for framework in (
                                                      "as 1.2's do (105 operators of their types, no complete step): "
                                                      "not read yet"})
       for minor, version, released in (("1.4", "1.4.1", "2019-05-14"), ("1.6", "1.6.0", "2020-02-21"))),
+    # TensorFlow's from 2.16, the first whose Keras is Keras 3, through today's TensorFlow backend, each in an
+    # environment of its own on the workflow's CPython with today's Keras (the layers are the same code on every point)
+    *(replace(TENSORFLOW, name=f"tensorflow-{minor}", environment=f"tensorflow-{minor}", launcher=None,
+              release="between", release_of="tensorflow", version=version, released=released)
+      for minor, version, released in (("2.16", "2.16.2", "2024-06-28"), ("2.18", "2.18.1", "2025-03-12"))),
 )}
 FRAMEWORKS = tuple(REGISTRY)
 ENVIRONMENTS = {name: framework.environment for name, framework in REGISTRY.items()}
@@ -187,12 +196,14 @@ def with_releases(frameworks, releases) -> list[str]:
     """The frameworks a config's ``frameworks`` and ``releases`` name: each framework's registered releases of those
     asked for (current, thesis, between), in the order named, or, where ``releases`` gives a framework its line
     ({mxnet: ["1.2", "1.9"]}), the releases of those versions, oldest first, and today's alone of a framework it
-    does not name. An older release named itself (``cntk-2.5``) stays; Caffe, whose today's release is the thesis's
-    too, stands for either."""
+    does not name; or, for :data:`THESIS_TO_TODAY`, each framework's whole line. An older release named itself
+    (``cntk-2.5``) stays; Caffe, whose today's release is the thesis's too, stands for either."""
     found = []
     for name in frameworks:
         if REGISTRY[name].release != "current":
             found.append(name)
+        elif releases == THESIS_TO_TODAY:
+            found += [entry.name for entry in release_line(name)] or [name]
         elif isinstance(releases, dict):
             named = [entry for entry in (release_named(name, version) for version in releases.get(name, ())) if entry]
             found += [entry.name for entry in sorted(named, key=lambda entry: version_numbers(entry.version))] \

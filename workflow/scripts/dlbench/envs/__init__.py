@@ -103,11 +103,11 @@ SOURCE_BUILDS = {"caffe": caffe_build.build}
 
 # Environment files without a CUDA variant, and why (tests/unit/envs/test_envs.py: every file has one or the other).
 BETWEEN_ON_CPUS = ("a release between the thesis's and today's is measured on CPUs so far: its CUDA build (PyPI's "
-                   "mxnet-cu100 and mxnet-cu101) is not wired, and its GPU runs are unavailable")
+                   "mxnet-cu100 and mxnet-cu101, tensorflow[and-cuda]) is not wired, and its GPU runs are unavailable")
 NO_CUDA_VARIANT = {"caffe.yaml": "conda-forge's Caffe 1.0 is CPU_ONLY; the pip path (environment: venv) compiles "
                                  "Caffe with CUDA where the node has nvcc",
-                   **{f"mxnet-{minor}{suffix}": BETWEEN_ON_CPUS for minor in ("1.4", "1.6")
-                      for suffix in (".requirements.txt", ".yaml")}}
+                   **{f"{entry.environment}{suffix}": BETWEEN_ON_CPUS for entry in REGISTRY.values()
+                      if entry.release == "between" for suffix in (".requirements.txt", ".yaml")}}
 # Run in the environment: what its framework says of its own build (dlbench.backends.describe).
 PROBE = ("import json, sys; from dlbench import backends; "
          "print(json.dumps(backends.describe(backends.load(sys.argv[1]))))")

@@ -15,6 +15,7 @@ from ..registry import base_of
 from ..spec import dataset_classes, gpu_count, parse_dataset_label
 from . import CELL_KEYS, decimals, markdown_table, read_appendix, read_runs, verdict_columns
 from . import summary as cell_summary
+from .release_lines import release_lines, release_points
 from .runs import release
 from .thesis_definitions import chosen, decide, evidence, summary
 
@@ -196,8 +197,9 @@ def rank_agreement(compared: pd.DataFrame, threshold: float = stats.THRESHOLD) -
     order counts only where our repetitions resolve it (dlbench.stats.ratio at ``threshold``): frameworks they
     cannot order share a rank (Spearman's rank correlation is of those shared ranks and the thesis's), only a
     resolved pair can have swapped (``a < b``: a resolved below b here, above it in the thesis), and the pairs our
-    runs leave unresolved are listed (``a ~ b``)."""
-    both = compared.dropna(subset=["ours_mean", "thesis"])
+    runs leave unresolved are listed (``a ~ b``). The releases between the thesis's and today's are not ranked: two
+    of one framework would stand in one group as if two frameworks."""
+    both = compared[compared["release"] != "between"].dropna(subset=["ours_mean", "thesis"])
     rows = []
     for key, group in both.groupby(RANK_COLUMNS[:RANK_COLUMNS.index("thesis_hardware") + 1], sort=True):
         if len(group) < 2:
@@ -219,6 +221,48 @@ def rank_agreement(compared: pd.DataFrame, threshold: float = stats.THRESHOLD) -
         rows.append(dict(zip(RANK_COLUMNS, key), frameworks=len(group), spearman=rho, same_order=not swapped,
                          swapped=", ".join(swapped), not_resolved=", ".join(unresolved)))
     return pd.DataFrame(rows, columns=RANK_COLUMNS)
+
+
+ORDER_COLUMNS = ["metric", "dataset", "network", "hardware", "device", "machine", "thesis_hardware", "order",
+                 "changed"]
+
+
+def order_changes(ranks: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """For each pair of today's frameworks in the reverse of the thesis's order (:func:`rank_agreement`'s swapped: our
+    runs resolve it), the steps along either's release line in that cell (:func:`release_lines`) that moved it the
+    way it went (``a < b``: a step down of a, or up of b): the releases between which the order changed, where the
+    lines resolve it; else that they do not."""
+    rows = []
+    for rank in ranks[(ranks["release"] == "current") & ranks["swapped"].fillna("").astype(bool)].itertuples():
+        cell = pairs[(pairs["metric"] == rank.metric) & (pairs["task"] == "train") & (pairs["variant"] == "fp32")]
+        for key in ("dataset", "network", "hardware", "device", "machine"):
+            cell = cell[cell[key].fillna("").astype(str) == ("" if pd.isna(getattr(rank, key)) else
+                                                                str(getattr(rank, key)))]
+        for order in rank.swapped.split(", "):
+            first, sign, second = order.split(" ")
+            lower, higher = (first, second) if sign == "<" else (second, first)
+            moved = cell[cell["step"].astype(bool) & (((cell["framework"] == lower) & (cell["ratio"] < 1))
+                                                      | ((cell["framework"] == higher) & (cell["ratio"] > 1)))]
+            steps = [f"{row.framework} between {row.before} and {row.after}: {row.ratio_text}"
+                     + (f" (also changed: {row.also_changed})" if row.also_changed else "")
+                     for row in moved.itertuples()]
+            measured = sorted(set(cell["framework"]) & {lower, higher})
+            rows.append({**{key: getattr(rank, key) for key in ORDER_COLUMNS[:7]}, "order": order, "changed": (
+                "; ".join(steps) if steps else "not resolved along the releases measured" if measured
+                else "no release line of either measured in this cell")})
+    return pd.DataFrame(rows, columns=ORDER_COLUMNS)
+
+
+def order_section(changes: pd.DataFrame, lines_measured: bool) -> str:
+    """thesis.md's account of where the thesis's order changed, where the config measures release lines."""
+    if not lines_measured:
+        return ""
+    return ("\n\n## Where the thesis's order changed, along the release lines\n\n"
+            + ("Each pair of today's frameworks in the reverse of the thesis's order, and the steps along their "
+               "release lines (results/tables/regressions.md) that moved it so.\n\n"
+               + markdown_table(changes.assign(thesis_hardware=changes["thesis_hardware"].map(HARDWARE_WORDS)))
+               if len(changes) else "No pair of today's frameworks stands in the reverse of the thesis's order in "
+                                    "a cell our runs resolve."))
 
 
 def setup_differences() -> str:
@@ -243,8 +287,8 @@ def definitions_section() -> str:
             "and the records (each GPU's value).\n\n" + markdown_table(found))
 
 
-def markdown(compared: pd.DataFrame, ranks: pd.DataFrame) -> str:
-    setup = (definitions_section() + "\n\n## What still differs from the thesis's setup, in every cell\n\n"
+def markdown(compared: pd.DataFrame, ranks: pd.DataFrame, order: str = "") -> str:
+    setup = order + (definitions_section() + "\n\n## What still differs from the thesis's setup, in every cell\n\n"
              + markdown_table(pd.DataFrame(setup_difference_rows(), columns=["what", "difference", "why"])) + "\n")
     if not len(compared):
         return ("# Our cells beside the thesis's\n\nNo cell of this config is one the thesis measured (training "
@@ -305,12 +349,13 @@ def appendix_a(compared: pd.DataFrame, path: Path = APPENDIX_A) -> pd.DataFrame:
 
 def write(appendix_csv: Path, runs_csv: Path, csv_out: Path, ranks_out: Path, md_out: Path, appendix_a_out: Path,
           thesis_gpus: dict[str, str] | None = None, threshold: float = stats.THRESHOLD) -> None:
-    compared = comparison(read_appendix(appendix_csv), read_runs(runs_csv), thesis_gpus=thesis_gpus,
-                          threshold=threshold)
+    appendix, runs = read_appendix(appendix_csv), read_runs(runs_csv)
+    compared = comparison(appendix, runs, thesis_gpus=thesis_gpus, threshold=threshold)
     ranks = rank_agreement(compared, threshold)
+    pairs = release_lines(release_points(appendix, runs), threshold)
     files.write_text(csv_out, compared.to_csv(index=False))
     files.write_text(ranks_out, ranks.to_csv(index=False))
-    files.write_text(md_out, markdown(compared, ranks))
+    files.write_text(md_out, markdown(compared, ranks, order_section(order_changes(ranks, pairs), len(pairs) > 0)))
     files.write_text(
         appendix_a_out,
         "# Appendix A in its own layout, ours beside the thesis's\n\nThe thesis's rows and columns (CPU, one and two "
