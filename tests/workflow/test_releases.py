@@ -1,10 +1,11 @@
 """The release axis for real: .test/config-releases trains LeNet (every task) and the MLP in CNTK 2.7 and in the
 thesis's CNTK 2.5.1, each in its own CPython 3.6 environment, through the same worker; in MXNet 1.9.1, in the thesis's
-MXNet 1.2.0 and in 1.4.1 and 1.6.0 between them, in TensorFlow 2.21 and the thesis's 1.9.0, and in PyTorch 2.13 and
+MXNet 1.2.0 and in 1.4.1 and 1.6.0 between them, in TensorFlow 2.21, the thesis's 1.9.0 and 2.16.2 and 2.18.1
+between them (today's backend), and in PyTorch 2.13 and
 PyPI's oldest, 1.0.0 (each old one in its worker on CPython 3.6); and seed 001's Keras: Keras 3 on TensorFlow 2.21,
 Keras 2.2.4 on TensorFlow 1.9 and keras-mxnet on MXNet 1.2, the MLP through Keras's model.fit too; seed 002's raw
-tf.nn network, inference alone, in TensorFlow 2.21 and in TF 1.9. .test/config-release-lines trains LeNet along
-MXNet's line and TensorFlow's three times a release, and the steps along them are named from those runs."""
+tf.nn network, inference alone, in TensorFlow 2.21 and in TF 1.9 (tests/workflow/test_release_lines.py: the lines
+with their steps)."""
 import json
 
 import pandas as pd
@@ -21,15 +22,16 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
     config = yaml.safe_load((ROOT / ".test" / "config-releases" / "config.yaml").read_text())
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     for environment in ("cntk", "cntk-2.5", "mxnet", "mxnet-1.2", "mxnet-1.4", "mxnet-1.6", "tensorflow",
-                        "tensorflow-1.9", "pytorch", "pytorch-1.0"):  # built once per machine, as the job builds them
+                        "tensorflow-1.9", "tensorflow-2.16", "tensorflow-2.18", "pytorch",
+                        "pytorch-1.0"):  # built once per machine, as the job builds them
         (tmp_path / ".venvs" / environment).mkdir(parents=True)
         (tmp_path / ".venvs" / environment / "environment.json").write_text(
             json.dumps(framework_environment(environment)))
     snakemake(tmp_path)
     records = [json.loads(path.read_text()) for path in sorted((tmp_path / "results" / "runs").rglob("rep*.json"))]
-    # (four frameworks x two releases, MXNet's two between, and three Keras) x (LeNet's four tasks, the MLP's
-    # training); the MLP's fit; the raw-op LeNet's inference at both releases
-    assert len(records) == 13 * 5 + 3 + 2
+    # (four frameworks x two releases, MXNet's and TensorFlow's two between each, and three Keras) x (LeNet's four
+    # tasks, the MLP's training); the MLP's fit; the raw-op LeNet's inference at both releases
+    assert len(records) == 15 * 5 + 3 + 2
     for record in records:
         run = record["run"]
         if run["framework"] in ("keras2-mxnet", "pytorch-1.0", "mxnet-1.4", "mxnet-1.6") and run["task"] == "profile":
@@ -42,12 +44,14 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
     assert versions["cntk-2.5"] == "2.5.1" and versions["cntk"].startswith("2.7")
     assert versions["mxnet-1.2"] == "1.2.0" and versions["mxnet"] == "1.9.1"
     assert versions["mxnet-1.4"] == "1.4.1" and versions["mxnet-1.6"] == "1.6.0"
+    assert versions["tensorflow-2.16"] == "2.16.2" and versions["tensorflow-2.18"] == "2.18.1"
     assert versions["tensorflow-1.9"] == "1.9.0" and versions["tensorflow"].startswith("2.")
     assert versions["pytorch-1.0"] == "1.0.0" and versions["pytorch"].startswith("2.")
     assert versions["keras2-tensorflow"] == "2.2.4" and versions["keras2-mxnet"] == "2.2.4.3"
     assert versions["keras-tensorflow"].startswith("3.")
     pairs = {("cntk", "current"), ("cntk-2.5", "thesis"), ("mxnet", "current"), ("mxnet-1.2", "thesis"),
-             ("mxnet-1.4", "between"), ("mxnet-1.6", "between"),
+             ("mxnet-1.4", "between"), ("mxnet-1.6", "between"), ("tensorflow-2.16", "between"),
+             ("tensorflow-2.18", "between"),
              ("tensorflow", "current"), ("tensorflow-1.9", "thesis"), ("pytorch", "current"), ("pytorch-1.0", "thesis")}
     keras = {("keras-tensorflow", "current"), ("keras2-tensorflow", "thesis"), ("keras2-mxnet", "thesis")}
     raw = {("tensorflow-nn", "current"), ("tensorflow-nn-1.9", "thesis")}
@@ -72,8 +76,8 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
     lenet = lines.query("network == 'lenet' and task == 'train'")
     assert set(zip(lenet["framework"], lenet["before"], lenet["after"])) == {
         ("cntk", "2.5.1", versions["cntk"]), ("mxnet", "1.2.0", "1.4.1"), ("mxnet", "1.4.1", "1.6.0"),
-        ("mxnet", "1.6.0", "1.9.1"),
-        ("tensorflow", "1.9.0", versions["tensorflow"]), ("pytorch", "1.0.0", versions["pytorch"]),
+        ("mxnet", "1.6.0", "1.9.1"), ("tensorflow", "1.9.0", "2.16.2"), ("tensorflow", "2.16.2", "2.18.1"),
+        ("tensorflow", "2.18.1", versions["tensorflow"]), ("pytorch", "1.0.0", versions["pytorch"]),
         ("keras-tensorflow", "2.2.4", versions["keras-tensorflow"])}
     assert not lenet["step"].any() and (tmp_path / "results" / "tables" / "regressions.md").exists()
     beside = pd.read_csv(tmp_path / "results" / "tables" / "thesis.csv").query("metric == 'train_speed'")
@@ -82,30 +86,3 @@ def test_each_framework_runs_at_today_s_release_and_at_the_thesis_s_side_by_side
     assert (thesis["cntk"], thesis["cntk-2.5"], thesis["mxnet"], thesis["mxnet-1.2"]) == (1573, 1573, 1000, 1000)
     assert thesis["tensorflow"] == thesis["tensorflow-1.9"] == 818
     assert thesis["pytorch"] == thesis["pytorch-1.0"] == 1448
-
-
-@pytest.mark.slow
-def test_the_mxnet_and_tensorflow_release_lines_are_measured_and_their_steps_named_from_real_runs(
-        tmp_path, mxnet_1_2_worker_python):
-    """.test/config-release-lines: LeNet along MXNet's line (1.2.0, 1.6.0, 1.9.1) and TensorFlow's (2.16.2, 2.21.0),
-    three runs a release: every pair of consecutive releases with its interval, and regressions.md naming what the
-    runs resolve."""
-    config = yaml.safe_load((ROOT / ".test" / "config-release-lines" / "config.yaml").read_text())
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    for environment in ("mxnet", "mxnet-1.2", "mxnet-1.6", "tensorflow", "tensorflow-2.16"):
-        (tmp_path / ".venvs" / environment).mkdir(parents=True)
-        (tmp_path / ".venvs" / environment / "environment.json").write_text(
-            json.dumps(framework_environment(environment)))
-    snakemake(tmp_path)
-    runs = pd.read_csv(tmp_path / "results" / "tables" / "runs.csv", dtype={"framework_version": str})
-    assert (runs["status"] == "ok").all() and len(runs) == 15
-    assert sorted(set(runs["framework_version"])) == ["1.2.0", "1.6.0", "1.9.1", "2.16.2", "2.21.0"]
-    lines = pd.read_csv(tmp_path / "results" / "tables" / "release_lines.csv", dtype={"before": str, "after": str})
-    assert sorted(zip(lines["before"], lines["after"])) == [("1.2.0", "1.6.0"), ("1.6.0", "1.9.1"),
-                                                            ("2.16.2", "2.21.0")]
-    assert (lines["ratio_low"] < lines["ratio"]).all() and (lines["ratio"] < lines["ratio_high"]).all()
-    said = (tmp_path / "results" / "tables" / "regressions.md").read_text()
-    assert "(3 pairs in 2 lines" in said
-    assert all(f"between {row.before} and {row.after}: {row.ratio_text}" in said
-               for row in lines.itertuples() if row.step)
-    print(lines[["before", "after", "before_estimate", "after_estimate", "ratio_text", "verdict"]].to_string())
