@@ -86,5 +86,8 @@ def test_the_figure_draws_each_line_with_its_versions_and_the_thesis_s_value_at_
     drawn = outputs[1].read_text()
     assert outputs[0].stat().st_size > 0 and 'id="thesis mxnet"' in drawn and 'id="line mxnet mnist-generated' in drawn
     assert all(version in svg_text(outputs[1]) for version in ("1.2.0", "1.4.1", "1.6.0", "1.10"))
+    # the worker ran the three older releases, today's backend 1.10: that segment alone is dashed, and said
+    assert 'id="same harness mxnet 1.2.0 1.4.1"' in drawn and 'id="same harness mxnet 1.4.1 1.6.0"' in drawn
+    assert 'id="harness changed mxnet 1.6.0 1.10"' in drawn and "A dashed segment joins" in svg_text(outputs[1])
     release_lines_figure(points.iloc[:0], None, outputs)  # no line: said, not an empty plot
     assert "No framework ran at two releases or more" in svg_text(outputs[1])

@@ -8,7 +8,7 @@ import matplotlib.dates as mdates
 import pandas as pd
 
 from ..registry import REGISTRY, base_of
-from ..tables.release_lines import LINE_KEYS
+from ..tables.release_lines import LINE_KEYS, harness
 from . import FRAMEWORK_COLOURS, save, with_notes
 
 
@@ -25,15 +25,20 @@ def thesis_values(thesis: pd.DataFrame | None) -> dict[tuple, float]:
 def release_lines_figure(points: pd.DataFrame, thesis: pd.DataFrame | None, outputs: list[Path]) -> None:
     """A panel per cell (dataset, network, where it ran, variant, task): each framework's line through its
     releases' speeds against their dates (log scale), each point's 95 % interval as error bars, each labelled with
-    its version, in the framework's colour; the thesis's value for a training cell, where Appendix A has it and the
-    line holds the thesis's release, a star at that release's date. A release without a known date is left out, and
-    said."""
+    its version, in the framework's colour, consecutive releases joined by a line, dashed where the two ran in
+    different harnesses (release_lines.csv's also_changed: a step there measures both changes); the thesis's value for
+    a training cell, where Appendix A has it and the line holds the thesis's release, a star at that release's date.
+    A release without a known date is left out, and said."""
     dated = points[points["released"].fillna("") != ""]
     undated = points[points["released"].fillna("") == ""]
     notes = [f"{row.release} {row.version} ({row.dataset}, {row.network}): no release date known, left out"
              for row in undated.drop_duplicates(["release", "dataset", "network"]).itertuples()]
     if points.empty:
         notes = ["No framework ran at two releases or more in any cell (config releases)."]
+    elif dated["release"].map(harness).groupby(dated["framework"]).nunique().gt(1).any():
+        notes.append("A dashed segment joins two releases that ran in different harnesses (a worker on an older "
+                     "CPython, today's backend in the runner's process): its change is the release's and the "
+                     "harness's together.")
     cells = list(dated.groupby(LINE_KEYS, sort=True, dropna=False))  # a key may be missing (no hardware target)
     columns = min(max(len(cells), 1), 3)
     fig, axes = with_notes(5.5 * columns, 4 * -(-max(len(cells), 1) // 3), notes, columns,
@@ -45,8 +50,15 @@ def release_lines_figure(points: pd.DataFrame, thesis: pd.DataFrame | None, outp
             when = pd.to_datetime(line["released"])
             bounds = [(line["estimate"] - line["low"]).fillna(0), (line["high"] - line["estimate"]).fillna(0)]
             colour = FRAMEWORK_COLOURS.get(framework, "grey")
-            ax.errorbar(when, line["estimate"], yerr=bounds, marker="o", color=colour, capsize=3, label=framework,
-                        gid=f"line {framework} {' '.join(map(str, cell))}")
+            ax.errorbar(when, line["estimate"], yerr=bounds, marker="o", color=colour, capsize=3, linestyle="none",
+                        label=framework, gid=f"line {framework} {' '.join(map(str, cell))}")
+            harnesses = line["release"].map(harness).to_numpy()
+            for k in range(len(line) - 1):
+                changed = harnesses[k] != harnesses[k + 1]
+                ax.plot(when.iloc[k:k + 2], line["estimate"].iloc[k:k + 2], color=colour,
+                        linestyle="--" if changed else "-",
+                        gid=f"{'harness changed' if changed else 'same harness'} {framework} "
+                            f"{line['version'].iloc[k]} {line['version'].iloc[k + 1]}")
             for moment, speed, version in zip(when, line["estimate"], line["version"]):
                 ax.annotate(version, (moment, speed), xytext=(3, 3), textcoords="offset points", fontsize=6)
             published = marks.get((framework, setting["dataset"], setting["network"], setting["device"]))
