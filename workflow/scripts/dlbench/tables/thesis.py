@@ -246,9 +246,9 @@ def order_changes(ranks: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
             steps = [f"{row.framework} between {row.before} and {row.after}: {row.ratio_text}"
                      + (f" (also changed: {row.also_changed})" if row.also_changed else "")
                      for row in moved.itertuples()]
-            measured = sorted(set(cell["framework"]) & {lower, higher})
+            lined = not cell[cell["framework"].isin([lower, higher])].empty
             rows.append({**{key: getattr(rank, key) for key in ORDER_COLUMNS[:7]}, "order": order, "changed": (
-                "; ".join(steps) if steps else "not resolved along the releases measured" if measured
+                "; ".join(steps) if steps else "not resolved along the releases measured" if lined
                 else "no release line of either measured in this cell")})
     return pd.DataFrame(rows, columns=ORDER_COLUMNS)
 
